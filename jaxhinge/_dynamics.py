@@ -1,0 +1,225 @@
+"""The back-substitution vector field (Allard, Schaub & Piggott; Basilisk `hingedRigidBodyStateEffector`).
+
+Stages, in the order of Basilisk's `Spacecraft::equationsOfMotion`:
+panel geometry -> mass properties -> panel back-substitution contributions (a_theta, b_theta, c_theta and
+A, B, C, D, v_trans, v_rot) -> hub 6x6 solve through the Schur complement (two 3x3 solves) ->
+theta_ddot -> kinematics. Every stage is vectorised over the leading `panels` axis (no Python loop).
+"""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._math import m2, mrp_bmat, mrp_to_dcm, tilde
+from ._spacecraft import Panels, Spacecraft, State
+
+
+class PanelGeometry(NamedTuple):
+    """Panel frames and positions in B: $[SB] = M_2(\\theta)[HB]$, $\\hat s_i$ its rows, $r_{S/B} = r_{H/B} - d\\hat s_1$."""
+
+    dcm_SB: Float[Array, "panels 3 3"]
+    s1: Float[Array, "panels 3"]
+    s2: Float[Array, "panels 3"]
+    s3: Float[Array, "panels 3"]
+    r_SB_B: Float[Array, "panels 3"]
+
+
+class MassProps(NamedTuple):
+    """System mass properties about B in B (Basilisk `updateSCMassProps`)."""
+
+    m_sc: Float[Array, ""]
+    c_B: Float[Array, "3"]  # system CoM relative to B
+    cPrime_B: Float[Array, "3"]  # body-frame derivative of c
+    ISCPntB_B: Float[Array, "3 3"]
+    ISCPrimePntB_B: Float[Array, "3 3"]
+    IPntS_B: Float[Array, "panels 3 3"]  # panel inertia about S, B frame
+    rPrime_SB_B: Float[Array, "panels 3"]  # body-frame derivative of r_S/B
+
+
+class BackSub(NamedTuple):
+    """Summed back-substitution matrices and the per-panel theta coefficients."""
+
+    A: Float[Array, "3 3"]
+    B: Float[Array, "3 3"]
+    C: Float[Array, "3 3"]
+    D: Float[Array, "3 3"]
+    v_trans: Float[Array, "3"]
+    v_rot: Float[Array, "3"]
+    aTheta: Float[Array, "panels 3"]
+    bTheta: Float[Array, "panels 3"]
+    cTheta: Float[Array, " panels"]
+
+
+def panel_inertia_diag(panels: Panels) -> Float[Array, "panels 3"]:
+    """$(I_{s1}, I_{s2}, I_{s3})$: the diagonal of `IPntS_S` (Basilisk assumes it diagonal)."""
+    return jnp.diagonal(panels.IPntS_S, axis1=-2, axis2=-1)
+
+
+def panel_geometry(panels: Panels, theta: Float[Array, " panels"]) -> PanelGeometry:
+    dcm_SB = m2(theta) @ panels.dcm_HB
+    s1, s2, s3 = dcm_SB[:, 0, :], dcm_SB[:, 1, :], dcm_SB[:, 2, :]
+    r_SB_B = panels.r_HB_B - panels.d[:, None] * s1
+    return PanelGeometry(dcm_SB, s1, s2, s3, r_SB_B)
+
+
+def _rrT(r):
+    """$\\tilde r \\tilde r^T = |r|^2 I - r r^T$ (batched)."""
+    eye = jnp.eye(3, dtype=r.dtype)
+    return jnp.sum(r * r, -1)[..., None, None] * eye - r[..., :, None] * r[..., None, :]
+
+
+def mass_properties(
+    spacecraft: Spacecraft, geom: PanelGeometry, thetaDot: Float[Array, " panels"]
+) -> MassProps:
+    hub, p = spacecraft.hub, spacecraft.panels
+    Is = panel_inertia_diag(p)
+    m_sc = hub.mHub + jnp.sum(p.mass)
+    c_B = (hub.mHub * hub.r_BcB_B + p.mass @ geom.r_SB_B) / m_sc
+    rPrime_SB_B = (p.d * thetaDot)[:, None] * geom.s3
+    cPrime_B = (p.mass @ rPrime_SB_B) / m_sc
+    IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, Is, geom.dcm_SB)
+    ISC = (
+        hub.IHubPntBc_B
+        + hub.mHub * _rrT(hub.r_BcB_B)
+        + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
+    )
+    s13 = geom.s1[:, :, None] * geom.s3[:, None, :]
+    rt, rpt = tilde(geom.r_SB_B), tilde(rPrime_SB_B)
+    ISCPrime = jnp.sum(
+        (thetaDot * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
+        - p.mass[:, None, None] * (rpt @ rt + rt @ rpt),
+        0,
+    )
+    return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B, rPrime_SB_B)
+
+
+def gravity_B(spacecraft: Spacecraft, state: State, dcm_BN, c_B) -> Float[Array, "3"]:
+    """Uniform gravity acceleration in B, evaluated at the system CoM (Basilisk's convention)."""
+    if spacecraft.gravity is None:
+        return jnp.zeros(3, dtype=c_B.dtype)
+    r_CN_N = state.r_BN_N + dcm_BN.T @ c_B
+    r = jnp.linalg.norm(r_CN_N)
+    return dcm_BN @ (-spacecraft.gravity.mu * r_CN_N / r**3)
+
+
+def panel_contributions(
+    spacecraft: Spacecraft,
+    state: State,
+    geom: PanelGeometry,
+    g_B: Float[Array, "3"],
+    u: Float[Array, " panels"],
+) -> BackSub:
+    """Per-panel $a_\\theta, b_\\theta, c_\\theta$ and their summed contributions to A, B, C, D, v_trans, v_rot."""
+    p = spacecraft.panels
+    omega = state.omega_BN_B
+    Is = panel_inertia_diag(p)
+    md = p.mass * p.d
+    Itheta = Is[:, 1] + md * p.d
+    aTheta = -(md / Itheta)[:, None] * geom.s3
+    bTheta = -(Itheta[:, None] * geom.s2 + md[:, None] * jnp.cross(p.r_HB_B, geom.s3)) / Itheta[:, None]
+    omega_S = geom.dcm_SB @ omega  # (panels, 3)
+    gravTorquePntH = -p.d[:, None] * jnp.cross(geom.s1, p.mass[:, None] * g_B)
+    w_x_w_x_rH = jnp.cross(omega, jnp.cross(omega, p.r_HB_B))
+    cTheta = (
+        u
+        - p.k * (state.theta - p.thetaRef)
+        - p.c * (state.thetaDot - p.thetaDotRef)
+        + jnp.sum(geom.s2 * gravTorquePntH, -1)
+        + (Is[:, 2] - Is[:, 0] + md * p.d) * omega_S[:, 2] * omega_S[:, 0]
+        - md * jnp.sum(geom.s3 * w_x_w_x_rH, -1)
+    ) / Itheta
+    f = Is[:, 1:2] * geom.s2 + md[:, None] * jnp.cross(geom.r_SB_B, geom.s3)  # rotThetaFactor
+    mds3 = md[:, None] * geom.s3
+    td2 = state.thetaDot**2
+    A = jnp.einsum("ni,nj->ij", mds3, aTheta)
+    B = jnp.einsum("ni,nj->ij", mds3, bTheta)
+    C = jnp.einsum("ni,nj->ij", f, aTheta)
+    D = jnp.einsum("ni,nj->ij", f, bTheta)
+    v_trans = -jnp.sum((md * td2)[:, None] * geom.s1 + (md * cTheta)[:, None] * geom.s3, 0)
+    v_rot = -jnp.sum(
+        state.thetaDot[:, None] * jnp.cross(omega, f)
+        + cTheta[:, None] * f
+        + (md * td2)[:, None] * jnp.cross(geom.r_SB_B, geom.s1),
+        0,
+    )
+    return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
+
+
+def hub_solve(bs: BackSub) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
+    """Solve $[A\\ B; C\\ D][\\ddot r_B; \\dot\\omega] = [v_{trans}; v_{rot}]$ through the Schur complement.
+
+    Returns $\\ddot r_{B/N}$ in **B** components and $\\dot\\omega_{BN}$ in B."""
+    Ainv_rhs = jnp.linalg.solve(bs.A, jnp.concatenate([bs.v_trans[:, None], bs.B], 1))
+    Ainv_vt, Ainv_B = Ainv_rhs[:, 0], Ainv_rhs[:, 1:]
+    omegaDot = jnp.linalg.solve(bs.D - bs.C @ Ainv_B, bs.v_rot - bs.C @ Ainv_vt)
+    rDDot_B = Ainv_vt - Ainv_B @ omegaDot
+    return rDDot_B, omegaDot
+
+
+def accelerations(
+    spacecraft: Spacecraft,
+    state: State,
+    extForce_B: Float[Array, "3"],
+    extForce_N: Float[Array, "3"],
+    extTorquePntB_B: Float[Array, "3"],
+    u_extra: Float[Array, " panels"] | float = 0.0,
+) -> tuple[Float[Array, "3"], Float[Array, "3"], Float[Array, " panels"]]:
+    """Back-substitution accelerations of one configuration.
+
+    **Arguments:**
+
+    - `spacecraft`: the model; `state`: the current `State`.
+    - `extForce_B` [N, B frame], `extForce_N` [N, N frame]: external force through B;
+      `extTorquePntB_B` [N m]: external torque about B, B frame.
+    - `u_extra` [N m]: hinge motor torque added to `panels.motorTorque`.
+
+    **Returns:** `(rDDot_BN_N, omegaDot_BN_B, thetaDDot)`: hub point acceleration (N frame), hub angular
+    acceleration (B frame), hinge angular accelerations.
+    """
+    dcm_BN = mrp_to_dcm(state.sigma_BN)
+    geom = panel_geometry(spacecraft.panels, state.theta)
+    mp = mass_properties(spacecraft, geom, state.thetaDot)
+    g_B = gravity_B(spacecraft, state, dcm_BN, mp.c_B)
+    u = spacecraft.panels.motorTorque + u_extra
+    bs = panel_contributions(spacecraft, state, geom, g_B, u)
+    omega = state.omega_BN_B
+    m_sc, c_B, cP = mp.m_sc, mp.c_B, mp.cPrime_B
+    ct = tilde(c_B)
+    F_B = m_sc * g_B + dcm_BN @ extForce_N + extForce_B
+    eye = jnp.eye(3, dtype=c_B.dtype)
+    bs = bs._replace(
+        A=bs.A + m_sc * eye,
+        B=bs.B - m_sc * ct,
+        C=bs.C + m_sc * ct,
+        D=bs.D + mp.ISCPntB_B,
+        v_trans=bs.v_trans
+        - 2.0 * m_sc * jnp.cross(omega, cP)
+        - m_sc * jnp.cross(omega, jnp.cross(omega, c_B))
+        + F_B,
+        v_rot=bs.v_rot
+        - jnp.cross(omega, mp.ISCPntB_B @ omega)
+        - mp.ISCPrimePntB_B @ omega
+        + jnp.cross(c_B, m_sc * g_B)
+        + extTorquePntB_B,
+    )
+    rDDot_B, omegaDot = hub_solve(bs)
+    thetaDDot = bs.aTheta @ rDDot_B + bs.bTheta @ omegaDot + bs.cTheta
+    return dcm_BN.T @ rDDot_B, omegaDot, thetaDDot
+
+
+def state_derivative(t, state: State, args) -> State:
+    """The diffrax vector field. `args = (spacecraft, loads, t_hold)`; loads are evaluated at `t_hold`
+    (zero-order hold over an rk4 step, set by `MRPSwitch`) when it is not `None`, else at `t`."""
+    spacecraft, loads, t_hold = args
+    t_load = t if t_hold is None else t_hold
+    f_b, f_n, tq, u = loads.at(t_load)
+    rDDot_N, omegaDot, thetaDDot = accelerations(spacecraft, state, f_b, f_n, tq, u)
+    return State(
+        r_BN_N=state.v_BN_N,
+        v_BN_N=rDDot_N,
+        sigma_BN=0.25 * mrp_bmat(state.sigma_BN) @ state.omega_BN_B,
+        omega_BN_B=omegaDot,
+        theta=state.thetaDot,
+        thetaDot=thetaDDot,
+    )

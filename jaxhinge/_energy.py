@@ -1,0 +1,105 @@
+"""Energy, momentum, system CoM and per-panel inertial states, with Basilisk's definitions
+(`Spacecraft::computeEnergyMomentum`, `HingedRigidBodyStateEffector::updateEnergyMomContributions`,
+the panel config-log message)."""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._dynamics import mass_properties, panel_geometry
+from ._math import dcm_to_mrp, mrp_to_dcm
+from ._spacecraft import InitialState, Spacecraft, State
+
+
+class Diagnostics(NamedTuple):
+    """Outputs of one state (Basilisk names). Energies [J], momenta [kg m^2/s], positions [m], velocities [m/s]."""
+
+    r_CN_N: Float[Array, "3"]
+    v_CN_N: Float[Array, "3"]
+    totOrbEnergy: Float[Array, ""]
+    totRotEnergy: Float[Array, ""]
+    totOrbAngMomPntN_N: Float[Array, "3"]
+    totRotAngMomPntC_N: Float[Array, "3"]
+    panel_r_SN_N: Float[Array, "panels 3"]
+    panel_v_SN_N: Float[Array, "panels 3"]
+    panel_sigma_SN: Float[Array, "panels 3"]
+    panel_omega_SN_S: Float[Array, "panels 3"]
+
+
+def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
+    """Energy and momentum about the system CoM C, CoM state, and panel inertial states, of one state.
+
+    - `totRotEnergy` includes the spring energy $\\frac12 k(\\theta-\\theta_{ref})^2$; gravity potential
+      $-\\mu m/|r_C|$ is in `totOrbEnergy` (as Basilisk).
+    - `panel_*`: Basilisk's `hingedRigidBodyConfigLogOutMsg` read as "body = panel frame S": CoM position
+      and velocity in N, $\\sigma_{SN}$, $\\omega_{SN}$ in S components.
+    """
+    hub, p = spacecraft.hub, spacecraft.panels
+    dcm_BN = mrp_to_dcm(state.sigma_BN)
+    dcm_NB = dcm_BN.T
+    omega = state.omega_BN_B
+    geom = panel_geometry(p, state.theta)
+    mp = mass_properties(spacecraft, geom, state.thetaDot)
+    m_sc, c_B = mp.m_sc, mp.c_B
+    cDot_B = mp.cPrime_B + jnp.cross(omega, c_B)
+
+    # hub about its own CoM, shifted to B (Basilisk computes "about C" contributions relative to B, then
+    # subtracts the CoM terms below)
+    w_x_rBc = jnp.cross(omega, hub.r_BcB_B)
+    H_B = hub.IHubPntBc_B @ omega + hub.mHub * jnp.cross(hub.r_BcB_B, w_x_rBc)
+    E_rot = 0.5 * omega @ hub.IHubPntBc_B @ omega + 0.5 * hub.mHub * w_x_rBc @ w_x_rBc
+
+    omega_SN_B = omega + state.thetaDot[:, None] * geom.s2
+    rDot_SB_B = mp.rPrime_SB_B + jnp.cross(omega, geom.r_SB_B)
+    Iw = jnp.einsum("nab,nb->na", mp.IPntS_B, omega_SN_B)
+    H_B = H_B + jnp.sum(Iw + p.mass[:, None] * jnp.cross(geom.r_SB_B, rDot_SB_B), 0)
+    E_rot = E_rot + jnp.sum(
+        0.5 * jnp.sum(omega_SN_B * Iw, -1)
+        + 0.5 * p.mass * jnp.sum(rDot_SB_B * rDot_SB_B, -1)
+        + 0.5 * p.k * (state.theta - p.thetaRef) ** 2
+    )
+
+    rDot_B = dcm_BN @ state.v_BN_N
+    r_CN_N = state.r_BN_N + dcm_NB @ c_B
+    v_CN_N = state.v_BN_N + dcm_NB @ cDot_B
+    E_orb = 0.5 * m_sc * (rDot_B @ rDot_B + 2.0 * rDot_B @ cDot_B + cDot_B @ cDot_B)
+    if spacecraft.gravity is not None:
+        E_orb = E_orb - m_sc * spacecraft.gravity.mu / jnp.linalg.norm(r_CN_N)
+    E_rot = E_rot - 0.5 * m_sc * cDot_B @ cDot_B
+    H_B = H_B - m_sc * jnp.cross(c_B, cDot_B)
+
+    panel_r = state.r_BN_N + geom.r_SB_B @ dcm_BN
+    panel_v = state.v_BN_N + rDot_SB_B @ dcm_BN
+    dcm_SN = geom.dcm_SB @ dcm_BN
+    panel_sigma = dcm_to_mrp(dcm_SN)
+    panel_omega = jnp.einsum("nab,nb->na", geom.dcm_SB, omega_SN_B)
+    return Diagnostics(
+        r_CN_N=r_CN_N,
+        v_CN_N=v_CN_N,
+        totOrbEnergy=E_orb,
+        totRotEnergy=E_rot,
+        totOrbAngMomPntN_N=m_sc * jnp.cross(r_CN_N, v_CN_N),
+        totRotAngMomPntC_N=dcm_NB @ H_B,
+        panel_r_SN_N=panel_r,
+        panel_v_SN_N=panel_v,
+        panel_sigma_SN=panel_sigma,
+        panel_omega_SN_S=panel_omega,
+    )
+
+
+def initial_state(spacecraft: Spacecraft, initial: InitialState) -> State:
+    """Hub state from the user's system-CoM initial conditions (Basilisk `Spacecraft::initializeDynamics`):
+    $r_{B/N} = r_{C/N} - [NB]c$, $v_{B/N} = v_{C/N} - [NB](c' + \\omega\\times c)$ at the initial angles."""
+    dcm_NB = mrp_to_dcm(initial.sigma_BNInit).T
+    geom = panel_geometry(spacecraft.panels, initial.thetaInit)
+    mp = mass_properties(spacecraft, geom, initial.thetaDotInit)
+    cDot_B = mp.cPrime_B + jnp.cross(initial.omega_BN_BInit, mp.c_B)
+    return State(
+        r_BN_N=initial.r_CN_NInit - dcm_NB @ mp.c_B,
+        v_BN_N=initial.v_CN_NInit - dcm_NB @ cDot_B,
+        sigma_BN=initial.sigma_BNInit,
+        omega_BN_B=initial.omega_BN_BInit,
+        theta=initial.thetaInit,
+        thetaDot=initial.thetaDotInit,
+    )

@@ -1,0 +1,90 @@
+"""Small rotation and vector helpers in Basilisk/Schaub conventions.
+
+MRPs: $\\sigma = \\hat e \\tan(\\Phi/4)$; `mrp_to_dcm(sigma)` returns $[BN] = C(\\sigma)$, the DCM that maps
+N-frame components to B-frame components (Basilisk's `toRotationMatrix()` returns its transpose $[NB]$).
+"""
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+def tilde(v: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
+    """Skew-symmetric cross-product matrix: `tilde(a) @ b == cross(a, b)`."""
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    zero = jnp.zeros_like(x)
+    return jnp.stack(
+        [
+            jnp.stack([zero, -z, y], -1),
+            jnp.stack([z, zero, -x], -1),
+            jnp.stack([-y, x, zero], -1),
+        ],
+        -2,
+    )
+
+
+def mrp_to_dcm(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
+    """$[BN] = C(\\sigma) = I + (8\\tilde\\sigma^2 - 4(1-\\sigma^2)\\tilde\\sigma)/(1+\\sigma^2)^2$."""
+    s2 = jnp.sum(sigma * sigma, -1)[..., None, None]
+    st = tilde(sigma)
+    eye = jnp.eye(3, dtype=sigma.dtype)
+    return eye + (8.0 * st @ st - 4.0 * (1.0 - s2) * st) / (1.0 + s2) ** 2
+
+
+def mrp_bmat(sigma: Float[Array, "3"]) -> Float[Array, "3 3"]:
+    """$B(\\sigma) = (1-\\sigma^2) I + 2\\tilde\\sigma + 2\\sigma\\sigma^T$, so that $\\dot\\sigma = B\\omega/4$."""
+    s2 = jnp.dot(sigma, sigma)
+    return (1.0 - s2) * jnp.eye(3, dtype=sigma.dtype) + 2.0 * tilde(sigma) + 2.0 * jnp.outer(sigma, sigma)
+
+
+def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
+    """Basilisk's switch: if $|\\sigma| > 1$, $\\sigma \\to -\\sigma/|\\sigma|^2$ (same attitude, $|\\sigma| \\le 1$)."""
+    s2 = jnp.sum(sigma * sigma, -1, keepdims=True)
+    switch = s2 > 1.0
+    safe = jnp.where(switch, s2, 1.0)
+    return jnp.where(switch, -sigma / safe, sigma)
+
+
+def dcm_to_mrp(dcm: Float[Array, "*batch 3 3"]) -> Float[Array, "*batch 3"]:
+    """MRP of a DCM ($[BN] \\to \\sigma_{BN}$), via Shepperd's quaternion method with $\\beta_0 \\ge 0$.
+
+    Returns the set with $|\\sigma| \\le 1$ (at exactly 180 degrees, $|\\sigma| = 1$).
+    """
+    c = dcm
+    tr = c[..., 0, 0] + c[..., 1, 1] + c[..., 2, 2]
+    b2 = jnp.stack(
+        [
+            (1.0 + tr) / 4.0,
+            (1.0 + 2.0 * c[..., 0, 0] - tr) / 4.0,
+            (1.0 + 2.0 * c[..., 1, 1] - tr) / 4.0,
+            (1.0 + 2.0 * c[..., 2, 2] - tr) / 4.0,
+        ],
+        -1,
+    )
+    i = jnp.argmax(b2, -1)
+    d23 = c[..., 1, 2] - c[..., 2, 1]
+    d31 = c[..., 2, 0] - c[..., 0, 2]
+    d12 = c[..., 0, 1] - c[..., 1, 0]
+    s23 = c[..., 1, 2] + c[..., 2, 1]
+    s31 = c[..., 2, 0] + c[..., 0, 2]
+    s12 = c[..., 0, 1] + c[..., 1, 0]
+
+    def cand(bk, parts):
+        bk = jnp.sqrt(jnp.maximum(bk, 1e-300))
+        return jnp.stack([p / (4.0 * bk) if p is not None else bk for p in parts], -1)
+
+    q0 = cand(b2[..., 0], [None, d23, d31, d12])
+    q1 = cand(b2[..., 1], [d23, None, s12, s31])
+    q2 = cand(b2[..., 2], [d31, s12, None, s23])
+    q3 = cand(b2[..., 3], [d12, s31, s23, None])
+    q = jnp.choose(i[..., None], [q0, q1, q2, q3], mode="clip")
+    q = jnp.where(q[..., :1] < 0.0, -q, q)
+    return q[..., 1:] / (1.0 + q[..., :1])
+
+
+def m2(theta: Float[Array, "*batch"]) -> Float[Array, "*batch 3 3"]:
+    """Basilisk's `eigenM2`: rotation about the second axis, `[[c, 0, -s], [0, 1, 0], [s, 0, c]]`."""
+    ct, st = jnp.cos(theta), jnp.sin(theta)
+    z, o = jnp.zeros_like(theta), jnp.ones_like(theta)
+    return jnp.stack(
+        [jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2
+    )
