@@ -1,0 +1,55 @@
+"""Plots (matplotlib, Agg backend: files only, no display needed)."""
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def relative_drift(x: np.ndarray) -> np.ndarray:
+    """$|x(t) - x(0)| / |x(0)|$ per sample (vectors: Euclidean norms); absolute when $x(0) = 0$."""
+    x = np.asarray(x, dtype=float)
+    x = x.reshape(x.shape[0], -1)
+    ref = np.linalg.norm(x[0])
+    return np.linalg.norm(x - x[0], axis=1) / (ref if ref > 0 else 1.0)
+
+
+def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None) -> None:
+    """Hinge angles, hub rates, and energy/momentum drift of a trajectory dict (`Trajectory.as_dict()`)."""
+    plt = _plt()
+    t = traj["t"]
+    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    ax = axes[0]
+    for i, name in enumerate(panel_names):
+        ax.plot(t, np.degrees(traj["theta"][:, i]), label=name)
+    ax.set_ylabel("hinge angle theta [deg]")
+    if len(panel_names):
+        ax.legend(loc="upper right", fontsize="small", ncol=min(4, len(panel_names)))
+    ax.grid(alpha=0.3)
+    ax = axes[1]
+    for j in range(3):
+        ax.plot(t, np.degrees(traj["omega_BN_B"][:, j]), label=f"omega_BN_B[{j + 1}]")
+    ax.set_ylabel("hub rate [deg/s]")
+    ax.legend(loc="upper right", fontsize="small", ncol=3)
+    ax.grid(alpha=0.3)
+    ax = axes[2]
+    for key in ("totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"):
+        d = relative_drift(traj[key])
+        ax.semilogy(t, np.maximum(d, 1e-17), label=key)
+    ax.set_ylabel("relative drift from t = 0")
+    ax.set_xlabel("t [s]")
+    ax.legend(loc="lower right", fontsize="small", ncol=2)
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title("conserved only without damping, motor torque, loads (and, for rot. energy, thetaRef motion)",
+                 fontsize="x-small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format=fmt)
+    plt.close(fig)
