@@ -96,16 +96,16 @@ def cmd_simulate(args) -> int:
     if args.plot:
         atomic_write(args.plot, lambda f: plot_trajectory(out, names, f, title=os.path.basename(path), fmt=_fmt(args.plot)))
         _log(f"jaxhinge: wrote {args.plot}")
-    print(f"scenario          {path}")
-    print(f"samples           {len(out['t'])} (t = 0 .. {out['t'][-1]:g} s), {int(traj.num_steps)} steps, "
+    print(f"scenario            {path}")
+    print(f"samples             {len(out['t'])} (t = 0 .. {out['t'][-1]:g} s), {int(traj.num_steps)} steps, "
           f"{wall:.2f} s wall (incl. compilation)")
     for i, n in enumerate(names):
-        print(f"theta[{n}]".ljust(18) + f"final {out['theta'][-1, i]: .9e} rad, "
+        print(f"theta[{n}]".ljust(20) + f"final {out['theta'][-1, i]: .9e} rad, "
               f"max |theta| {np.abs(out['theta'][:, i]).max():.6e} rad")
-    print("omega_BN_B final  " + np.array2string(out["omega_BN_B"][-1], precision=9))
-    print("sigma_BN final    " + np.array2string(out["sigma_BN"][-1], precision=9))
+    print("omega_BN_B final    " + np.array2string(out["omega_BN_B"][-1], precision=9))
+    print("sigma_BN final      " + np.array2string(out["sigma_BN"][-1], precision=9))
     for key in ("totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"):
-        print(f"{key:<18}max relative drift {relative_drift(out[key]).max():.3e}")
+        print(f"{key:<20}max relative drift {relative_drift(out[key]).max():.3e}")
     return 0
 
 

@@ -50,3 +50,7 @@ class Scenario(eqx.Module):
     initial: InitialState
     loads: Loads = eqx.field(default_factory=Loads)
     simulation: SimulationConfig = eqx.field(static=True, default_factory=SimulationConfig)
+
+    def with_simulation(self, **changes) -> "Scenario":
+        """A copy with some simulation settings changed, e.g. `s.with_simulation(integrator="dopri8")`."""
+        return Scenario(self.spacecraft, self.initial, self.loads, dataclasses.replace(self.simulation, **changes))

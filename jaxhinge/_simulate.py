@@ -88,13 +88,16 @@ def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None):
     y0 = initial_state(sc, scenario.initial)
     ts = jnp.asarray(save_times(cfg))
     term = diffrax.ODETerm(state_derivative)
+    # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
+    # solvers; our wrapper sets it on the inner solver)
+    scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
     if cfg.integrator == "rk4":
         grid = step_times(cfg)
-        solver = MRPSwitch(RK4(), zoh=True)
+        solver = MRPSwitch(RK4(scan_kind=scan_kind), zoh=True)
         controller = diffrax.StepTo(ts=jnp.asarray(grid))
         dt0, max_steps = None, len(grid) - 1
     else:
-        inner = diffrax.Tsit5() if cfg.integrator == "tsit5" else diffrax.Dopri8()
+        inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
         solver = MRPSwitch(inner, zoh=False)
         controller = diffrax.PIDController(rtol=cfg.rtol, atol=cfg.atol)
         jumps = loads.jump_times

@@ -53,6 +53,12 @@ class MRPSwitch(diffrax.AbstractWrappedSolver):
     zoh: bool = eqx.field(static=True, default=False)
 
     @property
+    def scan_kind(self):
+        # diffrax's adjoints set `scan_kind` on Runge-Kutta solvers (and see through wrappers); the inner
+        # solver is built with it already set (see `_simulate._solve`).
+        return self.solver.scan_kind
+
+    @property
     def term_structure(self):
         return self.solver.term_structure
 

@@ -1,0 +1,33 @@
+"""jaxhinge: a differentiable JAX simulator of a rigid hub with hinged rigid panels, exact to Basilisk's
+`hingedRigidBodyStateEffector`, built for system identification.
+
+Float64 is needed for Basilisk-level accuracy: call `jax.config.update("jax_enable_x64", True)` before
+using jaxhinge (the CLI does this itself).
+"""
+
+from ._dynamics import accelerations as accelerations
+from ._energy import Diagnostics as Diagnostics
+from ._energy import diagnostics as diagnostics
+from ._energy import initial_state as initial_state
+from ._loads import Loads as Loads
+from ._loads import Pulses as Pulses
+from ._scenario import Scenario as Scenario
+from ._scenario import SimulationConfig as SimulationConfig
+from ._scenario_file import ScenarioError as ScenarioError
+from ._scenario_file import dump_scenario as dump_scenario
+from ._scenario_file import load_scenario as load_scenario
+from ._scenario_file import scenario_from_dict as scenario_from_dict
+from ._scenario_file import scenario_to_dict as scenario_to_dict
+from ._simulate import Trajectory as Trajectory
+from ._simulate import simulate as simulate
+from ._simulate import simulate_unjitted as simulate_unjitted
+from ._solver import RK4 as RK4
+from ._solver import MRPSwitch as MRPSwitch
+from ._spacecraft import Hub as Hub
+from ._spacecraft import InitialState as InitialState
+from ._spacecraft import Panels as Panels
+from ._spacecraft import PointMassGravity as PointMassGravity
+from ._spacecraft import Spacecraft as Spacecraft
+from ._spacecraft import State as State
+
+__version__ = "0.1.0"

@@ -1,0 +1,987 @@
+"""Scenario files: a TOML description of a spacecraft, its initial state, loads and simulation settings.
+
+`load_scenario(path)` / `scenario_from_dict(data)` validate **everything** before building a single array and
+refuse bad input with a one-line `ScenarioError` that names the field (dotted path, panels by index and
+name: `panels[1] ("p1").dcm_HB`), the value given and what is allowed. `dump_scenario` /
+`scenario_to_dict` write the inverse: a file that loads back to an identical scenario (floats are written
+with `repr`, so every bit survives).
+
+The schema (field names, frames and units are Basilisk's; SI units, radians):
+
+```toml
+[hub]                   # required
+mHub = 750.0            # required, kg, > 0
+IHubPntBc_B = [[900.0, 0.0, 0.0], [0.0, 800.0, 0.0], [0.0, 0.0, 600.0]]   # required, kg m^2, SPD
+r_BcB_B = [0.0, 0.0, 1.0]             # m, default 0
+r_CN_NInit = [0.1, -0.4, 0.3]         # m, system CoM C, default 0
+v_CN_NInit = [-0.2, 0.5, 0.1]         # m/s, default 0
+sigma_BNInit = [0.0, 0.0, 0.0]        # MRP, default 0
+omega_BN_BInit = [0.1, -0.1, 0.1]     # rad/s, default 0
+
+[[panels]]              # zero or more
+name = "p0"             # optional, default "p<index>"; unique, [A-Za-z_][A-Za-z0-9_]*
+mass = 100.0            # required, kg, > 0
+IPntS_S = [[100.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]   # required, kg m^2, diagonal, > 0
+d = 1.5                 # required, m, > 0
+k = 100.0               # required, N m/rad, >= 0
+c = 0.0                 # N m s/rad, >= 0, default 0
+r_HB_B = [0.5, 0.0, 1.0]                                            # required, m
+dcm_HB = [[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]      # required, proper rotation
+thetaInit = 0.0         # rad, default 0
+thetaDotInit = 0.0      # rad/s, default 0
+thetaRef = 0.0          # rad, default 0
+thetaDotRef = 0.0       # rad/s, default 0
+motorTorque = 0.0       # N m, default 0
+
+[gravity]               # optional; absent = no gravity
+mu = 3.986004415e14     # m^3/s^2, > 0
+
+[loads]                 # optional; constant loads, default 0
+extForce_B = [0.0, 1.0, 0.0]          # N, B frame
+extForce_N = [0.0, 0.0, 0.0]          # N, N frame
+extTorquePntB_B = [0.0, 0.0, 0.0]     # N m about B, B frame
+
+[[loads.pulses]]        # optional; acts on t_start <= t < t_end
+t_start = 0.0           # s, >= 0
+t_end = 5.0             # s, > t_start
+extForce_B = [0.2, 0.7, 0.0]          # same keys as [loads], default 0
+
+[simulation]            # optional; defaults from `SimulationConfig`
+t_end = 2.5
+save_dt = 0.01
+integrator = "rk4"      # "rk4", "tsit5" or "dopri8"
+dt = 0.001
+rtol = 1e-10
+atol = 1e-12
+max_steps = 1000000
+```
+"""
+
+import dataclasses
+import datetime
+import difflib
+import math
+import os
+import pathlib
+import re
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ._loads import Loads, Pulses
+from ._scenario import INTEGRATORS, Scenario, SimulationConfig
+from ._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
+
+__all__ = [
+    "ScenarioError",
+    "dump_scenario",
+    "example_path",
+    "load_scenario",
+    "scenario_from_dict",
+    "scenario_to_dict",
+]
+
+
+class ScenarioError(ValueError):
+    """A scenario file or dict that cannot be used. `str(error)` is one line:
+    `source: field = value: what is allowed`.
+
+    Attributes: `source` (file name or `"<dict>"`), `field` (dotted path such as `panels[1] ("p1").dcm_HB`,
+    or `None` for file-level errors).
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
+        super().__init__(message)
+        self.source = source
+        self.field = field
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Schema
+# ------------------------------------------------------------------------------------------------------------
+
+_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation")
+_HUB_KEYS = ("mHub", "IHubPntBc_B", "r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit")
+_HUB_REQUIRED = ("mHub", "IHubPntBc_B")
+_PANEL_KEYS = (
+    "name",
+    "mass",
+    "IPntS_S",
+    "d",
+    "k",
+    "c",
+    "r_HB_B",
+    "dcm_HB",
+    "thetaInit",
+    "thetaDotInit",
+    "thetaRef",
+    "thetaDotRef",
+    "motorTorque",
+)
+_PANEL_REQUIRED = ("mass", "IPntS_S", "d", "k", "r_HB_B", "dcm_HB")
+_GRAVITY_KEYS = ("mu",)
+_LOAD_VECTORS = ("extForce_B", "extForce_N", "extTorquePntB_B")
+_LOADS_KEYS = (*_LOAD_VECTORS, "pulses")
+_PULSE_KEYS = ("t_start", "t_end", *_LOAD_VECTORS)
+_PULSE_REQUIRED = ("t_start", "t_end")
+_SIM_FLOATS = ("t_end", "save_dt", "dt", "rtol", "atol")
+_SIM_KEYS = ("t_end", "save_dt", "integrator", "dt", "rtol", "atol", "max_steps")
+
+# What each key means, for "missing required key" messages.
+_DESCRIPTION = {
+    "mHub": "hub mass, kg, > 0",
+    "IHubPntBc_B": "hub inertia about its CoM, 3x3 symmetric positive definite, kg m^2",
+    "mass": "panel mass, kg, > 0",
+    "IPntS_S": "panel inertia about its CoM S in frame S, 3x3 diagonal, kg m^2",
+    "d": "hinge H to panel CoM distance, m, > 0",
+    "k": "hinge spring stiffness, N m/rad, >= 0",
+    "r_HB_B": "hinge point relative to B, B frame, 3 numbers, m",
+    "dcm_HB": "[HB], rows h1 h2 h3 in B components, 3x3 proper rotation",
+    "mu": "gravitational parameter, m^3/s^2, > 0",
+    "t_start": "pulse start time, s, >= 0",
+    "t_end": "pulse end time, s, > t_start",
+}
+
+# Common misnamings that difflib cannot guess (keys are lower-case).
+_ALIASES = {
+    "hub": {"mass": "mHub", "m": "mHub", "inertia": "IHubPntBc_B", "i": "IHubPntBc_B"},
+    "panel": {
+        "damping": "c",
+        "damper": "c",
+        "stiffness": "k",
+        "spring": "k",
+        "inertia": "IPntS_S",
+        "i": "IPntS_S",
+        "m": "mass",
+        "theta": "thetaInit",
+        "theta0": "thetaInit",
+        "thetadot": "thetaDotInit",
+        "thetadot0": "thetaDotInit",
+        "torque": "motorTorque",
+        "u": "motorTorque",
+    },
+    "load": {
+        "extforce": "extForce_B",
+        "exttorque": "extTorquePntB_B",
+        "force": "extForce_B",
+        "force_b": "extForce_B",
+        "force_n": "extForce_N",
+        "torque": "extTorquePntB_B",
+    },
+    "simulation": {
+        "integrator_dt": "dt",
+        "step": "dt",
+        "log_dt": "save_dt",
+        "tf": "t_end",
+        "stop_time": "t_end",
+    },
+    "gravity": {"gm": "mu"},
+}
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_SYM_RTOL = 1e-12  # hub inertia symmetry, relative to max |I_ij|
+_DIAG_RTOL = 1e-12  # panel inertia off-diagonals, relative to max |I_ii|
+_DCM_TOL = 1e-9  # dcm_HB orthonormality and det
+_TICK_RTOL = 1e-9  # rk4: save_dt and t_end multiples of dt
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Formatting helpers (every message stays on one line)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _toml_str(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _fmt_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(float(x))
+
+
+def _fmt(value: Any, limit: int = 240) -> str:
+    """A value as it would be written in TOML (on one line, shortened past `limit` characters)."""
+
+    def rec(v):
+        if isinstance(v, (bool, np.bool_)):
+            return "true" if v else "false"
+        if isinstance(v, (int, np.integer)):
+            return str(int(v))
+        if isinstance(v, (float, np.floating)):
+            return _fmt_float(float(v))
+        if isinstance(v, str):
+            return _toml_str(v)
+        if isinstance(v, Mapping):
+            return "{" + ", ".join(f"{_fmt_key(str(k))} = {rec(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(rec(x) for x in v) + "]"
+        if isinstance(v, np.ndarray):
+            return rec(v.tolist())
+        return _toml_str(str(v)) if not isinstance(v, (datetime.date, datetime.time)) else v.isoformat()
+
+    s = rec(value)
+    return s if len(s) <= limit else s[: limit - 5] + " ...]"
+
+
+def _fmt_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, (datetime.date, datetime.time)):
+        return "a date/time"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _fmt_shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _shape_words(shape: tuple[int, ...]) -> str:
+    if shape == ():
+        return "a number"
+    if len(shape) == 1:
+        return f"a list of {shape[0]} numbers"
+    return f"{shape[0]} rows of {shape[1]} numbers"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Validation (pure Python / NumPy; nothing is built until everything has passed)
+# ------------------------------------------------------------------------------------------------------------
+
+
+class _Checker:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, field: str | None, message: str) -> ScenarioError:
+        """`source: field: message`."""
+        where = f"{self.source}: {field}" if field else self.source
+        return ScenarioError(f"{where}: {message}", source=self.source, field=field)
+
+    def bad(self, field: str, value: Any, rule: str) -> ScenarioError:
+        """`source: field = value: rule`."""
+        return ScenarioError(
+            f"{self.source}: {field} = {_fmt(value)}: {rule}", source=self.source, field=field
+        )
+
+    # -- structure
+
+    def table(self, value: Any, field: str, header: str) -> Mapping:
+        if not isinstance(value, Mapping):
+            raise self.bad(field, value, f"must be a table ({header}), got {_kind(value)}")
+        return value
+
+    def keys(
+        self, table: Mapping, field: str | None, allowed: tuple[str, ...], required: tuple[str, ...], aliases
+    ):
+        where = field if field is not None else "top level"
+        for key in table:
+            if not isinstance(key, str) or key not in allowed:
+                key_s = str(key)
+                hint = _suggest(key_s, allowed, aliases)
+                hint = f" (did you mean {hint!r}?)" if hint else ""
+                raise self.fail(where, f"unknown key {key_s!r}{hint}; allowed keys: {', '.join(allowed)}")
+        for key in required:
+            if key not in table:
+                desc = f" ({_DESCRIPTION[key]})" if key in _DESCRIPTION else ""
+                raise self.fail(where, f"missing required key {key!r}{desc}")
+
+    # -- numbers and arrays
+
+    def number(self, value: Any, field: str) -> float:
+        value = _unwrap(value)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)
+        ):
+            raise self.bad(field, value, f"must be a number, got {_kind(value)}")
+        try:
+            x = float(value)
+        except OverflowError:
+            raise self.bad(field, value, "too large for a float64") from None
+        if not math.isfinite(x):
+            raise self.bad(field, value, "must be a finite number (nan and inf are not allowed)")
+        return x
+
+    def array(self, value: Any, field: str, shape: tuple[int, ...]) -> np.ndarray:
+        value = _unwrap(value)
+        given = _shape_of(value)
+        if given != shape:
+            got = "a ragged nested array" if given is None else f"shape {_fmt_shape(given)}"
+            if given == ():
+                got = _kind(value)
+            raise self.bad(
+                field, value, f"expected shape {_fmt_shape(shape)} ({_shape_words(shape)}), got {got}"
+            )
+        out = np.empty(shape)
+        for idx in np.ndindex(*shape):
+            elem = value
+            for i in idx:
+                elem = elem[i]
+            out[idx] = self.number(elem, field + "".join(f"[{i}]" for i in idx))
+        return out
+
+    def positive(self, value: Any, field: str, unit: str) -> float:
+        x = self.number(value, field)
+        if not x > 0:
+            raise self.bad(field, value, f"must be > 0 ({unit})")
+        return x
+
+    def nonnegative(self, value: Any, field: str, unit: str) -> float:
+        x = self.number(value, field)
+        if not x >= 0:
+            raise self.bad(field, value, f"must be >= 0 ({unit})")
+        return x
+
+
+def _unwrap(value: Any) -> Any:
+    """NumPy / JAX arrays (e.g. from `scenario_to_dict` edits in code) as nested lists; tuples as lists."""
+    if isinstance(value, np.ndarray) or (
+        hasattr(value, "__array__") and not isinstance(value, (list, tuple, str, Mapping))
+    ):
+        value = np.asarray(value).tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    return value
+
+
+def _shape_of(value: Any) -> tuple[int, ...] | None:
+    value = _unwrap(value)
+    if not isinstance(value, list):
+        return ()
+    shapes = {_shape_of(v) for v in value}
+    if len(shapes) > 1 or None in shapes:
+        return None
+    inner = shapes.pop() if shapes else ()
+    return (len(value), *inner)
+
+
+def _suggest(key: str, allowed: tuple[str, ...], aliases: Mapping[str, str]) -> str | None:
+    """The closest allowed key: same key in another case, a known misnaming, or a difflib match (among the
+    allowed keys and the known misnamings)."""
+    low = {a.lower(): a for a in allowed}
+    low.update({alias: target for alias, target in aliases.items() if alias not in low})
+    close = difflib.get_close_matches(key.lower(), list(low), n=1, cutoff=0.6)
+    return low[close[0]] if close else None
+
+
+@dataclasses.dataclass
+class _Parsed:
+    """The validated scenario as plain NumPy arrays / Python values."""
+
+    hub: dict[str, Any]
+    panels: dict[str, Any]
+    names: tuple[str, ...]
+    mu: float | None
+    loads: dict[str, Any] | None
+    pulses: dict[str, Any] | None
+    simulation: SimulationConfig
+
+
+def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
+    ck.keys(hub, "hub", _HUB_KEYS, _HUB_REQUIRED, _ALIASES["hub"])
+    out: dict[str, Any] = {}
+    out["mHub"] = ck.positive(hub["mHub"], "hub.mHub", "kg")
+
+    field = "hub.IHubPntBc_B"
+    inertia = ck.array(hub["IHubPntBc_B"], field, (3, 3))
+    scale = np.max(np.abs(inertia))
+    asym = np.max(np.abs(inertia - inertia.T))
+    if asym > _SYM_RTOL * scale:
+        raise ck.bad(
+            field,
+            hub["IHubPntBc_B"],
+            f"not symmetric (max |I - I^T| = {asym:.3g} > {_SYM_RTOL:g} * max |I_ij|); "
+            "must be a symmetric positive-definite 3x3 matrix (kg m^2)",
+        )
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    if not eig[0] > 0:
+        raise ck.bad(
+            field,
+            hub["IHubPntBc_B"],
+            f"not positive definite (smallest eigenvalue {eig[0]:.6g}); "
+            "must be a symmetric positive-definite 3x3 matrix (kg m^2)",
+        )
+    out["IHubPntBc_B"] = inertia
+
+    for key in ("r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit"):
+        out[key] = ck.array(hub[key], f"hub.{key}", (3,)) if key in hub else np.zeros(3)
+    s2 = float(np.dot(out["sigma_BNInit"], out["sigma_BNInit"]))
+    if not math.isfinite(s2):
+        raise ck.bad(
+            "hub.sigma_BNInit",
+            hub["sigma_BNInit"],
+            "|sigma_BNInit|^2 overflows; the MRP must have a finite norm",
+        )
+    return out
+
+
+def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, int]) -> tuple[str, dict[str, Any]]:
+    # The name first: it labels every other message about this panel.
+    if "name" in panel:
+        name = panel["name"]
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+            rule = "must be a non-empty string matching [A-Za-z_][A-Za-z0-9_]*"
+            if not isinstance(name, str):
+                rule += f", got {_kind(name)}"
+            raise ck.bad(f"panels[{i}].name", name, rule)
+        default = ""
+    else:
+        name = f"p{i}"
+        default = " (the default name)"
+    if name in taken:
+        raise ck.bad(
+            f"panels[{i}].name",
+            name,
+            f"duplicate panel name{default}, already used by panels[{taken[name]}]; "
+            "panel names must be unique",
+        )
+    taken[name] = i
+
+    label = f"panels[{i}] ({_toml_str(name)})"
+    ck.keys(panel, label, _PANEL_KEYS, _PANEL_REQUIRED, _ALIASES["panel"])
+    out: dict[str, Any] = {}
+    out["mass"] = ck.positive(panel["mass"], f"{label}.mass", "kg")
+
+    field = f"{label}.IPntS_S"
+    inertia = ck.array(panel["IPntS_S"], field, (3, 3))
+    diag = np.diag(inertia)
+    for j in range(3):
+        if not diag[j] > 0:
+            raise ck.bad(
+                f"{field}[{j}][{j}]",
+                panel["IPntS_S"][j][j],
+                "diagonal entries of IPntS_S must be > 0 (kg m^2)",
+            )
+    scale = np.max(diag)
+    for r in range(3):
+        for col in range(3):
+            if r != col and inertia[r, col] != 0.0 and abs(inertia[r, col]) > _DIAG_RTOL * scale:
+                raise ck.bad(
+                    f"{field}[{r}][{col}]",
+                    panel["IPntS_S"][r][col],
+                    "IPntS_S must be diagonal (off-diagonal entries 0, "
+                    f"or below {_DIAG_RTOL:g} * max diagonal): "
+                    "Basilisk assumes the panel frame S is principal and uses only the diagonal",
+                )
+    out["IPntS_S"] = inertia
+
+    out["d"] = ck.positive(panel["d"], f"{label}.d", "m")
+    out["k"] = ck.nonnegative(panel["k"], f"{label}.k", "N m/rad")
+    out["c"] = ck.nonnegative(panel["c"], f"{label}.c", "N m s/rad") if "c" in panel else 0.0
+    out["r_HB_B"] = ck.array(panel["r_HB_B"], f"{label}.r_HB_B", (3,))
+
+    field = f"{label}.dcm_HB"
+    dcm = ck.array(panel["dcm_HB"], field, (3, 3))
+    ortho = np.max(np.abs(dcm @ dcm.T - np.eye(3)))
+    if not ortho <= _DCM_TOL:
+        raise ck.bad(
+            field,
+            panel["dcm_HB"],
+            f"not orthonormal (max |[HB][HB]^T - I| = {ortho:.3g} > {_DCM_TOL:g}); "
+            "must be a proper rotation matrix (rows h1, h2, h3 in B components)",
+        )
+    det = float(np.linalg.det(dcm))
+    if not abs(det - 1.0) <= _DCM_TOL:
+        raise ck.bad(
+            field,
+            panel["dcm_HB"],
+            f"determinant is {det:.6g}, not +1 (a reflection); must be a proper rotation matrix "
+            "(rows h1, h2, h3 in B components, h3 = h1 x h2)",
+        )
+    out["dcm_HB"] = dcm
+
+    for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
+        out[key] = ck.number(panel[key], f"{label}.{key}") if key in panel else 0.0
+    return name, out
+
+
+def _check_load_vectors(ck: _Checker, table: Mapping, where: str) -> dict[str, np.ndarray]:
+    return {
+        key: ck.array(table[key], f"{where}.{key}", (3,)) if key in table else np.zeros(3)
+        for key in _LOAD_VECTORS
+    }
+
+
+def _check_pulse(ck: _Checker, pulse: Any, j: int) -> dict[str, Any]:
+    where = f"loads.pulses[{j}]"
+    pulse = ck.table(pulse, where, "[[loads.pulses]]")
+    ck.keys(pulse, where, _PULSE_KEYS, _PULSE_REQUIRED, _ALIASES["load"])
+    t0 = ck.number(pulse["t_start"], f"{where}.t_start")
+    if not t0 >= 0:
+        raise ck.bad(f"{where}.t_start", pulse["t_start"], "must be >= 0 (s; the run starts at t = 0)")
+    t1 = ck.number(pulse["t_end"], f"{where}.t_end")
+    if not t1 > t0:
+        raise ck.bad(f"{where}.t_end", pulse["t_end"], f"must be > t_start = {_fmt_float(t0)} (s)")
+    return {"t_start": t0, "t_end": t1, **_check_load_vectors(ck, pulse, where)}
+
+
+def _check_simulation(ck: _Checker, sim: Mapping) -> SimulationConfig:
+    ck.keys(sim, "simulation", _SIM_KEYS, (), _ALIASES["simulation"])
+    defaults = SimulationConfig()
+    kw: dict[str, Any] = {}
+    units = {
+        "t_end": "s",
+        "save_dt": "s",
+        "dt": "s",
+        "rtol": "relative tolerance",
+        "atol": "absolute tolerance",
+    }
+    for key in _SIM_FLOATS:
+        kw[key] = (
+            ck.positive(sim[key], f"simulation.{key}", units[key])
+            if key in sim
+            else float(getattr(defaults, key))
+        )
+    if "integrator" in sim:
+        integ = sim["integrator"]
+        if not isinstance(integ, str) or integ not in INTEGRATORS:
+            allowed = ", ".join(_toml_str(s) for s in INTEGRATORS)
+            raise ck.bad("simulation.integrator", integ, f"must be one of {allowed}")
+        kw["integrator"] = integ
+    else:
+        kw["integrator"] = defaults.integrator
+    if "max_steps" in sim:
+        v = _unwrap(sim["max_steps"])
+        ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+        if not ok and isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+            ok, v = True, int(v)
+        if not ok or not int(v) > 0:
+            raise ck.bad(
+                "simulation.max_steps", sim["max_steps"], "must be an integer > 0 (adaptive step budget)"
+            )
+        kw["max_steps"] = int(v)
+    if kw["integrator"] == "rk4":
+        dt = kw["dt"]
+        for key in ("save_dt", "t_end"):
+            x = kw[key]
+            n = round(x / dt)
+            if n < 1 or abs(x - n * dt) > _TICK_RTOL * x:
+                raise ck.bad(
+                    f"simulation.{key}",
+                    x,
+                    f'must be a whole multiple of dt = {_fmt_float(dt)} with integrator "rk4" '
+                    f"(within {_TICK_RTOL:g} relative; Basilisk samples at task ticks)",
+                )
+    return SimulationConfig(**kw)
+
+
+def _check(data: Any, source: str) -> _Parsed:
+    # Huge (finite) inputs may overflow in the checks; the checks then fail, with a message, not a warning.
+    with np.errstate(all="ignore"):
+        return _check_all(data, _Checker(source))
+
+
+def _check_all(data: Any, ck: _Checker) -> _Parsed:
+    if not isinstance(data, Mapping):
+        raise ck.fail(None, f"a scenario must be a table (dict), got {_kind(data)}")
+    ck.keys(data, None, _TOP_KEYS, ("hub",), {"panel": "panels"})
+
+    hub = _check_hub(ck, ck.table(data["hub"], "hub", "[hub]"))
+
+    raw_panels = data.get("panels", [])
+    raw_panels = _unwrap(raw_panels)
+    if not isinstance(raw_panels, list):
+        raise ck.bad(
+            "panels", raw_panels, f"must be an array of tables ([[panels]] in TOML), got {_kind(raw_panels)}"
+        )
+    taken: dict[str, int] = {}
+    names, per_panel = [], []
+    for i, panel in enumerate(raw_panels):
+        panel = ck.table(panel, f"panels[{i}]", "[[panels]]")
+        name, values = _check_panel(ck, panel, i, taken)
+        names.append(name)
+        per_panel.append(values)
+    n = len(per_panel)
+    shapes = {"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}
+    panels = {
+        key: np.array([p[key] for p in per_panel], dtype=float).reshape((n, *shapes.get(key, ())))
+        for key in _PANEL_KEYS
+        if key != "name"
+    }
+
+    mu = None
+    if "gravity" in data:
+        grav = ck.table(data["gravity"], "gravity", "[gravity]")
+        ck.keys(grav, "gravity", _GRAVITY_KEYS, (), _ALIASES["gravity"])
+        if "mu" not in grav:
+            raise ck.fail(
+                "gravity", "missing required key 'mu' (m^3/s^2, > 0); omit the [gravity] table for no gravity"
+            )
+        mu = ck.number(grav["mu"], "gravity.mu")
+        if not mu > 0:
+            raise ck.bad(
+                "gravity.mu", grav["mu"], "must be > 0 (m^3/s^2); omit the [gravity] table for no gravity"
+            )
+
+    loads = pulses = None
+    if "loads" in data:
+        lt = ck.table(data["loads"], "loads", "[loads]")
+        ck.keys(lt, "loads", _LOADS_KEYS, (), _ALIASES["load"])
+        loads = _check_load_vectors(ck, lt, "loads")
+        raw_pulses = _unwrap(lt.get("pulses", []))
+        if not isinstance(raw_pulses, list):
+            raise ck.bad(
+                "loads.pulses",
+                raw_pulses,
+                f"must be an array of tables ([[loads.pulses]] in TOML), got {_kind(raw_pulses)}",
+            )
+        checked = [_check_pulse(ck, p, j) for j, p in enumerate(raw_pulses)]
+        if checked:
+            m = len(checked)
+            pulses = {
+                key: np.array([p[key] for p in checked], dtype=float).reshape(
+                    (m, 3) if key in _LOAD_VECTORS else (m,)
+                )
+                for key in _PULSE_KEYS
+            }
+
+    sim = (
+        _check_simulation(ck, ck.table(data["simulation"], "simulation", "[simulation]"))
+        if "simulation" in data
+        else SimulationConfig()
+    )
+    return _Parsed(hub, panels, tuple(names), mu, loads, pulses, sim)
+
+
+def _build(p: _Parsed) -> Scenario:
+    hub = Hub(mHub=p.hub["mHub"], IHubPntBc_B=p.hub["IHubPntBc_B"], r_BcB_B=p.hub["r_BcB_B"])
+    panels = Panels(
+        **{k: p.panels[k] for k in _PANEL_KEYS if k not in ("name", "thetaInit", "thetaDotInit")},
+        names=p.names,
+    )
+    gravity = None if p.mu is None else PointMassGravity(mu=p.mu)
+    initial = InitialState(
+        r_CN_NInit=p.hub["r_CN_NInit"],
+        v_CN_NInit=p.hub["v_CN_NInit"],
+        sigma_BNInit=p.hub["sigma_BNInit"],
+        omega_BN_BInit=p.hub["omega_BN_BInit"],
+        thetaInit=p.panels["thetaInit"],
+        thetaDotInit=p.panels["thetaDotInit"],
+    )
+    if p.loads is None:
+        loads = Loads()
+    else:
+        pulses = None if p.pulses is None else Pulses(**p.pulses)
+        loads = Loads(**p.loads, pulses=pulses)
+    return Scenario(
+        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity),
+        initial=initial,
+        loads=loads,
+        simulation=p.simulation,
+    )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Public API: reading
+# ------------------------------------------------------------------------------------------------------------
+
+
+def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scenario:
+    """Validate a scenario given as a dict (the parsed TOML schema of this module) and build it.
+
+    **Arguments:**
+
+    - `data`: `{"hub": {...}, "panels": [{...}, ...], "gravity": {...}, "loads": {...}, "simulation": {...}}`;
+      numbers may be Python or NumPy scalars, vectors and matrices nested lists or arrays.
+    - `source`: a name for error messages (the file name when called by `load_scenario`).
+
+    **Returns:** a `Scenario` (float64 leaves when `jax_enable_x64` is on; panels stacked, `N = 0` allowed).
+
+    **Raises:** `ScenarioError` (a `ValueError`) on the first problem found, before anything is built.
+    """
+    return _build(_check(data, source))
+
+
+_TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
+
+
+def load_scenario(path: str | os.PathLike) -> Scenario:
+    """Read, validate and build a scenario TOML file (schema: this module's docstring).
+
+    **Arguments:**
+
+    - `path`: the `.toml` file.
+
+    **Returns:** a `Scenario`.
+
+    **Raises:** `ScenarioError` for an unreadable file, a TOML syntax error (`file:line:column: ...`) or any
+    invalid value (`file: field = value: what is allowed`).
+    """
+    source = os.fspath(path)
+    try:
+        raw = pathlib.Path(path).read_bytes()
+    except OSError as e:
+        raise ScenarioError(
+            f"{source}: cannot read scenario file: {e.strerror or e}", source=source
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(
+            f"{source}: not a UTF-8 text file ({e.reason} at byte {e.start})", source=source
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e).splitlines()[0] if str(e) else "invalid TOML"
+        m = _TOML_POS.search(msg)
+        end = _TOML_END.search(msg)
+        if m:
+            msg = f"{source}:{m.group(1)}:{m.group(2)}: TOML syntax error: {msg[: m.start()]}"
+        elif end:
+            last = len(text.rstrip("\n").split("\n"))
+            msg = f"{source}:{last}: TOML syntax error: {msg[: end.start()]} (at end of file)"
+        else:
+            msg = f"{source}: TOML syntax error: {msg}"
+        raise ScenarioError(msg, source=source) from None
+    return scenario_from_dict(data, source=source)
+
+
+def example_path(name: str) -> pathlib.Path:
+    """Path of a bundled example scenario, e.g. `example_path("two_panel")` (`.toml` optional)."""
+    folder = pathlib.Path(__file__).parent / "examples"
+    stem = name.removesuffix(".toml")
+    path = folder / f"{stem}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.toml")))
+        raise ScenarioError(f"no bundled example {name!r}; available: {known}", source="<examples>")
+    return path
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Public API: writing
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _host(x: Any, shape: tuple[int, ...], field: str) -> Any:
+    a = np.asarray(x, dtype=float)
+    if a.shape != shape:
+        raise ScenarioError(
+            f"<scenario>: {field} has shape {_fmt_shape(a.shape)}, expected {_fmt_shape(shape)}: "
+            "a scenario file "
+            "holds one configuration (write batched scenarios one at a time)",
+            source="<scenario>",
+            field=field,
+        )
+    return a.tolist()
+
+
+def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
+    """The inverse of `scenario_from_dict`: plain Python floats, lists and strings, every key written out.
+
+    **Arguments:**
+
+    - `scenario`: a single (unbatched) `Scenario` without function loads (`Loads.*_fn`).
+
+    **Returns:** a dict in the TOML schema; `scenario_from_dict(scenario_to_dict(s))` has identical leaves.
+    Panels with no names get the default names `p<index>`.
+    """
+    sc, ini, loads = scenario.spacecraft, scenario.initial, scenario.loads
+    for fn in ("extForce_B_fn", "extForce_N_fn", "extTorquePntB_B_fn", "motorTorque_fn"):
+        if getattr(loads, fn) is not None:
+            raise ScenarioError(
+                f"<scenario>: loads.{fn} is a Python function, which a scenario file cannot hold; "
+                "use constant loads and [[loads.pulses]]",
+                source="<scenario>",
+                field=f"loads.{fn}",
+            )
+    pan = sc.panels
+    n = int(np.shape(pan.mass)[-1]) if np.ndim(pan.mass) else -1
+    if n < 0:
+        raise ScenarioError("<scenario>: panels.mass must have shape (panels,)", source="<scenario>")
+    names = tuple(pan.names) if len(pan.names) == n else tuple(f"p{i}" for i in range(n))
+
+    hub = {
+        "mHub": _host(sc.hub.mHub, (), "hub.mHub"),
+        "IHubPntBc_B": _host(sc.hub.IHubPntBc_B, (3, 3), "hub.IHubPntBc_B"),
+        "r_BcB_B": _host(sc.hub.r_BcB_B, (3,), "hub.r_BcB_B"),
+        "r_CN_NInit": _host(ini.r_CN_NInit, (3,), "initial.r_CN_NInit"),
+        "v_CN_NInit": _host(ini.v_CN_NInit, (3,), "initial.v_CN_NInit"),
+        "sigma_BNInit": _host(ini.sigma_BNInit, (3,), "initial.sigma_BNInit"),
+        "omega_BN_BInit": _host(ini.omega_BN_BInit, (3,), "initial.omega_BN_BInit"),
+    }
+    sources = {k: getattr(pan, k) for k in _PANEL_KEYS if k not in ("name", "thetaInit", "thetaDotInit")}
+    sources["thetaInit"] = ini.thetaInit
+    sources["thetaDotInit"] = ini.thetaDotInit
+    columns = {
+        k: _host(v, (n, *({"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}.get(k, ()))), f"panels.{k}")
+        for k, v in sources.items()
+    }
+    panels = []
+    for i in range(n):
+        panel: dict[str, Any] = {"name": names[i]}
+        for k in _PANEL_KEYS[1:]:
+            panel[k] = columns[k][i]
+        panels.append(panel)
+
+    out: dict[str, Any] = {"hub": hub}
+    if panels:
+        out["panels"] = panels
+    if sc.gravity is not None:
+        out["gravity"] = {"mu": _host(sc.gravity.mu, (), "gravity.mu")}
+    load_table: dict[str, Any] = {k: _host(getattr(loads, k), (3,), f"loads.{k}") for k in _LOAD_VECTORS}
+    if loads.pulses is not None:
+        pl = loads.pulses
+        m = int(np.shape(pl.t_start)[0]) if np.ndim(pl.t_start) == 1 else -1
+        if m < 0:
+            raise ScenarioError(
+                "<scenario>: loads.pulses.t_start must have shape (pulses,)", source="<scenario>"
+            )
+        cols = {
+            k: _host(getattr(pl, k), (m, 3) if k in _LOAD_VECTORS else (m,), f"loads.pulses.{k}")
+            for k in _PULSE_KEYS
+        }
+        if m:
+            load_table["pulses"] = [{k: cols[k][j] for k in _PULSE_KEYS} for j in range(m)]
+    out["loads"] = load_table
+    sim = scenario.simulation
+    out["simulation"] = {
+        "t_end": float(sim.t_end),
+        "save_dt": float(sim.save_dt),
+        "integrator": sim.integrator,
+        "dt": float(sim.dt),
+        "rtol": float(sim.rtol),
+        "atol": float(sim.atol),
+        "max_steps": int(sim.max_steps),
+    }
+    return out
+
+
+def _toml_float(x: float) -> str:
+    """Exact (round-trips bit for bit): `repr`, or for |x| >= 1e6 the shortest exact scientific form when it
+    is shorter (`3.986004415e14`, not `398600441500000.0`)."""
+    text = _fmt_float(x)
+    if not math.isfinite(x) or abs(x) < 1e6:
+        return text
+    mantissa, exponent = np.format_float_scientific(x, unique=True, trim="-").split("e")
+    sci = f"{mantissa}e{int(exponent)}"
+    return sci if len(sci) < len(text) and float(sci) == x else text
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _toml_float(v)
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _is_table_array(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
+
+
+def _dumps(data: Mapping[str, Any], header: str = "") -> str:
+    """A small TOML writer for this schema: tables, arrays of tables, numbers, strings, nested lists."""
+    lines: list[str] = [header] if header else []
+
+    def table(t: Mapping[str, Any], path: list[str], array: bool):
+        if path:
+            if lines:
+                lines.append("")
+            name = ".".join(_fmt_key(p) for p in path)
+            lines.append(f"[[{name}]]" if array else f"[{name}]")
+        subtables = []
+        for k, v in t.items():
+            if isinstance(v, Mapping) or _is_table_array(v):
+                subtables.append((k, v))
+            else:
+                lines.append(f"{_fmt_key(k)} = {_toml_value(v)}")
+        for k, v in subtables:
+            if isinstance(v, Mapping):
+                table(v, [*path, k], False)
+            else:
+                for item in v:
+                    table(item, [*path, k], True)
+
+    table(data, [], False)
+    return "\n".join(lines) + "\n"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomic(path: pathlib.Path, text: str) -> None:
+    folder = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dump_scenario(scenario: Scenario, path: str | os.PathLike) -> None:
+    """Write `scenario` as a TOML scenario file that `load_scenario` reads back to identical leaves.
+
+    The scenario is validated first (an invalid one raises `ScenarioError` and leaves `path` untouched); the
+    file is written to a temporary file in the same folder and moved into place with `os.replace`.
+
+    **Arguments:**
+
+    - `scenario`: a single `Scenario` without function loads.
+    - `path`: the `.toml` file to (over)write.
+    """
+    path = pathlib.Path(path)
+    data = scenario_to_dict(scenario)
+    _check(data, os.fspath(path))  # never write a file that would not load
+    text = _dumps(data, header="# jaxhinge scenario (SI units, radians; Basilisk names and frames)")
+    if tomllib.loads(text) != data:  # pragma: no cover - a writer bug, not a user error
+        raise AssertionError("internal error: the TOML writer does not round-trip this scenario")
+    _write_atomic(path, text)

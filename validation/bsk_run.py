@@ -1,0 +1,345 @@
+"""Run a jaxhinge scenario TOML file in Basilisk and save the trajectory as an `.npz`.
+
+Basilisk (`pip install bsk`, tested with bsk 2.12.1) is only needed to *generate* reference data;
+jaxhinge itself never imports it.
+
+Usage:
+
+    python validation/bsk_run.py SCENARIO.toml OUT.npz
+
+or, as a module, `run(scenario_dict) -> dict` where `scenario_dict` is the parsed TOML
+(`load_scenario(path)`).
+
+What is run:
+
+- `spacecraft.Spacecraft` (default integrator: fixed-step RK4, MRP shadow switch after every step) with
+  the task period equal to `simulation.dt`; `simulation.integrator` must be `"rk4"`, `rtol`/`atol` are
+  ignored.
+- One `HingedRigidBodyStateEffector` per `[[panels]]` entry (file order), with `thetaRef`, `thetaDotRef`
+  and, when `motorTorque` is non-zero, a constant `ArrayMotorTorqueMsg`.
+- `[gravity] mu`: a point-mass central body (`GravBodyData`, `isCentralBody = True`).
+- `[loads]`: one `extForceTorque` module carrying the constant `extForce_B`, `extForce_N` and
+  `extTorquePntB_B`; each `[[loads.pulses]]` entry adds its loads on `t_start <= t < t_end`. Pulses are
+  implemented as in Basilisk's own Lagrangian test: the run is split at every pulse edge
+  (`ConfigureStopTime` / `ExecuteSimulation` segments) and the module's members are changed between
+  segments. A value set before the segment `[a, b]` acts on every RK4 step inside `[a, b]` (zero-order
+  hold), so pulse edges must be multiples of `dt`.
+
+Recording: every `simulation.save_dt` (a multiple of `dt`), samples at `t = k*save_dt`, `k = 0, 1, ...`,
+`t <= t_end`, including `t = 0` (the initial state, before any step). All values at a sample are taken after
+the RK4 step that ends there and after the MRP switch.
+
+Output arrays (jaxhinge names; `T` samples, `N` panels in file order):
+
+- `t` (T,)
+- `r_BN_N`, `v_BN_N`, `r_CN_N`, `v_CN_N`, `sigma_BN`, `omega_BN_B` (T, 3): `scStateOutMsg`
+- `theta`, `thetaDot` (T, N): `hingedRigidBodyOutMsg`
+- `totOrbEnergy`, `totRotEnergy` (T,), `totOrbAngMomPntN_N`, `totRotAngMomPntC_N` (T, 3): `Spacecraft` members,
+  logged with `sc.logger([...])`
+- `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): each panel's
+  `hingedRigidBodyConfigLogOutMsg` (an `SCStatesMsgPayload` read as "body = panel S frame": fields `r_BN_N`,
+  `v_BN_N`, `sigma_BN`, `omega_BN_B`), computed from the same post-step state as the other arrays:
+  `r_SN_N = r_BN_N + [NB] r_SB_B`, `v_SN_N = v_BN_N + [NB](d thetaDot s3 + omega_BN_B x r_SB_B)` (the true
+  inertial velocity of the panel CoM S, N frame; checked to 1e-16 with bsk 2.12.1), `sigma_SN` from
+  [SB][BN] (Basilisk's C2MRP, |sigma| <= 1), `omega_SN_S = [SB](omega_BN_B + thetaDot s2)`.
+- `mrp_switch_count` (): `hub.MRPSwitchCount` at the end of the run
+- `wall_s` (): wall time of the `ExecuteSimulation` calls [s]; `bsk_version` (): string
+"""
+
+import importlib.metadata
+import itertools
+import sys
+import time
+import tomllib
+
+import numpy as np
+
+LOAD_KEYS = ("extForce_B", "extForce_N", "extTorquePntB_B")
+OUTPUT_KEYS = (
+    "t",
+    "r_BN_N",
+    "v_BN_N",
+    "r_CN_N",
+    "v_CN_N",
+    "sigma_BN",
+    "omega_BN_B",
+    "theta",
+    "thetaDot",
+    "totOrbEnergy",
+    "totRotEnergy",
+    "totOrbAngMomPntN_N",
+    "totRotAngMomPntC_N",
+    "panel_r_SN_N",
+    "panel_v_SN_N",
+    "panel_sigma_SN",
+    "panel_omega_SN_S",
+    "mrp_switch_count",
+    "wall_s",
+    "bsk_version",
+)
+
+
+def load_scenario(path):
+    """Parse a scenario TOML file into a plain dict."""
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def _col(v):
+    v = [float(x) for x in v]
+    if len(v) != 3:
+        raise ValueError(f"expected a 3-vector, got {v!r}")
+    return [[x] for x in v]
+
+
+def _mat(m):
+    m = [[float(x) for x in row] for row in m]
+    if len(m) != 3 or any(len(r) != 3 for r in m):
+        raise ValueError(f"expected a 3x3 matrix, got {m!r}")
+    return m
+
+
+def _ns(seconds, what, step_ns=None):
+    """Seconds -> integer nanoseconds (Basilisk's `sec2nano` rounding), checked to be a multiple of step."""
+    ns = int(seconds * 1e9 + 0.5)
+    if seconds < 0 or abs(ns - seconds * 1e9) > max(1e-3, 1e-12 * seconds * 1e9):
+        raise ValueError(f"{what} = {seconds!r} s is not representable in integer nanoseconds")
+    if step_ns is not None and ns % step_ns:
+        raise ValueError(f"{what} = {seconds!r} s must be a multiple of simulation.dt ({step_ns} ns)")
+    return ns
+
+
+def _segments(loads, t_end_ns, dt_ns):
+    """Split [0, t_end] at pulse edges; return [(stop_ns, {key: 3-vector})] with the loads active in each."""
+    const = {k: np.array(loads.get(k, [0.0, 0.0, 0.0]), dtype=float) for k in LOAD_KEYS}
+    pulses = []
+    for j, p in enumerate(loads.get("pulses", [])):
+        a = _ns(p["t_start"], f"loads.pulses[{j}].t_start", dt_ns)
+        b = _ns(p["t_end"], f"loads.pulses[{j}].t_end", dt_ns)
+        if b <= a:
+            raise ValueError(f"loads.pulses[{j}]: t_end must be > t_start")
+        unknown = set(p) - {"t_start", "t_end", *LOAD_KEYS}
+        if unknown:
+            raise ValueError(f"loads.pulses[{j}]: unknown keys {sorted(unknown)}")
+        pulses.append((a, b, {k: np.array(p.get(k, [0.0, 0.0, 0.0]), dtype=float) for k in LOAD_KEYS}))
+    edges = sorted({0, t_end_ns, *(e for a, b, _ in pulses for e in (a, b) if 0 < e < t_end_ns)})
+    segs = []
+    for a, b in itertools.pairwise(edges):
+        cur = {k: v.copy() for k, v in const.items()}
+        for pa, pb, pl in pulses:
+            if pa <= a and b <= pb:  # segment lies inside [pa, pb)
+                for k in LOAD_KEYS:
+                    cur[k] = cur[k] + pl[k]
+        segs.append((b, cur))
+    return segs
+
+
+def _execute(sim, ft, segments):
+    """Initialize, then run segment by segment, setting the loads before each.
+
+    Returns the wall time and the process CPU time [s] spent in `ExecuteSimulation`.
+    """
+    sim.InitializeSimulation()
+    wall = cpu = 0.0
+    for stop_ns, seg in segments:
+        if ft is not None:
+            ft.extForce_B = _col(seg["extForce_B"])
+            ft.extForce_N = _col(seg["extForce_N"])
+            ft.extTorquePntB_B = _col(seg["extTorquePntB_B"])
+        sim.ConfigureStopTime(stop_ns)
+        t0, c0 = time.perf_counter(), time.process_time()
+        sim.ExecuteSimulation()
+        wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
+    return wall, cpu
+
+
+def run(scenario, *, record=True):
+    """Run `scenario` (the parsed TOML dict) in Basilisk; return a dict of numpy arrays (see module doc).
+
+    With `record=False` no recorder or logger is attached (for timing) and only `wall_s`, `cpu_s` (process
+    CPU time of `ExecuteSimulation`) and `bsk_version` are returned.
+    """
+    from Basilisk.architecture import messaging
+    from Basilisk.simulation import extForceTorque, gravityEffector, hingedRigidBodyStateEffector, spacecraft
+    from Basilisk.utilities import SimulationBaseClass, macros
+
+    simcfg = scenario["simulation"]
+    if simcfg.get("integrator", "rk4") != "rk4":
+        raise ValueError(
+            f"simulation.integrator = {simcfg['integrator']!r}: the Basilisk runner only does 'rk4'"
+        )
+    dt_ns = _ns(simcfg["dt"], "simulation.dt")
+    if dt_ns != macros.sec2nano(simcfg["dt"]) or dt_ns <= 0:
+        raise ValueError(f"simulation.dt = {simcfg['dt']!r}: bad step")
+    save_ns = _ns(simcfg["save_dt"], "simulation.save_dt", dt_ns)
+    t_end_ns = _ns(simcfg["t_end"], "simulation.t_end", dt_ns)
+
+    sim = SimulationBaseClass.SimBaseClass()
+    proc = sim.CreateNewProcess("proc")
+    proc.addTask(sim.CreateNewTask("task", dt_ns))
+
+    sc = spacecraft.Spacecraft()
+    sc.ModelTag = "spacecraftBody"
+    h = scenario["hub"]
+    sc.hub.mHub = float(h["mHub"])
+    sc.hub.IHubPntBc_B = _mat(h["IHubPntBc_B"])
+    sc.hub.r_BcB_B = _col(h.get("r_BcB_B", [0.0, 0.0, 0.0]))
+    sc.hub.r_CN_NInit = _col(h["r_CN_NInit"])
+    sc.hub.v_CN_NInit = _col(h["v_CN_NInit"])
+    sc.hub.sigma_BNInit = _col(h["sigma_BNInit"])
+    sc.hub.omega_BN_BInit = _col(h["omega_BN_BInit"])
+
+    keep = []  # keep message objects alive for the whole run
+    panels = []
+    for i, p in enumerate(scenario.get("panels", [])):
+        e = hingedRigidBodyStateEffector.HingedRigidBodyStateEffector()
+        name = p.get("name", f"p{i}")
+        e.ModelTag = f"panel_{name}"
+        e.mass = float(p["mass"])
+        e.IPntS_S = _mat(p["IPntS_S"])
+        e.d = float(p["d"])
+        e.k = float(p["k"])
+        e.c = float(p["c"])
+        e.r_HB_B = _col(p["r_HB_B"])
+        e.dcm_HB = _mat(p["dcm_HB"])
+        e.thetaInit = float(p["thetaInit"])
+        e.thetaDotInit = float(p["thetaDotInit"])
+        e.thetaRef = float(p.get("thetaRef", 0.0))
+        e.thetaDotRef = float(p.get("thetaDotRef", 0.0))
+        e.nameOfThetaState = f"hingedRigidBodyTheta_{i}_{name}"
+        e.nameOfThetaDotState = f"hingedRigidBodyThetaDot_{i}_{name}"
+        u = float(p.get("motorTorque", 0.0))
+        if u != 0.0:
+            pl = messaging.ArrayMotorTorqueMsgPayload()
+            pl.motorTorque = [u]
+            msg = messaging.ArrayMotorTorqueMsg().write(pl)
+            e.motorTorqueInMsg.subscribeTo(msg)
+            keep += [pl, msg]
+        sc.addStateEffector(e)
+        panels.append(e)
+
+    mu = float(scenario.get("gravity", {}).get("mu", 0.0))
+    if mu > 0.0:
+        earth = gravityEffector.GravBodyData()
+        earth.planetName = "earth_planet_data"
+        earth.mu = mu
+        earth.isCentralBody = True
+        sc.gravField.gravBodies = spacecraft.GravBodyVector([earth])
+
+    loads = scenario.get("loads", {})
+    unknown = set(loads) - {"pulses", *LOAD_KEYS}
+    if unknown:
+        raise ValueError(f"loads: unknown keys {sorted(unknown)}")
+    segments = _segments(loads, t_end_ns, dt_ns)
+    ft = None
+    if any(np.any(v != 0.0) for _, seg in segments for v in seg.values()):
+        ft = extForceTorque.ExtForceTorque()
+        ft.ModelTag = "extForceTorque"
+        sc.addDynamicEffector(ft)
+
+    # Task order: loads, spacecraft (integrates to t_k, then computes energy/momentum and the MRP switch),
+    # panels (write their messages from the post-step state), then the recorders.
+    if ft is not None:
+        sim.AddModelToTask("task", ft)
+    sim.AddModelToTask("task", sc)
+    for e in panels:
+        sim.AddModelToTask("task", e)
+
+    if not record:
+        wall, cpu = _execute(sim, ft, segments)
+        return {
+            "wall_s": np.asarray(wall),
+            "cpu_s": np.asarray(cpu),
+            "bsk_version": np.asarray(importlib.metadata.version("bsk")),
+        }
+
+    st_rec = sc.scStateOutMsg.recorder(save_ns)
+    sim.AddModelToTask("task", st_rec)
+    th_recs, cfg_recs = [], []
+    for e in panels:
+        r = e.hingedRigidBodyOutMsg.recorder(save_ns)
+        c = e.hingedRigidBodyConfigLogOutMsg.recorder(save_ns)
+        sim.AddModelToTask("task", r)
+        sim.AddModelToTask("task", c)
+        th_recs.append(r)
+        cfg_recs.append(c)
+    em_names = ["totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"]
+    em_log = sc.logger(em_names, save_ns)
+    sim.AddModelToTask("task", em_log)
+
+    wall, cpu = _execute(sim, ft, segments)
+
+    # --- collect and check the sample times
+    times = np.asarray(st_rec.times(), dtype=np.int64)
+    expected = np.arange(0, t_end_ns + 1, save_ns, dtype=np.int64)
+    for name, rec_t in [("scStateOutMsg", times), ("logger", np.asarray(em_log.times(), dtype=np.int64))] + [
+        (f"panel {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(th_recs + cfg_recs)
+    ]:
+        if rec_t.shape != expected.shape or np.any(rec_t != expected):
+            raise RuntimeError(f"{name} recorder sample times do not match k*save_dt: {rec_t[:5]}...")
+    T, N = len(expected), len(panels)
+
+    def stack3(recs, field):
+        if not recs:
+            return np.zeros((T, 0, 3))
+        return np.stack([np.asarray(getattr(r, field), dtype=float).reshape(T, 3) for r in recs], axis=1)
+
+    def stack1(recs, field):
+        if not recs:
+            return np.zeros((T, 0))
+        return np.stack([np.asarray(getattr(r, field), dtype=float).reshape(T) for r in recs], axis=1)
+
+    out = {
+        "t": expected / 1e9,
+        "r_BN_N": np.asarray(st_rec.r_BN_N, dtype=float),
+        "v_BN_N": np.asarray(st_rec.v_BN_N, dtype=float),
+        "r_CN_N": np.asarray(st_rec.r_CN_N, dtype=float),
+        "v_CN_N": np.asarray(st_rec.v_CN_N, dtype=float),
+        "sigma_BN": np.asarray(st_rec.sigma_BN, dtype=float),
+        "omega_BN_B": np.asarray(st_rec.omega_BN_B, dtype=float),
+        "theta": stack1(th_recs, "theta"),
+        "thetaDot": stack1(th_recs, "thetaDot"),
+        "totOrbEnergy": np.asarray(em_log.totOrbEnergy, dtype=float).reshape(T),
+        "totRotEnergy": np.asarray(em_log.totRotEnergy, dtype=float).reshape(T),
+        "totOrbAngMomPntN_N": np.asarray(em_log.totOrbAngMomPntN_N, dtype=float).reshape(T, 3),
+        "totRotAngMomPntC_N": np.asarray(em_log.totRotAngMomPntC_N, dtype=float).reshape(T, 3),
+        "panel_r_SN_N": stack3(cfg_recs, "r_BN_N"),
+        "panel_v_SN_N": stack3(cfg_recs, "v_BN_N"),
+        "panel_sigma_SN": stack3(cfg_recs, "sigma_BN"),
+        "panel_omega_SN_S": stack3(cfg_recs, "omega_BN_B"),
+        "mrp_switch_count": np.asarray(int(sc.hub.MRPSwitchCount)),
+        "wall_s": np.asarray(wall),
+        "cpu_s": np.asarray(cpu),  # returned, not saved
+        "bsk_version": np.asarray(importlib.metadata.version("bsk")),
+    }
+    for k in ("r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N", "sigma_BN", "omega_BN_B"):
+        if out[k].shape != (T, 3):
+            raise RuntimeError(f"{k}: unexpected shape {out[k].shape}")
+    assert N == out["theta"].shape[1]
+    return out
+
+
+def save(out, path):
+    np.savez_compressed(path, **{k: out[k] for k in OUTPUT_KEYS})
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python validation/bsk_run.py SCENARIO.toml OUT.npz", file=sys.stderr)
+        return 2
+    scen = load_scenario(argv[0])
+    out = run(scen)
+    save(out, argv[1])
+    n_steps = round(scen["simulation"]["t_end"] / scen["simulation"]["dt"])
+    print(
+        f"{argv[0]} -> {argv[1]}: {len(out['t'])} samples, {out['theta'].shape[1]} panels, "
+        f"{n_steps} steps, wall {float(out['wall_s']):.4f} s, MRP switches {int(out['mrp_switch_count'])}, "
+        f"bsk {out['bsk_version']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
