@@ -5,6 +5,12 @@ Float64 is needed for Basilisk-level accuracy: call `jax.config.update("jax_enab
 using jaxhinge (the CLI does this itself).
 """
 
+from ._batch import apply_parameters as apply_parameters
+from ._batch import check_dispersions as check_dispersions
+from ._batch import grid_dispersions as grid_dispersions
+from ._batch import sample_dispersions as sample_dispersions
+from ._batch import simulate_batch as simulate_batch
+from ._batch import summarize as summarize
 from ._dynamics import accelerations as accelerations
 from ._energy import Diagnostics as Diagnostics
 from ._energy import diagnostics as diagnostics
@@ -31,3 +37,13 @@ from ._spacecraft import Spacecraft as Spacecraft
 from ._spacecraft import State as State
 
 __version__ = "0.1.0"
+from ._modes import Linearization as Linearization
+from ._modes import ModeMeasurement as ModeMeasurement
+from ._modes import Modes as Modes
+from ._modes import linearize as linearize
+from ._modes import measure_modes as measure_modes
+from ._modes import modes as modes
+from ._fit import FitError as FitError
+from ._fit import FitResult as FitResult
+from ._fit import fit as fit
+from ._fit_file import load_fit as load_fit

@@ -1,0 +1,726 @@
+"""Batched runs: Monte Carlo dispersions, chunked (and sharded) `vmap` of `simulate`, summary statistics.
+
+A *dispersion* is plain data, one dict per dispersed parameter, named like the fit parameters:
+`"<panel name>.<field>"` (e.g. `"p0.k"`, `"p0.thetaInit"`) or `"hub.<field>"` (e.g. `"hub.mHub"`,
+`"hub.omega_BN_BInit"`; the hub's initial conditions are `hub.` fields, as in the scenario file).
+
+```python
+{"param": "p0.k", "dist": "uniform", "low": 80.0, "high": 120.0}
+{"param": "p0.c", "dist": "normal", "mean": 2.0, "std": 0.2}     # mean defaults to the nominal value
+{"param": "p0.c", "dist": "normal", "rel_std": 0.1}             # std = rel_std * |mean|
+{"param": "hub.omega_BN_BInit", "dist": "normal", "std": [0.01, 0.01, 0.0]}
+{"param": "p1.k", "dist": "values", "values": [50.0, 100.0, ...]}  # one value per member (grids)
+```
+
+What a sample means depends on the field (`PARAMETERS` lists them all):
+
+- scalars (`mass`, `d`, `k`, `c`, `thetaRef`, `thetaDotRef`, `motorTorque`, `thetaInit`, `thetaDotInit`,
+  `hub.mHub`) and vectors (`r_HB_B`, `hub.r_BcB_B`, `hub.r_CN_NInit`, `hub.v_CN_NInit`, `hub.sigma_BNInit`,
+  `hub.omega_BN_BInit`, shape (3,)): the value itself. `low`/`high`/`mean`/`std` of a vector are a number
+  (same for each component) or 3 numbers; components are sampled independently.
+- inertias (`IPntS_S`, `hub.IHubPntBc_B`): 3 positive scale factors $s$ (nominal 1) applied as
+  $I' = D I D$ with $D = \\mathrm{diag}(\\sqrt{s})$: diagonal entries (the principal values of a diagonal
+  inertia) are multiplied by $s$, and $I'$ stays symmetric positive definite.
+- hinge orientation (`dcm_HB`): a small rotation vector $\\phi$ [rad] (nominal 0), expressed in the hinge
+  frame H: $[H'B] = \\exp(-[\\tilde\\phi])\\,[HB]$.
+
+Sampling takes an explicit `jax.random` key or integer seed; there is no global random state.
+"""
+
+import dataclasses
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+
+from ._scenario import Scenario
+from ._scenario_file import ScenarioError
+from ._simulate import Trajectory, simulate_unjitted
+
+DISTRIBUTIONS = ("uniform", "normal", "values")
+
+# field -> (kind, owner); kind: "scalar" | "vector" | "inertia" | "rotation"
+_PANEL_FIELDS = {
+    "mass": "scalar",
+    "d": "scalar",
+    "k": "scalar",
+    "c": "scalar",
+    "thetaRef": "scalar",
+    "thetaDotRef": "scalar",
+    "motorTorque": "scalar",
+    "thetaInit": "scalar",
+    "thetaDotInit": "scalar",
+    "IPntS_S": "inertia",
+    "r_HB_B": "vector",
+    "dcm_HB": "rotation",
+}
+_PANEL_INITIAL = ("thetaInit", "thetaDotInit")
+_HUB_FIELDS = {
+    "mHub": "scalar",
+    "IHubPntBc_B": "inertia",
+    "r_BcB_B": "vector",
+    "r_CN_NInit": "vector",
+    "v_CN_NInit": "vector",
+    "sigma_BNInit": "vector",
+    "omega_BN_BInit": "vector",
+}
+_HUB_INITIAL = ("r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit")
+_SPEC_KEYS = {
+    "uniform": ("param", "dist", "low", "high"),
+    "normal": ("param", "dist", "mean", "std", "rel_std"),
+    "values": ("param", "dist", "values"),
+}
+
+
+def parameter_names(scenario: Scenario) -> tuple[str, ...]:
+    """Every name a dispersion may use for this scenario: `hub.<field>` and `<panel name>.<field>`."""
+    names = [f"hub.{f}" for f in _HUB_FIELDS]
+    for p in scenario.spacecraft.panels.names or _default_names(scenario):
+        names += [f"{p}.{f}" for f in _PANEL_FIELDS]
+    return tuple(names)
+
+
+def _default_names(scenario: Scenario) -> tuple[str, ...]:
+    return tuple(f"p{i}" for i in range(scenario.spacecraft.panels.count))
+
+
+def _panel_names(scenario: Scenario) -> tuple[str, ...]:
+    return scenario.spacecraft.panels.names or _default_names(scenario)
+
+
+def _resolve(scenario: Scenario, name: str) -> tuple[str, str, int | None]:
+    """`name` -> (kind, field, panel index or None)."""
+    owner, _, field = name.partition(".")
+    if owner == "hub" and field in _HUB_FIELDS:
+        return _HUB_FIELDS[field], field, None
+    panels = _panel_names(scenario)
+    if owner in panels and field in _PANEL_FIELDS:
+        return _PANEL_FIELDS[field], field, panels.index(owner)
+    raise ValueError(name)
+
+
+def _nominal(scenario: Scenario, kind: str, field: str, i: int | None) -> np.ndarray:
+    """The nominal value of a sample (the value itself; 1 for inertia factors; 0 for rotations)."""
+    if kind == "inertia":
+        return np.ones(3)
+    if kind == "rotation":
+        return np.zeros(3)
+    sc, init = scenario.spacecraft, scenario.initial
+    if i is None:
+        src = init if field in _HUB_INITIAL else sc.hub
+        return np.asarray(getattr(src, field), dtype=float)
+    src = init if field in _PANEL_INITIAL else sc.panels
+    return np.asarray(np.asarray(getattr(src, field), dtype=float)[i])
+
+
+def _shape(kind: str) -> tuple[int, ...]:
+    return () if kind == "scalar" else (3,)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (list, tuple, np.ndarray)):
+        a = np.asarray(v)
+        return np.array2string(a, threshold=8, separator=", ") if a.size <= 8 else f"array of shape {a.shape}"
+    return repr(v)
+
+
+def _as_array(ck, v: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise ck(
+            f"{where} = {_fmt(v)}: must be a number" + (" or a list of 3 numbers" if shape else "")
+        ) from None
+    if isinstance(v, bool) or a.dtype == bool:
+        raise ck(f"{where} = {_fmt(v)}: must be a number, not a boolean")
+    if a.shape not in ((), shape):
+        raise ck(f"{where} = {_fmt(v)}: must be a number" + (" or a list of 3 numbers" if shape else ""))
+    if not np.all(np.isfinite(a)):
+        raise ck(f"{where} = {_fmt(v)}: must be finite")
+    return np.broadcast_to(a, shape).copy()
+
+
+def check_dispersions(
+    scenario: Scenario, dispersions: Sequence[Mapping[str, Any]], members: int, source: str = "<dispersions>"
+) -> None:
+    """Validate dispersion specs against a scenario before any sampling or compilation.
+
+    **Raises:** `ScenarioError` (a `ValueError`) with a one-line message
+    `source: dispersions[i].field = value: what is allowed`.
+    """
+
+    def ck(msg: str) -> ScenarioError:
+        return ScenarioError(f"{source}: {msg}", source=source)
+
+    if isinstance(members, bool) or not isinstance(members, int) or members <= 0:
+        raise ck(f"members = {members!r}: must be an integer > 0")
+    if isinstance(dispersions, Mapping) or not isinstance(dispersions, Sequence):
+        raise ck(f"dispersions = {_fmt(dispersions)}: must be a list of tables")
+    allowed_names = parameter_names(scenario)
+    seen: dict[str, int] = {}
+    for j, spec in enumerate(dispersions):
+        w = f"dispersions[{j}]"
+        if not isinstance(spec, Mapping):
+            raise ck(f"{w} = {_fmt(spec)}: must be a table with keys param, dist, ...")
+        if "param" not in spec:
+            raise ck(f"{w}: missing key 'param' (e.g. param = \"p0.k\")")
+        name = spec["param"]
+        if not isinstance(name, str):
+            raise ck(f'{w}.param = {name!r}: must be a string such as "p0.k" or "hub.mHub"')
+        try:
+            kind, _, _ = _resolve(scenario, name)
+        except ValueError:
+            owner = name.partition(".")[0]
+            panels = _panel_names(scenario)
+            if owner != "hub" and owner not in panels:
+                hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels) or 'none'})"
+            else:
+                fields = _HUB_FIELDS if owner == "hub" else _PANEL_FIELDS
+                hint = f"allowed {owner} fields are {', '.join(fields)}"
+            raise ck(f"{w}.param = {name!r}: unknown parameter; {hint}") from None
+        assert name in allowed_names
+        if name in seen:
+            raise ck(f"{w}.param = {name!r}: already dispersed by dispersions[{seen[name]}]")
+        seen[name] = j
+        dist = spec.get("dist")
+        if dist not in DISTRIBUTIONS:
+            raise ck(f"{w}.dist = {dist!r}: allowed values are {', '.join(DISTRIBUTIONS)}")
+        for key in spec:
+            if key not in _SPEC_KEYS[dist]:
+                raise ck(
+                    f"{w}: unknown key {key!r} for dist = {dist!r}; allowed keys are {', '.join(_SPEC_KEYS[dist])}"
+                )
+        shape = _shape(kind)
+        if dist == "uniform":
+            for key in ("low", "high"):
+                if key not in spec:
+                    raise ck(f"{w}: missing key {key!r} (uniform needs low and high)")
+            low = _as_array(ck, spec["low"], shape, f"{w}.low")
+            high = _as_array(ck, spec["high"], shape, f"{w}.high")
+            if np.any(low >= high):
+                raise ck(f"{w}.low = {_fmt(spec['low'])}: must be < high = {_fmt(spec['high'])}")
+            if kind == "inertia" and np.any(low <= 0):
+                raise ck(f"{w}.low = {_fmt(spec['low'])}: inertia scale factors must be > 0")
+        elif dist == "normal":
+            if ("std" in spec) == ("rel_std" in spec):
+                raise ck(f"{w}: give exactly one of 'std' or 'rel_std' for dist = 'normal'")
+            key = "std" if "std" in spec else "rel_std"
+            std = _as_array(ck, spec[key], shape, f"{w}.{key}")
+            if np.any(std <= 0):
+                raise ck(f"{w}.{key} = {_fmt(spec[key])}: must be > 0")
+            if "mean" in spec:
+                mean = _as_array(ck, spec["mean"], shape, f"{w}.mean")
+                if kind == "inertia" and np.any(mean <= 0):
+                    raise ck(f"{w}.mean = {_fmt(spec['mean'])}: inertia scale factors must be > 0")
+        else:
+            if "values" not in spec:
+                raise ck(f"{w}: missing key 'values' (one value per member)")
+            try:
+                a = np.asarray(spec["values"], dtype=float)
+            except (TypeError, ValueError):
+                raise ck(f"{w}.values = {_fmt(spec['values'])}: must be an array of numbers") from None
+            if a.shape != (members, *shape):
+                raise ck(
+                    f"{w}.values: shape {a.shape} does not fit; need {(members, *shape)} (members = {members})"
+                )
+            if not np.all(np.isfinite(a)):
+                raise ck(f"{w}.values = {_fmt(spec['values'])}: must be finite")
+
+
+def sample_dispersions(
+    scenario: Scenario,
+    dispersions: Sequence[Mapping[str, Any]],
+    members: int,
+    key: PRNGKeyArray | int,
+) -> dict[str, np.ndarray]:
+    """Draw `members` parameter sets.
+
+    **Arguments:**
+
+    - `scenario`: the nominal scenario (gives nominal values and panel names).
+    - `dispersions`: specs as in this module's docstring (validated by `check_dispersions`).
+    - `members`: number of draws.
+    - `key`: a `jax.random` key or an integer seed. Each spec draws from `jax.random.fold_in(key, j)`, so
+      adding a spec does not change the draws of the others.
+
+    **Returns:** `{name: array (members, *shape)}`, shape () for scalars and (3,) otherwise (module
+    docstring). Pass it to `simulate_batch` or `apply_parameters`.
+    """
+    check_dispersions(scenario, dispersions, members)
+    if isinstance(key, int):
+        key = jax.random.PRNGKey(key)
+    out: dict[str, np.ndarray] = {}
+    for j, spec in enumerate(dispersions):
+        name = spec["param"]
+        kind, field, i = _resolve(scenario, name)
+        shape = (members, *_shape(kind))
+        k = jax.random.fold_in(key, j)
+        dist = spec["dist"]
+        if dist == "values":
+            x = np.asarray(spec["values"], dtype=float)
+        elif dist == "uniform":
+            low = np.broadcast_to(np.asarray(spec["low"], dtype=float), shape[1:])
+            high = np.broadcast_to(np.asarray(spec["high"], dtype=float), shape[1:])
+            u = np.asarray(
+                jax.random.uniform(k, shape, dtype=jnp.float64 if jax.config.jax_enable_x64 else None)
+            )
+            x = low + (high - low) * u
+        else:
+            nominal = _nominal(scenario, kind, field, i)
+            mean = np.broadcast_to(np.asarray(spec.get("mean", nominal), dtype=float), shape[1:])
+            std = (
+                np.asarray(spec["std"], dtype=float)
+                if "std" in spec
+                else np.asarray(spec["rel_std"], dtype=float) * np.abs(mean)
+            )
+            z = np.asarray(
+                jax.random.normal(k, shape, dtype=jnp.float64 if jax.config.jax_enable_x64 else None)
+            )
+            x = mean + np.broadcast_to(std, shape[1:]) * z
+            if kind == "inertia" and np.any(x <= 0):
+                bad = int(np.argwhere(np.any(x.reshape(members, -1) <= 0, axis=1))[0, 0])
+                raise ScenarioError(
+                    f"<dispersions>: dispersions[{j}] ({name}): member {bad} drew a scale factor <= 0; "
+                    "inertia factors must be > 0 (reduce std or use dist = 'uniform')",
+                    source="<dispersions>",
+                )
+        out[name] = np.asarray(x, dtype=float).reshape(shape)
+    return out
+
+
+def grid_dispersions(grid: Mapping[str, Sequence[Any]]) -> tuple[list[dict[str, Any]], int]:
+    """A full-factorial grid as `"values"` specs: `grid_dispersions({"p0.k": [50, 100], "p0.c": [0, 1, 2]})`
+    gives 6 members (the last name varies fastest). **Returns:** `(dispersions, members)`."""
+    names = list(grid)
+    axes = [np.asarray(grid[n], dtype=float) for n in names]
+    idx = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
+    members = int(np.prod([len(a) for a in axes])) if axes else 0
+    specs = [
+        {"param": n, "dist": "values", "values": a[ix.reshape(-1)]} for n, a, ix in zip(names, axes, idx)
+    ]
+    return specs, members
+
+
+def _rotation(phi: Float[Array, "3"]) -> Float[Array, "3 3"]:
+    """DCM $\\exp(-[\\tilde\\phi])$ of a frame rotated by the rotation vector $\\phi$ (Rodrigues; exact at 0)."""
+    angle2 = jnp.sum(phi**2)
+    safe = jnp.where(angle2 > 0, angle2, 1.0)
+    angle = jnp.sqrt(safe)
+    small = angle2 < 1e-12
+    s = jnp.where(small, 1.0 - angle2 / 6.0, jnp.sin(angle) / angle)
+    c1 = jnp.where(small, 0.5 - angle2 / 24.0, (1.0 - jnp.cos(angle)) / safe)
+    x, y, z = phi
+    tilde = jnp.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return jnp.eye(3) - s * tilde + c1 * tilde @ tilde
+
+
+def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Scenario:
+    """One member's scenario: the nominal `scenario` with the sampled values of `params` (one member, no
+    batch axis; names and meanings as in `sample_dispersions`). Pure and traceable: `vmap` it over a batch."""
+    for name, value in params.items():
+        kind, field, i = _resolve(scenario, name)
+        value = jnp.asarray(value)
+        sc = scenario.spacecraft
+        if i is None:
+            if field in _HUB_INITIAL:
+                scenario = eqx.tree_at(lambda s, f=field: getattr(s.initial, f), scenario, value)
+            elif kind == "inertia":
+                d = jnp.sqrt(value)
+                scenario = eqx.tree_at(
+                    lambda s: s.spacecraft.hub.IHubPntBc_B,
+                    scenario,
+                    sc.hub.IHubPntBc_B * d[:, None] * d[None, :],
+                )
+            else:
+                scenario = eqx.tree_at(lambda s, f=field: getattr(s.spacecraft.hub, f), scenario, value)
+            continue
+        if field in _PANEL_INITIAL:
+            old = getattr(scenario.initial, field)
+            scenario = eqx.tree_at(lambda s, f=field: getattr(s.initial, f), scenario, old.at[i].set(value))
+            continue
+        old = getattr(sc.panels, field)
+        if kind == "inertia":
+            d = jnp.sqrt(value)
+            new = old[i] * d[:, None] * d[None, :]
+        elif kind == "rotation":
+            new = _rotation(value) @ old[i]
+        else:
+            new = value
+        scenario = eqx.tree_at(
+            lambda s, f=field: getattr(s.spacecraft.panels, f), scenario, old.at[i].set(new)
+        )
+    return scenario
+
+
+def _identity(base: None, member: Scenario) -> Scenario:
+    return member
+
+
+@eqx.filter_jit
+def _run_chunk(base, batched, build: Callable) -> Trajectory:
+    return jax.vmap(lambda b: simulate_unjitted(build(base, b)))(batched)
+
+
+def _batch_size(batched) -> int:
+    sizes = {int(np.shape(x)[0]) for x in jax.tree.leaves(batched)}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"simulate_batch: batched leaves must share one leading (member) axis; got sizes {sorted(sizes)}"
+        )
+    return sizes.pop()
+
+
+def simulate_batch(
+    scenario: Scenario,
+    params: Mapping[str, Any] | None = None,
+    *,
+    chunk_size: int = 256,
+    devices: Sequence[jax.Device] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Trajectory:
+    """Simulate many members in one compiled program: `jax.vmap(simulate_unjitted)` in one
+    `eqx.filter_jit`, run chunk by chunk.
+
+    **Arguments:**
+
+    - `scenario`: with `params`, the nominal scenario; without, a *batched* scenario whose every array leaf
+      has a leading member axis (e.g. from `jax.vmap(lambda k: eqx.tree_at(...))(ks)`).
+    - `params`: `{name: array (members, ...)}` from `sample_dispersions` (or built by hand, same names).
+    - `chunk_size`: members per compiled call. The last chunk is padded (with member 0) to the same size, so
+      one compilation serves all chunks. Memory grows linearly with it.
+    - `devices`: shard each chunk's member axis over these devices (`jax.sharding.Mesh` + `NamedSharding`);
+      default `None` = all local devices when there are several, else no sharding. `chunk_size` is rounded up
+      to a multiple of the device count.
+    - `progress`: called as `progress(done, members)` after each chunk.
+
+    **Returns:** a `Trajectory` whose arrays have a leading member axis. Members fail independently
+    (`throw=False`): `trajectory.success[m]` is False for a member whose step budget ran out or whose state
+    became non-finite, and its `result[m]` holds diffrax's code; other members are unaffected.
+    """
+    if params is None:
+        base, batched, build = None, scenario, _identity
+    else:
+        base, build = scenario, apply_parameters
+        batched = {k: jnp.asarray(v) for k, v in params.items()}
+        if not batched:
+            raise ValueError("simulate_batch: params is empty; give at least one dispersed parameter")
+    members = _batch_size(batched)
+    if devices is None:
+        devices = jax.local_devices()
+    devices = list(devices)
+    chunk_size = max(1, min(int(chunk_size), members))
+    sharding = None
+    if len(devices) > 1:
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        mesh = Mesh(np.array(devices), ("batch",))
+        sharding = NamedSharding(mesh, PartitionSpec("batch"))
+        chunk_size = math.ceil(chunk_size / len(devices)) * len(devices)
+        base = jax.device_put(base, NamedSharding(mesh, PartitionSpec()))
+    chunks = []
+    for start in range(0, members, chunk_size):
+        stop = min(start + chunk_size, members)
+
+        def take(x, start=start, stop=stop):
+            x = jnp.asarray(x)[start:stop]
+            if stop - start < chunk_size:  # pad with member 0: same shapes, same compiled program
+                pad = jnp.broadcast_to(x[:1], (chunk_size - (stop - start), *x.shape[1:]))
+                x = jnp.concatenate([x, pad])
+            return x
+
+        chunk = jax.tree.map(take, batched)
+        if sharding is not None:
+            chunk = jax.device_put(chunk, sharding)
+        out = _run_chunk(base, chunk, build)
+        chunks.append(jax.tree.map(lambda x, n=stop - start: np.asarray(x)[:n], out))
+        if progress is not None:
+            progress(stop, members)
+    # tree.map rebuilds the Module without re-running __init__ (the per-run shape annotations do not apply)
+    return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs)), *chunks)
+
+
+def failure_reasons(traj: Trajectory) -> list[tuple[int, str]]:
+    """`(member index, reason)` for every failed member of a batched `Trajectory`."""
+    import diffrax
+
+    out = []
+    for m in np.flatnonzero(~np.asarray(traj.success)):
+        code = int(np.asarray(traj.result)[m])
+        out.append(
+            (int(m), str(diffrax.RESULTS[code]) if code != 0 else "a non-finite value (NaN/inf) appeared")
+        )
+    return out
+
+
+def summarize(
+    traj: Trajectory,
+    outputs: Sequence[str] = ("omega_BN_B", "theta"),
+    percentiles: Sequence[float] = (5.0, 50.0, 95.0),
+) -> dict[str, Any]:
+    """Per-time statistics of a batched `Trajectory` over its **successful** members only.
+
+    **Returns:** `{"members", "succeeded", "failed", "percentiles", "t", <output>: {"min", "max", "mean",
+    "percentiles"}}`; `min`/`max`/`mean` have the output's per-member shape (T, ...), `percentiles` has
+    shape (P, T, ...). With no successful member the statistics are NaN.
+    """
+    ok = np.asarray(traj.success)
+    res: dict[str, Any] = {
+        "members": int(ok.size),
+        "succeeded": int(ok.sum()),
+        "failed": int((~ok).sum()),
+        "percentiles": tuple(float(p) for p in percentiles),
+        "t": np.asarray(traj.t)[0] if ok.size else np.zeros(0),
+    }
+    for name in outputs:
+        x = np.asarray(getattr(traj, name))[ok]
+        if x.shape[0] == 0:
+            nan = np.full(np.shape(getattr(traj, name))[1:], np.nan)
+            res[name] = {
+                "min": nan,
+                "max": nan,
+                "mean": nan,
+                "percentiles": np.stack([nan] * len(percentiles)),
+            }
+            continue
+        res[name] = {
+            "min": x.min(axis=0),
+            "max": x.max(axis=0),
+            "mean": x.mean(axis=0),
+            "percentiles": np.percentile(x, list(percentiles), axis=0),
+        }
+    return res
+
+
+def stderr_progress(prefix: str = "jaxhinge") -> Callable[[int, int], None]:
+    """A `progress` callback printing `prefix: members done/total, elapsed` to stderr."""
+    t0 = time.perf_counter()
+
+    def report(done: int, total: int) -> None:
+        print(
+            f"{prefix}: {done}/{total} members done, {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return report
+
+
+# ------------------------------------------------------------------------------------------------------------
+# SWEEP files (`jaxhinge sweep SWEEP.toml`)
+# ------------------------------------------------------------------------------------------------------------
+
+_SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "output")
+_OUTPUT_KEYS = ("dir",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A validated SWEEP file: the nominal scenario, dispersions, member count, seed, chunk size, output dir."""
+
+    source: str
+    scenario_path: str
+    scenario: Scenario
+    dispersions: list
+    members: int
+    seed: int
+    chunk_size: int
+    out_dir: str
+
+
+def load_sweep(path: str) -> Sweep:
+    """Read and validate a SWEEP TOML file (format: README, `jaxhinge sweep --help`). Relative paths
+    (`scenario`, `output.dir`) are relative to the SWEEP file. Everything is checked before any compute.
+
+    **Raises:** `ScenarioError` with a one-line message `SWEEP.toml: field = value: what is allowed`.
+    """
+    import os
+    import tomllib
+
+    from ._scenario_file import load_scenario
+
+    source = os.fspath(path)
+
+    def ck(msg: str) -> ScenarioError:
+        return ScenarioError(f"{source}: {msg}", source=source)
+
+    try:
+        with open(source, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ck(f"cannot read sweep file: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ck(f"TOML syntax error: {str(e).splitlines()[0] if str(e) else e}") from None
+    for key in data:
+        if key not in _SWEEP_KEYS:
+            raise ck(f"unknown key {key!r}; allowed keys are {', '.join(_SWEEP_KEYS)}")
+    for key in ("scenario", "members", "dispersions"):
+        if key not in data:
+            raise ck(f"missing key {key!r}")
+    here = os.path.dirname(os.path.abspath(source))
+    scen = data["scenario"]
+    if not isinstance(scen, str) or not scen:
+        raise ck(f"scenario = {scen!r}: must be a path to a scenario TOML file (relative to the sweep file)")
+    for key, default, low in (("members", None, 1), ("seed", 0, 0), ("chunk_size", 256, 1)):
+        v = data.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ck(f"{key} = {v!r}: must be an integer >= {low}")
+    out = data.get("output", {})
+    if not isinstance(out, dict):
+        raise ck(f"output = {out!r}: must be a table with key dir")
+    for key in out:
+        if key not in _OUTPUT_KEYS:
+            raise ck(f"output: unknown key {key!r}; allowed keys are {', '.join(_OUTPUT_KEYS)}")
+    out_dir = out.get("dir", os.path.splitext(os.path.basename(source))[0] + "_out")
+    if not isinstance(out_dir, str) or not out_dir:
+        raise ck(f"output.dir = {out_dir!r}: must be a directory path")
+    out_dir = os.path.join(here, out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ck(f"output.dir = {out_dir!r}: exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise ck(f"output.dir = {out_dir!r}: parent directory {parent!r} does not exist or is not writable")
+    scenario = load_scenario(os.path.join(here, scen))
+    disp = data["dispersions"]
+    if not isinstance(disp, list) or not disp:
+        raise ck(f"dispersions = {_fmt(disp)}: must be one or more [[dispersions]] tables")
+    check_dispersions(scenario, disp, data["members"], source=source)
+    return Sweep(
+        source,
+        os.path.join(here, scen),
+        scenario,
+        disp,
+        data["members"],
+        data.get("seed", 0),
+        data.get("chunk_size", 256),
+        out_dir,
+    )
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    if x.size == 0:
+        return {}
+    p = np.percentile(x, [5, 50, 95])
+    return {
+        "min": float(x.min()),
+        "p5": float(p[0]),
+        "p50": float(p[1]),
+        "p95": float(p[2]),
+        "max": float(x.max()),
+        "mean": float(x.mean()),
+        "std": float(x.std()),
+    }
+
+
+def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajectory, wall_s: float) -> dict:
+    """The `summary.json` contents: counts, failures (index, reason), parameter statistics, and statistics
+    over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
+    ok = np.asarray(traj.success)
+    names = _panel_names(sweep.scenario)
+    omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
+    theta = np.asarray(traj.theta)[ok]
+    stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}
+    for i, n in enumerate(names):
+        stats[f"final_theta[{n}] [rad]"] = _stats(theta[:, -1, i] if theta.size else theta)
+        stats[f"peak_abs_theta[{n}] [rad]"] = _stats(
+            np.abs(theta[:, :, i]).max(axis=1) if theta.size else theta
+        )
+    return {
+        "sweep": sweep.source,
+        "scenario": sweep.scenario_path,
+        "members": sweep.members,
+        "seed": sweep.seed,
+        "succeeded": int(ok.sum()),
+        "failed": int((~ok).sum()),
+        "failures": [{"member": m, "reason": r} for m, r in failure_reasons(traj)],
+        "wall_s": wall_s,
+        "dispersions": [
+            {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+            for d in sweep.dispersions
+        ],
+        "parameters": {k: _stats(np.asarray(v).reshape(len(v), -1)[ok].ravel()) for k, v in params.items()},
+        "statistics (successful members)": stats,
+    }
+
+
+def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
+    """Hub rate and hinge angle envelopes: min-max band, percentile band, median (from `summarize`)."""
+    from ._plot import _plt
+
+    plt = _plt()
+    t = summary["t"]
+    fig, axes = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for ax, key, labels, scale, unit in (
+        (axes[0], "omega_BN_B", ["x", "y", "z"], 1.0, "rad/s"),
+        (axes[1], "theta", list(panel_names), np.degrees(1.0), "deg"),
+    ):
+        s = summary[key]
+        for j, lab in enumerate(labels):
+            (line,) = ax.plot(
+                t, scale * s["percentiles"][len(s["percentiles"]) // 2][:, j], label=f"{lab} median"
+            )
+            col = line.get_color()
+            ax.fill_between(t, scale * s["min"][:, j], scale * s["max"][:, j], color=col, alpha=0.15, lw=0)
+            ax.fill_between(
+                t,
+                scale * s["percentiles"][0][:, j],
+                scale * s["percentiles"][-1][:, j],
+                color=col,
+                alpha=0.35,
+                lw=0,
+            )
+        ax.set_ylabel(f"{key} [{unit}]")
+        ax.legend(fontsize=8, loc="best")
+        ax.grid(alpha=0.3)
+    p = summary["percentiles"]
+    axes[0].set_title(
+        f"{summary['succeeded']}/{summary['members']} members: min-max (light), "
+        f"p{p[0]:g}-p{p[-1]:g} (dark), median"
+    )
+    axes[1].set_xlabel("t [s]")
+    fig.tight_layout()
+    fig.savefig(f, format=fmt)
+    plt.close(fig)
+
+
+def plot_histograms(
+    params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png"
+) -> None:
+    """Histograms of the sampled parameters and of peak $|\\omega|$ and final $\\theta$ (successful members)."""
+    from ._plot import _plt
+
+    plt = _plt()
+    ok = np.asarray(traj.success)
+    items = [
+        (k, np.asarray(v).reshape(len(v), -1)[:, 0] if np.ndim(v) > 1 else np.asarray(v))
+        for k, v in params.items()
+    ]
+    items = [(k + ("[0]" if np.ndim(params[k]) > 1 else ""), v) for k, v in items]
+    if ok.any():
+        items.append(
+            (
+                "peak |omega_BN_B| [rad/s]",
+                np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1).max(axis=1),
+            )
+        )
+        for i, n in enumerate(panel_names):
+            items.append((f"final theta[{n}] [rad]", np.asarray(traj.theta)[ok][:, -1, i]))
+    ncol = 3
+    nrow = math.ceil(len(items) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.8 * nrow), squeeze=False)
+    for ax, (name, x) in zip(axes.flat, items):
+        ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
+        ax.set_title(name, fontsize=9)
+    for ax in list(axes.flat)[len(items) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(f, format=fmt)
+    plt.close(fig)
