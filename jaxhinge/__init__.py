@@ -37,3 +37,13 @@ from ._spacecraft import Spacecraft as Spacecraft
 from ._spacecraft import State as State
 
 __version__ = "0.1.0"
+from ._modes import Linearization as Linearization
+from ._modes import ModeMeasurement as ModeMeasurement
+from ._modes import Modes as Modes
+from ._modes import linearize as linearize
+from ._modes import measure_modes as measure_modes
+from ._modes import modes as modes
+from ._fit import FitError as FitError
+from ._fit import FitResult as FitResult
+from ._fit import fit as fit
+from ._fit_file import load_fit as load_fit

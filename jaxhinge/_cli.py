@@ -168,6 +168,118 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def _modes_table(m, path: str) -> list[str]:
+    rows = m.as_dict()["modes"]
+    parts = list(m.participants)
+    excluded = "6 rigid-body modes excluded" if m.boundary == "free" else "hub fixed"
+    lines = [
+        f"scenario            {path}",
+        (f"boundary            {m.boundary} ({excluded}); linearised about theta = thetaRef, hub at rest, "
+         "no gravity, loads or motor torque"),
+        f"flexible modes      {len(rows)}",
+    ]
+    if not rows:
+        return lines
+    head = f"{'mode':>4}  {'freq [Hz]':>12}  {'damping':>10}  {'damped [Hz]':>12}  {'undamped [Hz]':>13}"
+    label = {"hub_translation": "hub transl.", "hub_rotation": "hub rot."}
+    head += "".join(f"  {label.get(p, p)[:12]:>12}" for p in parts)
+    lines += ["", "kinetic energy share per mode (hub translation, hub rotation, each panel):", head]
+    for r in rows:
+        def f(x, w, fmt):
+            return f"{'-':>{w}}" if x is None else f"{x:{w}{fmt}}"
+
+        line = (f"{r['mode']:>4}  {f(r['frequency_hz'], 12, '.6f')}  {f(r['damping_ratio'], 10, '.6f')}  "
+                f"{f(r['damped_frequency_hz'], 12, '.6f')}  {f(r['natural_frequency_hz'], 13, '.6f')}")
+        line += "".join(f"  {f(None if r['energy_fraction'][p] is None else 100 * r['energy_fraction'][p], 11, '.1f')}%"
+                        for p in parts)
+        if r["overdamped"]:
+            line += "  (overdamped)"
+        lines.append(line)
+    lines.append("")
+    lines.append("freq = |lambda|/2pi, damping = -Re(lambda)/|lambda| (MATLAB damp); damped = |Im lambda|/2pi; "
+                 "undamped: C = 0")
+    return lines
+
+
+def cmd_modes(args) -> int:
+    import json
+
+    from ._modes import modes
+    from ._scenario_file import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    boundary = "clamped" if args.clamped else "free"
+    m = modes(scenario, boundary)
+    if args.json:
+        d = m.as_dict()
+        out = {"scenario": args.scenario, "boundary": boundary,
+               "rigid_body_modes_excluded": 6 if boundary == "free" else 0,
+               "panels": list(m.panel_names), "modes": d["modes"]}
+        print(json.dumps(out, allow_nan=False))
+    else:
+        print("\n".join(_modes_table(m, args.scenario)))
+    return 0
+
+
+def _fit_report(result, data: dict, written: list[str]) -> list[str]:
+    lines = [f"fit                 {data['fit_file']}",
+             f"scenario            {data['scenario']} (boundary {result.boundary}, solver {result.solver})",
+             f"status              {result.message}", ""]
+    lines.append(f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit")
+    for i, name in enumerate(result.parameter_names):
+        sig = result.sigma[i]
+        sig_s = f"{sig:12.4g}" if np.isfinite(sig) else f"{'undetermined':>12}"
+        unit = "N m/rad" if result.parameter_kinds[i] == "k" else "N m s/rad"
+        lines.append(f"{name:<28} {result.values[i]:14.8g} {sig_s} {result.initial[i]:14.8g}  {unit}")
+    lines += ["", (f"{'mode':>4} {'target [Hz]':>12} {'model [Hz]':>12} {'rel. error':>11} {'simulated [Hz]':>15}"
+                   f" {'target zeta':>12} {'model zeta':>11} {'simulated zeta':>15}")]
+    for r in data["targets"]:
+        def f(key, w, fmt, r=r):
+            x = r.get(key)
+            return f"{'-':>{w}}" if x is None else f"{x:{w}{fmt}}"
+
+        lines.append(f"{r['mode']:>4} {f('target_frequency_hz', 12, '.6f')} {f('model_frequency_hz', 12, '.6f')} "
+                     f"{f('frequency_relative_error', 11, '.2e')} {f('simulated_frequency_hz', 15, '.6f')} "
+                     f"{f('target_damping_ratio', 12, '.6f')} {f('model_damping_ratio', 11, '.6f')} "
+                     f"{f('simulated_damping_ratio', 15, '.6f')}")
+    t = data["timing_s"]
+    lines += ["", f"timing              fit {t['fit']:.2f} s (solver {t['solver']:.2f} s, compilation included)"
+              + (f", simulation check {t['check']:.2f} s" if t.get("check") is not None else "")]
+    lines += [f"wrote               {os.path.relpath(w)}" for w in written]
+    return lines
+
+
+def cmd_fit(args) -> int:
+    from ._fit import FitError
+    from ._fit_file import load_fit, result_dict, run_fit, write_outputs
+
+    try:
+        spec = load_fit(args.fit)
+        if args.out:
+            import dataclasses
+
+            spec = dataclasses.replace(spec, out_dir=os.path.abspath(args.out))
+        if args.no_check:
+            import dataclasses
+
+            spec = dataclasses.replace(spec, check=None)
+        _log(f"jaxhinge: {args.fit}: {len(spec.targets_hz)} target(s), free: "
+             f"{', '.join(map(str, spec.fit_kwargs.get('free', [])))}")
+        result, timing = run_fit(spec, progress=_log)
+        written = write_outputs(result, spec, extra=timing)
+    except FitError as e:
+        raise CLIError(str(e)) from None
+    data = result_dict(result, spec)
+    data["timing_s"].update(timing)
+    print("\n".join(_fit_report(result, data, written)))
+    if not result.converged:
+        _log(f"jaxhinge: warning: the fit did not converge: {result.message}")
+        return 1
+    if not result.targets_reached:
+        _log(f"jaxhinge: note: {result.message}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="jaxhinge",
@@ -196,6 +308,32 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("sweep", help="sweep TOML file")
     w.add_argument("--out-dir", help="output directory (overrides [output] dir)")
     w.set_defaults(func=cmd_sweep)
+    m = sub.add_parser(
+        "modes",
+        help="modal frequencies, damping ratios and mode shapes of a scenario",
+        description="Linearise the spacecraft about its rest equilibrium (theta = thetaRef, hub at rest) and list "
+        "its flexible modes in ascending frequency: frequency |lambda|/2pi and damping ratio -Re(lambda)/|lambda| "
+        "(MATLAB damp), damped and undamped frequencies, and each mode's kinetic-energy share of hub translation, "
+        "hub rotation and every panel.",
+    )
+    m.add_argument("scenario", help="scenario TOML file")
+    m.add_argument("--clamped", action="store_true",
+                   help="hub fixed (FEA fixture, test stand) instead of free (as flown)")
+    m.add_argument("--json", action="store_true",
+                   help='print one JSON object {"modes": [...], ...} instead of the table')
+    m.set_defaults(func=cmd_modes)
+    f = sub.add_parser(
+        "fit",
+        help="fit hinge k and c to target frequencies and damping ratios (FIT.toml)",
+        description="Fit hinge stiffness k and damping c so the model's modes match target frequencies (and "
+        "damping ratios), check the fit by simulating the nonlinear model, and write result.json, "
+        "fitted_scenario.toml and a plot into the FIT.toml's output folder. Exit status 0: converged; "
+        "1: did not converge (results still written); 2: bad input or unreachable targets.",
+    )
+    f.add_argument("fit", help="FIT.toml file (schema: jaxhinge._fit_file)")
+    f.add_argument("--out", help="output folder (overrides [output] dir)")
+    f.add_argument("--no-check", action="store_true", help="skip the simulation check")
+    f.set_defaults(func=cmd_fit)
     return p
 
 

@@ -1,0 +1,425 @@
+"""FIT.toml files: fit hinge k, c to target modes from a file, and write the results.
+
+```toml
+scenario = "spacecraft.toml"        # required; the model (a scenario TOML file), path relative to this file;
+                                    # its values of the free parameters are the initial guesses
+
+[modes]                             # required
+boundary = "free"                   # "free" (as flown, default) or "clamped" (hub fixed: FEA fixture, test stand)
+targets_hz = [0.215, 0.417, 0.500]  # required; ascending; matched to the lowest flexible modes in order
+damping_ratios = [0.005, 0.005, 0.005]  # optional; one per target, each in (0, 1)
+mode_numbers = [1, 2, 3]            # optional; the 1-based modes the targets belong to (default 1, 2, ...)
+frequency_sigma = 0.01              # optional; relative 1-sigma uncertainty of the frequency targets
+damping_sigma = 0.2                 # optional; relative 1-sigma uncertainty of the damping targets
+
+[fit]                               # required
+free = ["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c = wing_mY.c", "antenna.c"]
+                                    # required; "<panel>.k" or "<panel>.c"; "a.k = b.k" ties panels to one value
+solver = "lm"                       # "lm" (Levenberg-Marquardt, default), "adam", "lbfgs" (optax)
+max_steps = 200                     # solver step budget
+rtol = 1e-10                        # termination tolerances (log-parameters, cost)
+atol = 1e-10
+learning_rate = 0.02                # adam only (log-parameter units)
+reach_rtol = 1e-6                   # relative frequency error under which the targets count as reached
+
+[check]                             # optional: the independent simulation check (`measure_modes`)
+simulate = true                     # simulate the fitted nonlinear model, measure its frequencies
+periods = 30                        # free-response length, in periods of the slowest mode
+amplitude_rad = 1e-4                # initial hinge amplitude [rad]
+
+[output]                            # optional
+dir = "out"                         # relative to this file (default "out"); created if missing
+plot = "fit.png"                    # file name in dir (.png, .pdf, .svg), or false for no plot
+```
+
+Outputs in `dir`: `result.json` (parameters with value and sigma, targets beside fitted and simulated
+values, residuals, iterations, convergence status in words, timing, all fitted modes), `fitted_scenario.toml`
+(the scenario with the fitted values) and the plot. They are written to temporary files and renamed at the
+end: a failed run leaves no partial output.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._fit import SOLVERS, FitError, FitResult, fit
+from ._modes import BOUNDARIES, measure_modes
+from ._scenario import Scenario
+from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
+
+_TOP = ("scenario", "modes", "fit", "check", "output")
+_MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma")
+_FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol")
+_CHECK = ("simulate", "periods", "amplitude_rad")
+_OUTPUT = ("dir", "plot")
+_ALIASES = {
+    "targets": "targets_hz",
+    "frequencies": "targets_hz",
+    "frequencies_hz": "targets_hz",
+    "damping": "damping_ratios",
+    "zeta": "damping_ratios",
+    "parameters": "free",
+    "tie": "free",
+    "method": "solver",
+    "iterations": "max_steps",
+    "out": "dir",
+    "modes": "mode_numbers",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class FitSpec:
+    """A parsed FIT.toml: paths resolved against the file's folder (`scenario_name`: as written in the file);
+    `fit_kwargs` are `fit`'s keyword
+    arguments; `check` the `measure_modes` options (`None`: no check); `plot` a file name or `None`."""
+
+    path: str
+    scenario_path: str
+    scenario_name: str
+    scenario: Scenario
+    targets_hz: list[float]
+    fit_kwargs: dict[str, Any]
+    check: dict[str, Any] | None
+    out_dir: str
+    plot: str | None
+
+
+def _err(path: str, field: str | None, msg: str) -> FitError:
+    return FitError(f"{path}: {field}: {msg}" if field else f"{path}: {msg}", field=field)
+
+
+def _bad(path: str, field: str, value: Any, rule: str) -> FitError:
+    return FitError(f"{path}: {field} = {_fmt(value)}: {rule}", field=field)
+
+
+def _keys(path: str, table: Mapping, where: str, allowed: tuple[str, ...]) -> None:
+    for key in table:
+        if key not in allowed:
+            hint = _suggest(str(key), allowed, _ALIASES)
+            hint = f" (did you mean {hint!r}?)" if hint else ""
+            raise _err(path, where, f"unknown key {key!r}{hint}; allowed keys: {', '.join(allowed)}")
+
+
+def _table(path: str, data: Mapping, key: str, required: bool) -> Mapping:
+    if key not in data:
+        if required:
+            raise _err(path, None, f"missing required table [{key}]")
+        return {}
+    t = data[key]
+    if not isinstance(t, Mapping):
+        raise _bad(path, key, t, f"must be a table ([{key}]), got {_kind(t)}")
+    return t
+
+
+def _number(path, field, value, *, integer=False, positive=True) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise _bad(path, field, value, f"must be {'an integer' if integer else 'a number'}, got {_kind(value)}")
+    if not math.isfinite(value) or (positive and not value > 0):
+        raise _bad(path, field, value, "must be an integer > 0" if integer else "must be a finite number > 0")
+    return value
+
+
+def load_fit(path: str | os.PathLike) -> FitSpec:
+    """Read and validate a FIT.toml file (schema: this module's docstring) and load its scenario.
+
+    **Raises:** `FitError` (`file: field = value: rule`) for a bad FIT.toml, `ScenarioError` for a bad scenario.
+    """
+    source = os.fspath(path)
+    try:
+        text = pathlib.Path(path).read_bytes().decode("utf-8")
+    except OSError as e:
+        raise FitError(f"{source}: cannot read fit file: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise FitError(f"{source}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise FitError(f"{source}: TOML syntax error: {str(e).splitlines()[0]}") from None
+    _keys(source, data, "top level", _TOP)
+    if "scenario" not in data:
+        raise _err(source, None, "missing required key 'scenario' (the model's scenario TOML file, relative to "
+                                 "this file)")
+    if not isinstance(data["scenario"], str) or not data["scenario"]:
+        raise _bad(source, "scenario", data["scenario"], "must be a file name (string)")
+    base = os.path.dirname(os.path.abspath(source))
+    scen_path = os.path.normpath(os.path.join(base, data["scenario"]))
+
+    modes_t = _table(source, data, "modes", True)
+    _keys(source, modes_t, "modes", _MODES)
+    fit_t = _table(source, data, "fit", True)
+    _keys(source, fit_t, "fit", _FIT)
+    check_t = _table(source, data, "check", False)
+    _keys(source, check_t, "check", _CHECK)
+    out_t = _table(source, data, "output", False)
+    _keys(source, out_t, "output", _OUTPUT)
+
+    kw: dict[str, Any] = {}
+    boundary = modes_t.get("boundary", "free")
+    if boundary not in BOUNDARIES:
+        raise _bad(source, "modes.boundary", boundary, 'allowed values are "free", "clamped"')
+    kw["boundary"] = boundary
+    if "targets_hz" not in modes_t:
+        raise _err(source, "modes", "missing required key 'targets_hz' (target frequencies in Hz, ascending)")
+    targets = modes_t["targets_hz"]
+    if not isinstance(targets, list):
+        raise _bad(source, "modes.targets_hz", targets, f"must be a list of numbers, got {_kind(targets)}")
+    for key in ("damping_ratios", "mode_numbers"):
+        if key in modes_t:
+            if not isinstance(modes_t[key], list):
+                raise _bad(source, f"modes.{key}", modes_t[key], f"must be a list, got {_kind(modes_t[key])}")
+            kw[key] = modes_t[key]
+    for key in ("frequency_sigma", "damping_sigma"):
+        if key in modes_t:
+            kw[key] = _number(source, f"modes.{key}", modes_t[key])
+    if "free" not in fit_t:
+        raise _err(source, "fit", "missing required key 'free' (e.g. free = [\"p0.k\", \"p0.c\"])")
+    kw["free"] = fit_t["free"]
+    if "solver" in fit_t:
+        if fit_t["solver"] not in SOLVERS:
+            raise _bad(source, "fit.solver", fit_t["solver"], f"allowed values are {', '.join(SOLVERS)}")
+        kw["solver"] = fit_t["solver"]
+    if "max_steps" in fit_t:
+        kw["max_steps"] = int(_number(source, "fit.max_steps", fit_t["max_steps"], integer=True))
+    for key in ("rtol", "atol", "learning_rate", "reach_rtol"):
+        if key in fit_t:
+            kw[key] = float(_number(source, f"fit.{key}", fit_t[key]))
+
+    check: dict[str, Any] | None = {}
+    simulate = check_t.get("simulate", True)
+    if not isinstance(simulate, bool):
+        raise _bad(source, "check.simulate", simulate, "must be true or false")
+    if "periods" in check_t:
+        check["periods"] = float(_number(source, "check.periods", check_t["periods"]))
+        if check["periods"] < 3:
+            raise _bad(source, "check.periods", check_t["periods"], "must be >= 3 (zero crossings are counted)")
+    if "amplitude_rad" in check_t:
+        check["amplitude"] = float(_number(source, "check.amplitude_rad", check_t["amplitude_rad"]))
+    if not simulate:
+        check = None
+
+    out_dir = out_t.get("dir", "out")
+    if not isinstance(out_dir, str) or not out_dir:
+        raise _bad(source, "output.dir", out_dir, "must be a folder name (string)")
+    plot = out_t.get("plot", "fit.png")
+    if plot is False:
+        plot = None
+    elif not isinstance(plot, str) or not plot.lower().endswith((".png", ".pdf", ".svg")) or os.sep in plot:
+        raise _bad(source, "output.plot", plot, "must be a file name ending in .png, .pdf or .svg, or false")
+
+    scenario = load_scenario(scen_path)
+    return FitSpec(
+        path=source,
+        scenario_path=scen_path,
+        scenario_name=data["scenario"],
+        scenario=scenario,
+        targets_hz=targets,
+        fit_kwargs=kw,
+        check=check,
+        out_dir=os.path.normpath(os.path.join(base, out_dir)),
+        plot=plot,
+    )
+
+
+def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tuple[FitResult, dict[str, float]]:
+    """Fit a loaded `FitSpec` and, when asked, run the simulation check. FitErrors name the file.
+
+    **Returns:** `(result, timing)`, `timing = {"check": seconds}` when the check ran."""
+    try:
+        result = fit(spec.scenario, spec.targets_hz, check=False, progress=progress, **spec.fit_kwargs)
+    except FitError as e:
+        raise FitError(f"{spec.path}: {e}", field=e.field) from None
+    timing: dict[str, float] = {}
+    if spec.check is not None:
+        if progress:
+            progress("fit: independent check: simulating the fitted nonlinear model, one free response per mode...")
+        t0 = time.perf_counter()
+        measured = measure_modes(result.scenario, result.boundary, **spec.check)
+        result = dataclasses.replace(result, check=measured)
+        timing["check"] = time.perf_counter() - t0
+        if progress:
+            progress(f"fit: check done in {timing['check']:.1f} s")
+    return result, timing
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Outputs
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any]:
+    """The `result.json` content (plain Python; NaN and inf as `null`)."""
+    from . import __version__
+
+    params = {}
+    for i, name in enumerate(result.parameter_names):
+        members = result.parameter_members[i]
+        for mname in members:
+            entry = {
+                "value": _num(result.values[i]),
+                "sigma": _num(result.sigma[i]),
+                "initial": _num(result.initial[i]),
+                "unit": "N m/rad" if result.parameter_kinds[i] == "k" else "N m s/rad",
+            }
+            if len(members) > 1:
+                entry["tied_with"] = [m for m in members if m != mname]
+            params[mname] = entry
+    f_model = np.asarray(result.modes.frequency_hz)
+    z_model = np.asarray(result.modes.damping_ratio)
+    f_init = np.asarray(result.initial_modes.frequency_hz)
+    z_init = np.asarray(result.initial_modes.damping_ratio)
+    chk = result.check
+    targets = []
+    for i, mode in enumerate(result.mode_numbers):
+        j = mode - 1
+        row: dict[str, Any] = {
+            "mode": mode,
+            "target_frequency_hz": _num(result.targets_hz[i]),
+            "model_frequency_hz": _num(f_model[j]),
+            "frequency_relative_error": _num(result.frequency_error[i]),
+            "initial_frequency_hz": _num(f_init[j]),
+        }
+        if len(result.damping_targets):
+            row.update({
+                "target_damping_ratio": _num(result.damping_targets[i]),
+                "model_damping_ratio": _num(z_model[j]),
+                "damping_relative_error": _num(result.damping_error[i]),
+                "initial_damping_ratio": _num(z_init[j]),
+            })
+        else:
+            row["model_damping_ratio"] = _num(z_model[j])
+        if chk is not None:
+            row["simulated_frequency_hz"] = _num(chk.frequency_hz[j])
+            row["simulated_damping_ratio"] = _num(chk.damping_ratio[j])
+            row["simulated_vs_target_relative"] = _num((chk.frequency_hz[j] - result.targets_hz[i])
+                                                       / result.targets_hz[i])
+        targets.append(row)
+    out: dict[str, Any] = {
+        "jaxhinge_version": __version__,
+        "fit_file": spec.path if spec else None,
+        "scenario": spec.scenario_name if spec else None,
+        "boundary": result.boundary,
+        "parameters": params,
+        "targets": targets,
+        "converged": bool(result.converged),
+        "targets_reached": bool(result.targets_reached),
+        "status": result.status,
+        "message": result.message,
+        "iterations": int(result.iterations),
+        "cost": _num(result.cost),
+        "residuals": [_num(x) for x in result.residuals],
+        "residual_definition": "(model - target) / (sigma_rel * target); frequencies first, then damping ratios",
+        "sigma_basis": result.sigma_note,
+        "solver": result.solver,
+        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free",)},
+        "free": list(result.parameter_names),
+        "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
+        "cost_history": [_num(x) for x in result.history],
+        "modes": result.modes.as_dict()["modes"],
+    }
+    if chk is not None:
+        out["check"] = chk.as_dict()
+    return out
+
+
+def plot_fit(result: FitResult, path, fmt: str | None = None, title: str = "") -> None:
+    """Targets vs initial, fitted and simulated frequencies and damping ratios, and the cost history."""
+    from ._plot import _plt
+
+    plt = _plt()
+    has_z = len(result.damping_targets) > 0
+    fig, axes = plt.subplots(1, 3 if has_z else 2, figsize=(13 if has_z else 9, 4.2))
+    x = np.asarray(result.mode_numbers)
+    j = x - 1
+    chk = result.check
+
+    def panel(ax, target, initial, model, simulated, ylabel):
+        ax.plot(x, initial, "o", mfc="none", color="0.6", ms=9, label="initial model")
+        ax.plot(x, target, "x", color="k", ms=11, mew=2, label="target")
+        ax.plot(x, model, "o", color="C0", ms=6, label="fitted model (linear)")
+        if simulated is not None:
+            ax.plot(x, simulated, "+", color="C3", ms=14, mew=1.5, label="fitted model, simulated")
+        for xi, t, m in zip(x, target, model):
+            ax.annotate(f"{(m - t) / t:+.1e}", (xi, m), textcoords="offset points", xytext=(8, -4),
+                        fontsize="x-small", color="C0")
+        ax.set_xticks(x)
+        ax.set_xlabel("mode")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+
+    panel(axes[0], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
+          np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j], "frequency [Hz]")
+    axes[0].legend(fontsize="small")
+    if has_z:
+        panel(axes[1], result.damping_targets, np.asarray(result.initial_modes.damping_ratio)[j],
+              np.asarray(result.modes.damping_ratio)[j], None if chk is None else chk.damping_ratio[j],
+              "damping ratio")
+    ax = axes[-1]
+    h = np.asarray(result.history)
+    if len(h):
+        ax.semilogy(np.arange(len(h)), np.maximum(h, 1e-300), ".-", ms=3)
+    ax.set_xlabel("solver step")
+    ax.set_ylabel("cost 0.5 sum r^2")
+    ax.set_title(("converged" if result.converged else "NOT converged") + f" ({result.solver})", fontsize="small")
+    ax.grid(alpha=0.3, which="both")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format=fmt)
+    plt.close(fig)
+
+
+def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -> list[str]:
+    """Write result.json, fitted_scenario.toml and the plot into `spec.out_dir` (all or nothing)."""
+    try:
+        os.makedirs(spec.out_dir, exist_ok=True)
+    except OSError as e:
+        raise FitError(f"output.dir = {spec.out_dir!r}: cannot create the folder: {e.strerror or e}") from None
+    if not os.access(spec.out_dir, os.W_OK):
+        raise FitError(f"output.dir = {spec.out_dir!r}: the folder is not writable")
+    data = result_dict(result, spec)
+    if extra:
+        data["timing_s"].update(extra)
+    final = {"result.json": None, "fitted_scenario.toml": None}
+    if spec.plot:
+        final[spec.plot] = None
+    tmps: dict[str, str] = {}
+    try:
+        for name in final:
+            fd, tmp = tempfile.mkstemp(dir=spec.out_dir, prefix=".jaxhinge-", suffix=os.path.splitext(name)[1])
+            os.close(fd)
+            tmps[name] = tmp
+        with open(tmps["result.json"], "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, allow_nan=False)
+            f.write("\n")
+        dump_scenario(result.scenario, tmps["fitted_scenario.toml"])
+        if spec.plot:
+            fmt = os.path.splitext(spec.plot)[1].lstrip(".").lower()
+            with open(tmps[spec.plot], "wb") as f:
+                plot_fit(result, f, fmt=fmt, title=os.path.basename(spec.path))
+        mask = os.umask(0)
+        os.umask(mask)
+        written = []
+        for name, tmp in tmps.items():
+            os.chmod(tmp, 0o666 & ~mask)
+            dest = os.path.join(spec.out_dir, name)
+            os.replace(tmp, dest)
+            written.append(dest)
+        return written
+    finally:
+        for tmp in tmps.values():
+            if os.path.exists(tmp):
+                os.unlink(tmp)

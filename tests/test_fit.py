@@ -1,0 +1,376 @@
+"""Fitting k and c to target modes: recovery of known parameters, ties, refusals in plain words, uncertainty,
+non-convergence, the `jaxhinge fit` CLI and its FIT.toml, the committed fits/ example. (The notebook
+02_fit_fea_frequencies is executed by test_notebooks.py.)"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_modes import EXAMPLE, REPO, TWO_PI, random_spacecraft, scenario_of
+
+import jaxhinge as jh
+from jaxhinge._cli import main
+from jaxhinge._fit import FitError, fit, parse_free
+from jaxhinge._fit_file import load_fit
+
+FITS = os.path.join(REPO, "fits")
+
+
+def _targets(scenario, boundary="free"):
+    m = jh.modes(scenario, boundary)
+    return np.asarray(m.frequency_hz), np.asarray(m.damping_ratio)
+
+
+def _perturbed(scenario, fk, fc):
+    p = scenario.spacecraft.panels
+    return eqx.tree_at(lambda s: (s.spacecraft.panels.k, s.spacecraft.panels.c), scenario,
+                       (p.k * jnp.asarray(fk), p.c * jnp.asarray(fc)))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Recovery of known parameters
+# ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed, n", [(0, 2), (1, 3), (2, 4), (3, 3), (4, 4), (5, 2)])
+def test_recovers_k_and_c_of_random_3d_configurations(seed, n):
+    """Synthetic targets (all N frequencies and damping ratios) of a random 3D spacecraft; every k and c free,
+    each started 25 % off (random signs): LM recovers them to 1e-6 (measured: ~1e-14)."""
+    truth = scenario_of(random_spacecraft(seed, n))
+    ft, zt = _targets(truth)
+    rng = np.random.default_rng(1000 + seed)
+    start = _perturbed(truth, np.where(rng.random(n) < 0.5, 0.75, 1.25), np.where(rng.random(n) < 0.5, 0.75, 1.25))
+    names = truth.spacecraft.panels.names
+    r = fit(start, ft, damping_ratios=zt, free=[f"{x}.k" for x in names] + [f"{x}.c" for x in names], check=False)
+    true = np.concatenate([truth.spacecraft.panels.k, truth.spacecraft.panels.c])
+    assert r.converged and r.targets_reached, r.message
+    np.testing.assert_allclose(r.values, true, rtol=1e-6)
+    np.testing.assert_allclose(r.scenario.spacecraft.panels.k, truth.spacecraft.panels.k, rtol=1e-6)
+    assert np.all(np.abs(r.frequency_error) < 1e-9) and np.all(np.abs(r.damping_error) < 1e-9)
+    assert r.iterations < 50
+
+
+def test_recovers_tied_wings_of_the_example():
+    """The example's two wings are mirror images: tie them. Frequency targets of all three modes plus damping:
+    the four values come back from starts 25 % off."""
+    truth = jh.load_scenario(EXAMPLE)
+    ft, zt = _targets(truth)
+    start = _perturbed(truth, [1.25, 1.25, 0.75], [0.75, 0.75, 1.25])
+    r = fit(start, ft, damping_ratios=zt, check=False,
+            free=["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c"])
+    assert r.converged and r.targets_reached, r.message
+    assert r.parameter_names == ("wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c")
+    np.testing.assert_allclose(r.values, [500.0, 150.0, 4.0, 1.2], rtol=1e-6)
+    assert r.parameter("wing_mY.k") == r.parameter("wing_pY.k") == (r.values[0], r.sigma[0])
+    k = np.asarray(r.scenario.spacecraft.panels.k)
+    assert k[0] == k[1]
+    # 4 parameters, 6 targets: the covariance is scaled by max(1, chi^2/dof) = 1 here
+    assert "dof = 2" in r.sigma_note and np.all(np.isfinite(r.sigma))
+
+
+def test_clamped_single_panel_fit_is_closed_form_and_sigma_propagates():
+    """Clamped, one panel: k = I (2 pi f)^2 and c = 2 zeta sqrt(k I) exactly; with as many targets as
+    parameters sigma is the target uncertainty propagated: f ~ sqrt(k) gives sigma_k = 2 k sigma_f."""
+    sc = random_spacecraft(77, 1)
+    s = scenario_of(sc)
+    p = sc.panels
+    Itheta = float(p.IPntS_S[0, 1, 1] + p.mass[0] * p.d[0] ** 2)
+    f, zeta = 0.3, 0.02
+    r = fit(s, [f], damping_ratios=[zeta], free=["p0.k", "p0.c"], boundary="clamped", check=False,
+            frequency_sigma=0.01, damping_sigma=0.1)
+    k = Itheta * (TWO_PI * f) ** 2
+    c = 2 * zeta * np.sqrt(k * Itheta)
+    np.testing.assert_allclose(r.values, [k, c], rtol=1e-10)
+    # ln f = ln k / 2 + const, and zeta = c / (2 sqrt(k I)): sigma_ln_k = 2 sigma_f; sigma_ln_c^2 =
+    # sigma_zeta^2 + (sigma_ln_k / 2)^2
+    np.testing.assert_allclose(r.sigma[0], k * 2 * 0.01, rtol=1e-6)
+    np.testing.assert_allclose(r.sigma[1], c * np.hypot(0.1, 0.01), rtol=1e-6)
+    assert "propagated" in r.sigma_note
+
+
+def test_c_seeded_from_damping_when_zero():
+    truth = scenario_of(random_spacecraft(8, 2))
+    ft, zt = _targets(truth)
+    start = eqx.tree_at(lambda s: s.spacecraft.panels.c, truth, jnp.zeros(2))
+    r = fit(start, ft, damping_ratios=zt, free=["p0.k", "p1.k", "p0.c", "p1.c"], check=False)
+    np.testing.assert_allclose(r.values[2:], truth.spacecraft.panels.c, rtol=1e-6)
+    assert "seeded" in r.message
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "adam"])
+def test_optax_solvers(solver):
+    """The optax optimisers minimise the same cost; L-BFGS reaches the solution, Adam gets close."""
+    truth = scenario_of(random_spacecraft(9, 2))
+    ft, _ = _targets(truth)
+    start = _perturbed(truth, [1.2, 0.8], [1.0, 1.0])
+    r = fit(start, ft, free=["p0.k", "p1.k"], solver=solver, max_steps=3000, learning_rate=0.01, check=False)
+    rtol = 1e-6 if solver == "lbfgs" else 1e-2
+    np.testing.assert_allclose(r.values, truth.spacecraft.panels.k, rtol=rtol)
+    assert len(r.history) > 1 and r.history[-1] < r.history[0]
+
+
+def test_mode_numbers_match_chosen_modes():
+    truth = scenario_of(random_spacecraft(10, 3))
+    ft, _ = _targets(truth)
+    start = _perturbed(truth, [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    # only the top mode: free the panel that dominates it
+    m = jh.modes(truth)
+    dom = int(np.argmax(np.asarray(m.energy_fraction)[2, 2:]))
+    start = _perturbed(truth, np.where(np.arange(3) == dom, 1.2, 1.0), np.ones(3))
+    r = fit(start, [ft[2]], mode_numbers=[3], free=[f"p{dom}.k"], check=False)
+    assert r.mode_numbers == (3,)
+    np.testing.assert_allclose(r.values[0], truth.spacecraft.panels.k[dom], rtol=1e-8)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Plain-words refusals and reports
+# ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def example():
+    return jh.load_scenario(EXAMPLE)
+
+
+REFUSALS = [
+    ({"targets_hz": [0.1, 0.2, 0.3, 0.4], "free": ["wing_pY.k"]},
+     "4 target frequencies but the model has only 3 flexible mode(s)"),
+    ({"targets_hz": [0.2], "free": ["wing_pY.k", "antenna.k"]},
+     "2 free parameters but only 1 target: the parameters cannot all be determined"),
+    ({"targets_hz": [0.2, 0.3], "free": ["wing_pY.k", "antenna.c"]}, "antenna.c is free but no damping_ratios"),
+    ({"targets_hz": [0.2], "damping_ratios": [0.01], "free": ["wing_pY.k"]}, "no damping c is free"),
+    ({"targets_hz": [0.3, 0.2], "free": ["wing_pY.k"]}, "must be in ascending order"),
+    ({"targets_hz": [0.2], "damping_ratios": [1.5], "free": ["wing_pY.k", "wing_pY.c"]}, "each must be < 1"),
+    ({"targets_hz": [-0.2], "free": ["wing_pY.k"]}, "must be a finite number > 0"),
+    ({"targets_hz": [0.2], "free": ["wing.k"]}, "no panel named 'wing'; panels: wing_pY, wing_mY, antenna"),
+    ({"targets_hz": [0.2], "free": ["wing_pY.mass"]}, "parameter 'mass' cannot be fitted; allowed: k, c"),
+    ({"targets_hz": [0.2], "free": ["wing_pY.k = wing_pY.c"]}, "cannot tie a stiffness k to a damping c"),
+    ({"targets_hz": [0.2, 0.3], "free": ["wing_pY.k", "wing_pY.k = wing_mY.k"]}, "already appears in fit.free[0]"),
+    ({"targets_hz": [0.2], "free": ["wing_pY.k"], "boundary": "fixed"}, "allowed values are \"free\", \"clamped\""),
+    ({"targets_hz": [0.2], "free": ["wing_pY.k"], "solver": "sgd"}, "fit.solver = 'sgd': allowed values are lm"),
+    # mode 1 is a wing mode: no antenna stiffness can move it above the wings' own limit
+    ({"targets_hz": [0.5], "free": ["antenna.k"]},
+     "target 1 = 0.5 Hz (free boundary) is out of reach: it is above the highest frequency mode 1 can have"),
+    # only damping free: frequencies are fixed
+    ({"targets_hz": [0.3], "damping_ratios": [0.01], "free": ["antenna.c"]},
+     "no stiffness is free, so mode 1 stays at 0.199593 Hz"),
+    # clamped: the antenna does not move the (decoupled) wing modes at all
+    ({"targets_hz": [0.19, 0.195], "free": ["wing_pY.k", "antenna.k"], "boundary": "clamped"},
+     "antenna.k has no effect on the targeted modes"),
+]
+
+
+@pytest.mark.parametrize("kwargs, fragment", REFUSALS, ids=[f[:40] for _, f in REFUSALS])
+def test_refusals_in_plain_words(example, kwargs, fragment):
+    kwargs = dict(kwargs)
+    targets = kwargs.pop("targets_hz")
+    with pytest.raises(FitError, match=re.escape(fragment)) as info:
+        fit(example, targets, check=False, **kwargs)
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_unreachable_message_names_the_limit(example):
+    with pytest.raises(FitError) as info:
+        fit(example, [0.5], free=["antenna.k"], check=False)
+    msg = str(info.value)
+    assert "with the free stiffnesses (antenna.k) anywhere in (0, inf)" in msg
+    assert "dominated by wing_" in msg  # names the part to free
+
+
+def test_compromise_is_reported(example):
+    """Tied wings cannot put the in-phase and anti-phase wing modes at arbitrary frequencies: a least-squares
+    compromise, reported as such (converged, targets not reached)."""
+    r = fit(example, [0.21, 0.215], free=["wing_pY.k = wing_mY.k"], check=False)
+    assert r.converged and not r.targets_reached
+    assert "least-squares compromise: the targets cannot all be reached" in r.message
+    assert "more targets than free parameters" in r.message
+
+
+def test_non_convergence_is_reported(example):
+    ft, _ = _targets(example)
+    start = _perturbed(example, [2.0, 2.0, 0.5], [1.0, 1.0, 1.0])
+    r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], max_steps=2, check=False)
+    assert not r.converged
+    assert r.status == "nonlinear_max_steps_reached"
+    assert r.message.startswith("did NOT converge: it used all 2 allowed steps (raise fit.max_steps)")
+
+
+def test_parse_free_ties():
+    g = parse_free(["a.k = b.k = c.k", " a.c "], ["a", "b", "c"])
+    assert [x.name for x in g] == ["a.k=b.k=c.k", "a.c"]
+    assert g[0].panels == (0, 1, 2) and g[0].kind == "k" and g[1].members == ("a.c",)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# FIT.toml and the CLI
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _cli(*args, cwd=REPO):
+    return subprocess.run([sys.executable, "-m", "jaxhinge", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600, check=False)
+
+
+def _fit_file(tmp_path, body: str, scenario=EXAMPLE) -> str:
+    shutil.copy(scenario, tmp_path / "spacecraft.toml")
+    path = tmp_path / "FIT.toml"
+    path.write_text('scenario = "spacecraft.toml"\n' + body)
+    return str(path)
+
+
+def test_cli_fit_end_to_end(tmp_path, capsys):
+    truth = jh.load_scenario(EXAMPLE)
+    ft, zt = _targets(truth)
+    start = _perturbed(truth, [0.8, 0.8, 1.2], [1.2, 1.2, 0.8])
+    jh.dump_scenario(start, tmp_path / "spacecraft.toml")
+    (tmp_path / "FIT.toml").write_text(
+        'scenario = "spacecraft.toml"\n[modes]\n'
+        f"targets_hz = {list(map(float, ft))}\ndamping_ratios = {list(map(float, zt))}\n"
+        '[fit]\nfree = ["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c = wing_mY.c", "antenna.c"]\n'
+        "[check]\nperiods = 10\n[output]\ndir = \"res\"\n"
+    )
+    rc = main(["fit", str(tmp_path / "FIT.toml")])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 0, stderr
+    out = tmp_path / "res"
+    assert sorted(os.listdir(out)) == ["fit.png", "fitted_scenario.toml", "result.json"]
+    data = json.loads((out / "result.json").read_text())
+    assert data["converged"] and data["targets_reached"]
+    assert set(data["parameters"]) == {"wing_pY.k", "wing_mY.k", "antenna.k", "wing_pY.c", "wing_mY.c", "antenna.c"}
+    assert data["parameters"]["wing_mY.k"]["tied_with"] == ["wing_pY.k"]
+    for name, true in [("wing_pY.k", 500.0), ("antenna.k", 150.0), ("wing_mY.c", 4.0), ("antenna.c", 1.2)]:
+        assert data["parameters"][name]["value"] == pytest.approx(true, rel=1e-6)
+        assert data["parameters"][name]["sigma"] > 0
+    for row, f in zip(data["targets"], ft):
+        assert row["target_frequency_hz"] == f
+        assert row["simulated_frequency_hz"] == pytest.approx(f, rel=1e-6)
+    assert {"fit", "solver", "check"} <= set(data["timing_s"])
+    assert isinstance(data["iterations"], int) and data["status"] == "successful"
+    fitted = jh.load_scenario(out / "fitted_scenario.toml")
+    np.testing.assert_allclose(fitted.spacecraft.panels.k, [500.0, 500.0, 150.0], rtol=1e-6)
+    assert "wing_pY.k=wing_mY.k" in stdout and "simulated [Hz]" in stdout
+    assert "fit: independent check" in stderr
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ("[modes]\ntargets = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n",
+         "modes: unknown key 'targets' (did you mean 'targets_hz'?)"),
+        ("[modes]\ntargets_hz = [0.5]\n[fit]\nfree = [\"antenna.k\"]\n",
+         "target 1 = 0.5 Hz (free boundary) is out of reach"),
+        ("[modes]\ntargets_hz = [0.2]\n", "missing required table [fit]"),
+        ("[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\nmax_steps = 0\n",
+         "fit.max_steps = 0: must be an integer > 0"),
+        ("[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n[output]\nplot = \"fit.jpg\"\n",
+         'output.plot = "fit.jpg": must be a file name ending in .png, .pdf or .svg, or false'),
+    ],
+)
+def test_cli_fit_errors_one_line_no_output(tmp_path, capsys, body, fragment):
+    path = _fit_file(tmp_path, body)
+    rc = main(["fit", path])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 2, stderr
+    lines = stderr.splitlines()
+    assert lines[-1].startswith(f"jaxhinge: error: {path}: ") and fragment in lines[-1], stderr
+    assert all(line.startswith(("jaxhinge:", "fit:")) for line in lines)  # progress lines, then the error
+    assert stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_fit_unreachable_subprocess_contract(tmp_path):
+    """As a process: exit status 2, the error last on stderr as one line, no traceback, nothing written."""
+    path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.5]\n[fit]\nfree = [\"antenna.k\"]\n")
+    proc = _cli("fit", path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(f"jaxhinge: error: {path}: target 1 = 0.5 Hz")
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert sorted(os.listdir(tmp_path)) == ["FIT.toml", "spacecraft.toml"]
+
+
+def test_cli_fit_bad_scenario_is_reported(tmp_path):
+    path = tmp_path / "FIT.toml"
+    path.write_text('scenario = "missing.toml"\n[modes]\ntargets_hz = [0.2]\n[fit]\nfree = ["p0.k"]\n')
+    proc = _cli("fit", str(path))
+    assert proc.returncode == 2
+    expected = f"jaxhinge: error: {tmp_path / 'missing.toml'}: cannot read scenario file: No such file or directory"
+    assert proc.stderr.splitlines() == [expected]
+
+
+def test_cli_fit_not_converged_exit_1(tmp_path, capsys):
+    path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.21, 0.3]\n[fit]\nfree = [\"wing_pY.k = wing_mY.k\", "
+                               "\"antenna.k\"]\nmax_steps = 1\n[check]\nsimulate = false\n")
+    rc = main(["fit", path])
+    stderr = capsys.readouterr().err
+    assert rc == 1, stderr
+    assert "jaxhinge: warning: the fit did not converge: did NOT converge" in stderr
+    data = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert data["converged"] is False and "did NOT converge" in data["message"]
+
+
+def test_load_fit_defaults(tmp_path):
+    path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n")
+    spec = load_fit(path)
+    assert spec.out_dir == str(tmp_path / "out") and spec.plot == "fit.png" and spec.check == {}
+    assert spec.fit_kwargs == {"boundary": "free", "free": ["antenna.k"]}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The committed worked example and the notebook
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_committed_fits_example_is_consistent():
+    """fits/out holds the results of `jaxhinge fit fits/FIT.toml`: the fitted scenario reproduces the reported
+    model frequencies, which meet the FIT.toml targets within its reach_rtol, and the simulation check agrees."""
+    spec = load_fit(os.path.join(FITS, "FIT.toml"))
+    with open(os.path.join(FITS, "out", "result.json")) as fh:
+        data = json.load(fh)
+    fitted = jh.load_scenario(os.path.join(FITS, "out", "fitted_scenario.toml"))
+    m = jh.modes(fitted, data["boundary"])
+    assert data["converged"] and data["targets_reached"]
+    for row, target in zip(data["targets"], spec.targets_hz):
+        assert row["target_frequency_hz"] == target
+        assert row["model_frequency_hz"] == pytest.approx(float(m.frequency_hz[row["mode"] - 1]), rel=1e-12)
+        assert abs(row["model_frequency_hz"] - target) / target <= spec.fit_kwargs["reach_rtol"]
+        assert row["simulated_frequency_hz"] == pytest.approx(row["model_frequency_hz"], rel=1e-6)
+    for name, entry in data["parameters"].items():
+        panel, kind = name.split(".")
+        i = fitted.spacecraft.panels.names.index(panel)
+        assert entry["value"] == float(getattr(fitted.spacecraft.panels, kind)[i])
+
+
+@pytest.mark.slow
+def test_fits_example_reproduces():
+    """Re-running the worked example's fit gives the committed values."""
+    spec = load_fit(os.path.join(FITS, "FIT.toml"))
+    with open(os.path.join(FITS, "out", "result.json")) as fh:
+        data = json.load(fh)
+    r = fit(spec.scenario, spec.targets_hz, check=False, **spec.fit_kwargs)
+    for name, entry in data["parameters"].items():
+        assert r.parameter(name)[0] == pytest.approx(entry["value"], rel=1e-8)
+
+
+def test_no_recompilation_between_fits_of_one_structure():
+    """The solver is compiled once per model structure (the model and targets are arguments, not constants)."""
+    from jaxhinge._fit import _solve
+
+    def one(seed):
+        truth = scenario_of(random_spacecraft(seed, 2))
+        ft, zt = _targets(truth)
+        start = _perturbed(truth, [1.1, 0.9], [0.9, 1.1])
+        return fit(start, ft, damping_ratios=zt, free=["p0.k", "p1.k", "p0.c", "p1.c"], check=False)
+
+    one(60)
+    before = _solve._cached._cache_size()
+    r = one(61)
+    assert _solve._cached._cache_size() == before
+    assert r.converged and r.solve_s < 2.0  # no compilation: the solve itself takes milliseconds
