@@ -47,3 +47,5 @@ from ._fit import FitError as FitError
 from ._fit import FitResult as FitResult
 from ._fit import fit as fit
 from ._fit_file import load_fit as load_fit
+from ._sensitivity import SensitivityResult as SensitivityResult
+from ._sensitivity import sensitivity as sensitivity

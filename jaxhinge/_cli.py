@@ -1,4 +1,4 @@
-"""Command-line interface: `jaxhinge simulate | modes | fit ...`."""
+"""Command-line interface: `jaxhinge simulate | sweep | modes | fit | sensitivity ...`."""
 
 import argparse
 import os
@@ -280,6 +280,45 @@ def cmd_fit(args) -> int:
     return 0
 
 
+def cmd_sensitivity(args) -> int:
+    from ._sensitivity import load_study, run_study, write_outputs
+
+    study = load_study(args.study)
+    out_dir = os.path.abspath(args.out_dir) if args.out_dir else study.out_dir
+    parent = os.path.dirname(out_dir)
+    where = "--out-dir" if args.out_dir else "output.dir"
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise CLIError(f"{where} = {out_dir!r}: exists and is not a directory")
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise CLIError(f"{where} = {out_dir!r}: parent directory {parent!r} does not exist or is not writable")
+    cfg = study.scenario.simulation
+    _log(f"jaxhinge: {args.study}: {len(study.outputs)} output(s), t_end = {cfg.t_end} s, integrator "
+         f"{cfg.integrator}; compiling and differentiating ({study.mode} mode)...")
+    t0 = time.perf_counter()
+    result = run_study(study)
+    wall = time.perf_counter() - t0
+    written = write_outputs(result, study, out_dir, atomic_write)
+    for w in written:
+        _log(f"jaxhinge: wrote {w}")
+    print(f"sensitivity         {args.study}: {len(result.parameter_names)} parameter(s) x "
+          f"{len(result.output_names)} output row(s), {result.mode} mode, {wall:.2f} s wall (incl. compilation)")
+    rows = result.scalar_rows()
+    if rows:
+        print("")
+        print(f"{'output':<32} {'value':>14}  unit      d ln y / d ln p (largest first)")
+        for r in rows:
+            i = result.row(r)
+            top = ", ".join(f"{n} {v:+.3g}" for n, v in result.ranking(r)[:3] if v is not None)
+            print(f"{r:<32} {result.output_values[i]:14.8g}  {result.output_units[i]:<8}  {top}")
+    for note in result.notes:
+        print(f"note                {note}")
+    print(f"output              {out_dir}")
+    if not result.success:
+        _log("jaxhinge: warning: the simulation failed; the sensitivities are not valid")
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="jaxhinge",
@@ -334,6 +373,20 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--out", help="output folder (overrides [output] dir)")
     f.add_argument("--no-check", action="store_true", help="skip the simulation check")
     f.set_defaults(func=cmd_fit)
+    n = sub.add_parser(
+        "sensitivity",
+        help="Jacobians of outputs w.r.t. parameters, absolute and normalised, tornado plot (SENS.toml)",
+        description="Differentiate chosen outputs of a scenario (time histories, peak_hub_rate, "
+        "final_attitude_error, settling_time, modal_frequencies, damping_ratios) with respect to chosen "
+        "parameters ('p0.k', 'hub.mHub', 'hub.omega_BN_BInit[2]', ...; default every k and c), by forward- or "
+        "reverse-mode autodiff through the integration. SENS.toml keys: scenario (path, relative to the file), "
+        "outputs (names or inline tables {name, options}), parameters, mode (auto | forward | reverse), tornado "
+        "(output rows to plot), [output] dir. Writes sensitivity.json, sensitivity.csv and tornado.png. "
+        "Exit status 0: done; 1: the simulation failed (results written, not valid); 2: bad input.",
+    )
+    n.add_argument("study", help="SENS.toml file (schema: README, jaxhinge._sensitivity)")
+    n.add_argument("--out-dir", help="output directory (overrides [output] dir)")
+    n.set_defaults(func=cmd_sensitivity)
     return p
 
 

@@ -1,0 +1,873 @@
+r"""Sensitivity studies: Jacobians of chosen outputs of a simulation with respect to chosen parameters.
+
+`sensitivity(scenario, outputs, parameters)` differentiates, through the whole integration, every requested
+output $y$ with respect to every requested parameter $p$ and returns the absolute Jacobian $\partial y/\partial p$
+and the normalised one (elasticity) $\partial \ln y / \partial \ln p = (p/y)\,\partial y/\partial p$: the percent
+change of $y$ per percent change of $p$, which makes parameters of different units comparable (tornado plot).
+
+**Parameters** are named like the batch dispersions (`jaxhinge._batch`): `"<panel name>.<field>"` and
+`"hub.<field>"` for every field of `Panels`, `Hub` and `InitialState` (the hub's initial conditions are `hub.`
+fields, as in the scenario file). Scalars (`k`, `c`, `mass`, `d`, `thetaInit`, `hub.mHub`, ...) are one
+parameter each. Vector and matrix fields are differentiated **per component**, with a 0-based index:
+`"hub.omega_BN_BInit[2]"` is the initial hub rate about $\hat b_3$; the bare name `"hub.omega_BN_BInit"` stands
+for its three components. As in the dispersions, an inertia (`IPntS_S`, `hub.IHubPntBc_B`) is parametrised by 3
+scale factors $s$ of nominal value 1 ($I' = DID$, $D = \mathrm{diag}(\sqrt s)$; for a diagonal inertia $s_i$
+scales the $i$-th principal value, so $\partial\ln y/\partial\ln s_i = \partial y/\partial s_i / y$), and a hinge
+orientation `dcm_HB` by a small rotation vector $\phi$ [rad] of nominal value 0, in the hinge frame. Default
+parameters: every panel's `k` and `c`.
+
+**Outputs** (each a function of one simulated trajectory or of the linear modes; a string, or a table with
+`name` and options):
+
+| name | value | unit |
+|---|---|---|
+| any `Trajectory` output (`"theta"`, `"omega_BN_B"`, `"sigma_BN"`, `"r_BN_N"`, `"totRotEnergy"`, ...) | the whole time history, shape (T, components) | the output's |
+| `"peak_hub_rate"` | $\max_k \lVert\omega_{BN}(t_k)\rVert$ over the saved samples | rad/s |
+| `"final_attitude_error"` | principal rotation angle between $\sigma_{BN}(t_{end})$ and a reference `sigma_R` | rad |
+| `"settling_time"` | last time the signal is above `threshold`, interpolated between samples | s |
+| `"modal_frequencies"` | `modes(scenario, boundary).frequency_hz`, N values | Hz |
+| `"damping_ratios"` | `modes(scenario, boundary).damping_ratio`, N values | 1 |
+
+- `peak_hub_rate`: an exact maximum over the samples; its derivative is that of the rate at the sample that
+  attains the maximum (exact unless two samples tie; the peak *between* samples is not interpolated).
+- `final_attitude_error` (option `sigma_R`, an MRP, default the scenario's nominal `sigma_BNInit`, a constant):
+  $\Phi = 4\arctan\lVert\sigma_{B/R}\rVert$ reduced to $[0, \pi]$, from the MRP difference
+  $\sigma_{B/R} = \dfrac{(1-|\sigma_R|^2)\sigma_{BN} - (1-|\sigma_{BN}|^2)\sigma_R + 2\sigma_{BN}\times\sigma_R}
+  {1 + |\sigma_R|^2|\sigma_{BN}|^2 + 2\sigma_R\cdot\sigma_{BN}}$, computed as
+  $4\,\mathrm{atan2}(\min(|n|,|d|), \max(|n|,|d|))$ so it is smooth for every $0 < \Phi < \pi$ (also near the
+  MRP switching surface). At exactly $\Phi = 0$ the angle has no derivative; 0 is reported there.
+- `settling_time` (options `signal` = `"theta"` (default: $\max_i |\theta_i - \theta_{ref,i}|$ [rad]) or
+  `"hub_rate"` ($\lVert\omega_{BN}\rVert$ [rad/s]), and `threshold` > 0 in the signal's unit): with $k$ the last
+  sample where the signal $s$ exceeds the threshold, $t_s = t_k + (s_k - s_{thr})/(s_k - s_{k+1})\,(t_{k+1}-t_k)$,
+  the linearly interpolated last crossing. Its derivative is $-(\partial s/\partial p)/(\mathrm{d}s/\mathrm{d}t)$
+  at the crossing, with both taken from the same interpolation. A signal that never exceeds the threshold
+  gives $t_s = 0$; one still above it at $t_{end}$ gives $t_s = t_{end}$ ("not settled": a note is added
+  and its derivatives, which are zero, mean nothing).
+- `modal_frequencies`, `damping_ratios` (option `boundary` = `"free"` (default) or `"clamped"`): see `modes`;
+  no simulation is run for them. Rows are labelled `mode 1..N` in ascending frequency.
+
+**Normalisation.** $\partial\ln y/\partial\ln p = (p/y)\,\partial y/\partial p$ is *undefined* where $y = 0$
+(e.g. the undamped damping ratio, a time-history sample at a zero crossing; more precisely where
+$|y| \le 10^{-12}\max|y|$ over that output) or $p = 0$ (e.g. $c = 0$, a rotation $\phi = 0$, a zero initial
+rate): there `normalized` holds 0 and `normalized_defined` is False (JSON `null`, an empty CSV cell). Never NaN.
+
+**Mode.** `"forward"`: `jax.jacfwd` with `diffrax.ForwardMode()` (one tangent per parameter); `"reverse"`:
+`jax.jacrev` with diffrax's default `RecursiveCheckpointAdjoint` (one cotangent per output row); `"auto"`
+(default) picks forward when #parameters <= #output rows, else reverse. Both differentiate the same discrete
+solution (an rk4 run exactly; adaptive runs through the step-size controller as diffrax does), so they agree
+to rounding; with the fixed-step `rk4` integrator the result equals central finite differences of the
+simulator to their truncation error.
+"""
+
+import dataclasses
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from ._batch import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
+from ._modes import check_boundary, modes_unjitted
+from ._scenario import Scenario
+from ._scenario_file import ScenarioError
+from ._simulate import OUTPUT_NAMES, simulate_unjitted
+
+MODES = ("auto", "forward", "reverse")
+SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time")
+MODAL_OUTPUTS = ("modal_frequencies", "damping_ratios")
+HISTORY_OUTPUTS = tuple(n for n in OUTPUT_NAMES if n != "t")
+OUTPUTS = SCALAR_OUTPUTS + MODAL_OUTPUTS + HISTORY_OUTPUTS
+SETTLING_SIGNALS = ("theta", "hub_rate")
+_OPTIONS = {
+    "final_attitude_error": ("sigma_R",),
+    "settling_time": ("signal", "threshold"),
+    "modal_frequencies": ("boundary",),
+    "damping_ratios": ("boundary",),
+}
+_UNDEFINED_RTOL = 1e-12
+
+HISTORY_UNITS = {
+    "r_BN_N": "m",
+    "v_BN_N": "m/s",
+    "r_CN_N": "m",
+    "v_CN_N": "m/s",
+    "sigma_BN": "1 (MRP)",
+    "omega_BN_B": "rad/s",
+    "theta": "rad",
+    "thetaDot": "rad/s",
+    "totOrbEnergy": "J",
+    "totRotEnergy": "J",
+    "totOrbAngMomPntN_N": "kg m^2/s",
+    "totRotAngMomPntC_N": "kg m^2/s",
+}
+PARAMETER_UNITS = {
+    "mass": "kg",
+    "d": "m",
+    "k": "N m/rad",
+    "c": "N m s/rad",
+    "thetaRef": "rad",
+    "thetaDotRef": "rad/s",
+    "motorTorque": "N m",
+    "thetaInit": "rad",
+    "thetaDotInit": "rad/s",
+    "IPntS_S": "1 (inertia scale factor)",
+    "r_HB_B": "m",
+    "dcm_HB": "rad (rotation vector)",
+    "mHub": "kg",
+    "IHubPntBc_B": "1 (inertia scale factor)",
+    "r_BcB_B": "m",
+    "r_CN_NInit": "m",
+    "v_CN_NInit": "m/s",
+    "sigma_BNInit": "1 (MRP)",
+    "omega_BN_BInit": "rad/s",
+}
+_COMPONENT = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<index>\d+)\]$")
+
+
+def _fail(source: str, msg: str) -> ScenarioError:
+    return ScenarioError(f"{source}: {msg}", source=source)
+
+
+def _did_you_mean(name: str, allowed: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(allowed), n=1, cutoff=0.6)
+    if not close:
+        low = {a.lower(): a for a in allowed}
+        close = [low[c] for c in difflib.get_close_matches(name.lower(), list(low), n=1, cutoff=0.6)]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Parsing (host side, before any tracing)
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Param:
+    name: str  # the row label, e.g. "p0.k" or "hub.omega_BN_BInit[2]"
+    base: str  # the dispersion name, e.g. "hub.omega_BN_BInit"
+    index: int | None  # component, or None for a scalar field
+    unit: str
+
+
+def parse_parameters(
+    scenario: Scenario, parameters: Sequence[str] | None, source: str = "<sensitivity>"
+) -> tuple[_Param, ...]:
+    """Validate and expand parameter names (module docstring) into one entry per differentiated scalar.
+
+    **Raises:** `ScenarioError` naming the bad name, with the closest valid name when there is one.
+    """
+    if parameters is None:
+        parameters = [f"{p}.{f}" for f in ("k", "c") for p in _panel_names(scenario)]
+    if isinstance(parameters, str) or not isinstance(parameters, Sequence):
+        raise _fail(source, f"parameters = {parameters!r}: must be a list of names such as \"p0.k\"")
+    if len(parameters) == 0:
+        raise _fail(source, "parameters = []: give at least one parameter")
+    allowed = parameter_names(scenario)
+    out: list[_Param] = []
+    for j, raw in enumerate(parameters):
+        where = f"parameters[{j}]"
+        if not isinstance(raw, str):
+            raise _fail(source, f"{where} = {raw!r}: must be a string such as \"p0.k\" or \"hub.mHub\"")
+        m = _COMPONENT.match(raw)
+        base, index = (m["base"], int(m["index"])) if m else (raw, None)
+        try:
+            kind, field, _ = _resolve(scenario, base)
+        except ValueError:
+            vectors = [n + "[0]" for n in allowed if _resolve(scenario, n)[0] != "scalar"]
+            raise _fail(
+                source,
+                f"{where} = {raw!r}: unknown parameter{_did_you_mean(raw, list(allowed) + vectors)}; names are "
+                f"'hub.<field>' or '<panel>.<field>' with panels {', '.join(_panel_names(scenario))} "
+                f"(e.g. {', '.join(allowed[:3])}, ...)",
+            ) from None
+        unit = PARAMETER_UNITS[field]
+        if kind == "scalar":
+            if index is not None:
+                raise _fail(source, f"{where} = {raw!r}: {base} is a scalar; drop the index [{index}]")
+            out.append(_Param(raw, base, None, unit))
+        elif index is None:
+            out += [_Param(f"{base}[{c}]", base, c, unit) for c in range(3)]
+        elif index > 2:
+            raise _fail(source, f"{where} = {raw!r}: component index must be 0, 1 or 2")
+        else:
+            out.append(_Param(raw, base, index, unit))
+    seen: dict[str, int] = {}
+    for p in out:
+        if p.name in seen:
+            raise _fail(source, f"parameter {p.name!r} is listed twice")
+        seen[p.name] = 1
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Output:
+    name: str
+    options: tuple[tuple[str, Any], ...] = ()  # sorted, hashable (static under jit)
+
+    def opt(self, key: str, default: Any = None) -> Any:
+        return dict(self.options).get(key, default)
+
+
+def parse_outputs(scenario: Scenario, outputs: Sequence[Any], source: str = "<sensitivity>") -> tuple[_Output, ...]:
+    """Validate output specs (module docstring): names, options and option values.
+
+    **Raises:** `ScenarioError` naming the bad entry, with the closest valid name when there is one.
+    """
+    if isinstance(outputs, (str, Mapping)):
+        outputs = [outputs]
+    if not isinstance(outputs, Sequence) or len(outputs) == 0:
+        raise _fail(source, f"outputs = {outputs!r}: must be a non-empty list of output names or tables")
+    out: list[_Output] = []
+    for j, spec in enumerate(outputs):
+        where = f"outputs[{j}]"
+        if isinstance(spec, str):
+            name, opts = spec, {}
+        elif isinstance(spec, Mapping):
+            if "name" not in spec:
+                raise _fail(source, f"{where}: missing key 'name' (e.g. name = \"settling_time\")")
+            name, opts = spec["name"], {k: v for k, v in spec.items() if k != "name"}
+        else:
+            raise _fail(source, f"{where} = {spec!r}: must be an output name or a table with key 'name'")
+        if not isinstance(name, str) or name not in OUTPUTS:
+            raise _fail(
+                source,
+                f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; allowed: "
+                f"{', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: {', '.join(HISTORY_OUTPUTS)}",
+            )
+        allowed = _OPTIONS.get(name, ())
+        for key in opts:
+            if key not in allowed:
+                hint = f"allowed keys are name, {', '.join(allowed)}" if allowed else f"{name} takes no options"
+                raise _fail(source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; {hint}")
+        clean: dict[str, Any] = {}
+        if name == "settling_time":
+            signal = opts.get("signal", "theta")
+            if signal not in SETTLING_SIGNALS:
+                raise _fail(source, f"{where}.signal = {signal!r}: allowed values are {', '.join(SETTLING_SIGNALS)}")
+            if "threshold" not in opts:
+                raise _fail(source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per signal)")
+            thr = opts["threshold"]
+            if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not math.isfinite(thr) or thr <= 0:
+                raise _fail(source, f"{where}.threshold = {thr!r}: must be a finite number > 0")
+            clean = {"signal": signal, "threshold": float(thr)}
+        elif name == "final_attitude_error":
+            if "sigma_R" in opts:
+                try:
+                    s = np.asarray(opts["sigma_R"], dtype=float)
+                except (TypeError, ValueError):
+                    s = np.zeros(0)
+                if s.shape != (3,) or not np.all(np.isfinite(s)) or isinstance(opts["sigma_R"], str):
+                    raise _fail(source, f"{where}.sigma_R = {opts['sigma_R']!r}: must be 3 finite numbers (an MRP)")
+                clean = {"sigma_R": tuple(float(v) for v in s)}
+        elif name in MODAL_OUTPUTS:
+            boundary = opts.get("boundary", "free")
+            try:
+                check_boundary(boundary)
+            except ValueError as e:
+                raise _fail(source, f"{where}.{e}") from None
+            clean = {"boundary": boundary}
+        o = _Output(name, tuple(sorted(clean.items())))
+        if o in out:
+            raise _fail(source, f"{where} = {spec!r}: listed twice")
+        out.append(o)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The differentiated function
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _safe_norm(x: Float[Array, "... 3"]) -> Float[Array, "..."]:
+    s = jnp.sum(x * x, axis=-1)
+    pos = s > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1.0)), 0.0)
+
+
+def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> Float[Array, ""]:
+    """Principal rotation angle $\\Phi \\in [0, \\pi]$ [rad] between the attitudes $\\sigma_{BN}$ and $\\sigma_{RN}$
+    (MRPs), through the MRP difference (module docstring); smooth for $0 < \\Phi < \\pi$, 0 derivative at 0."""
+    s, r = sigma_BN, sigma_RN
+    s2, r2 = jnp.dot(s, s), jnp.dot(r, r)
+    num = (1.0 - r2) * s - (1.0 - s2) * r + 2.0 * jnp.cross(s, r)
+    den = jnp.abs(1.0 + r2 * s2 + 2.0 * jnp.dot(r, s))
+    n = _safe_norm(num)
+    return 4.0 * jnp.arctan2(jnp.minimum(n, den), jnp.maximum(n, den))
+
+
+def settling_time(
+    t: Float[Array, " T"], signal: Float[Array, " T"], threshold: float
+) -> tuple[Float[Array, ""], Any]:
+    """Interpolated last time `signal` (>= 0) is above `threshold` (module docstring) and a status code:
+    0 settled, 1 never above the threshold ($t_s = 0$), 2 still above at the end ($t_s = t_{end}$)."""
+    above = jax.lax.stop_gradient(signal) > threshold
+    T = t.shape[0]
+    k = (T - 1) - jnp.argmax(above[::-1])  # last index above (valid when any(above))
+    k1 = jnp.minimum(k + 1, T - 1)
+    sk, sk1 = signal[k], signal[k1]
+    denom = jnp.where(k1 > k, sk - sk1, 1.0)
+    ts = t[k] + (sk - threshold) / denom * (t[k1] - t[k])
+    never = ~jnp.any(above)
+    unsettled = above[-1]
+    ts = jnp.where(never, 0.0, jnp.where(unsettled, t[-1], ts))
+    status = jnp.where(never, 1, jnp.where(unsettled, 2, 0))
+    return ts, status
+
+
+def _build(scenario: Scenario, x, params: tuple[_Param, ...], bases: Mapping[str, Any]) -> Scenario:
+    values = dict(bases)
+    for j, p in enumerate(params):
+        values[p.base] = x[j] if p.index is None else values[p.base].at[p.index].set(x[j])
+    return apply_parameters(scenario, values)
+
+
+def _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint):
+    """x (P,) -> (y (M,), (y, status)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
+    scn = _build(scenario, x, params, bases)
+    needs_sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
+    traj = simulate_unjitted(scn, adjoint) if needs_sim else None
+    ys, status = [], []
+    for o in outputs:
+        st = jnp.asarray(0)
+        if o.name in HISTORY_OUTPUTS:
+            v = getattr(traj, o.name)
+            y = v.reshape(v.shape[0], -1).reshape(-1)
+        elif o.name == "peak_hub_rate":
+            y = jnp.max(_safe_norm(traj.omega_BN_B))[None]
+        elif o.name == "final_attitude_error":
+            ref = o.opt("sigma_R")
+            ref = sigma0 if ref is None else jnp.asarray(ref, dtype=sigma0.dtype)
+            y = attitude_error(traj.sigma_BN[-1], ref)[None]
+        elif o.name == "settling_time":
+            if o.opt("signal") == "theta":
+                sig = jnp.max(jnp.abs(traj.theta - scn.spacecraft.panels.thetaRef), axis=1)
+            else:
+                sig = _safe_norm(traj.omega_BN_B)
+            ts, st = settling_time(traj.t, sig, o.opt("threshold"))
+            y = ts[None]
+        else:
+            m = modes_unjitted(scn, o.opt("boundary"))
+            y = m.frequency_hz if o.name == "modal_frequencies" else m.damping_ratio
+        ys.append(y)
+        status.append(st)
+    ok = traj.success if traj is not None else jnp.asarray(True)
+    y = jnp.concatenate(ys)
+    return y, (y, jnp.stack(status), ok)
+
+
+@eqx.filter_jit
+def _jacobian(scenario, x, bases, sigma0, params, outputs, mode):
+    """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: a separate program, so
+    the simulation's program has no host callback and can live in JAX's persistent compilation cache)."""
+    if mode == "forward":
+        sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
+        adjoint = diffrax.ForwardMode() if sim else None
+        f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint)  # noqa: E731
+        return jax.jacfwd(f, has_aux=True)(x)
+    f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, None)  # noqa: E731
+    return jax.jacrev(f, has_aux=True)(x)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Result
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputBlock:
+    """Where one requested output sits among the Jacobian rows: rows `start:stop`, reshaped to `shape`
+    ((T, components) for a time history, (N,) for modal outputs, () for scalars); `labels` name the components
+    (panel names, `[0]..[2]`, `mode 1..N`); `unit` of the output; `options` as given (validated)."""
+
+    name: str
+    kind: str  # "history" | "scalar" | "modal"
+    start: int
+    stop: int
+    shape: tuple[int, ...]
+    labels: tuple[str, ...]
+    unit: str
+    options: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class SensitivityResult:
+    """What `sensitivity` returns (NumPy arrays; M output rows, P parameters).
+
+    - `parameter_names`, `parameter_units` (P,); `parameter_values` (P,): the nominal values $p$.
+    - `output_names` (M,): one per row, e.g. `"peak_hub_rate"`, `"modal_frequencies[mode 1]"`,
+      `"theta[p0] @ t=0.5"`; `output_values` (M,): $y$ at the nominal parameters.
+    - `jacobian` (M, P): $\\partial y/\\partial p$ [output unit / parameter unit].
+    - `normalized` (M, P): $\\partial\\ln y/\\partial\\ln p$ (dimensionless), 0 where `normalized_defined` is False
+      ($y = 0$ or $p = 0$, module docstring).
+    - `blocks`: one `OutputBlock` per requested output; `t` (T,) the save times [s] (None without histories).
+    - `mode`: `"forward"` or `"reverse"` (what ran); `success`: the simulation succeeded (always True for
+      modal-only studies); `notes`: caveats (unsettled signals, undefined normalisations).
+    """
+
+    parameter_names: tuple[str, ...]
+    parameter_units: tuple[str, ...]
+    parameter_values: np.ndarray
+    output_names: tuple[str, ...]
+    output_units: tuple[str, ...]
+    output_values: np.ndarray
+    jacobian: np.ndarray
+    normalized: np.ndarray
+    normalized_defined: np.ndarray
+    blocks: tuple[OutputBlock, ...]
+    t: np.ndarray | None
+    mode: str
+    success: bool
+    notes: tuple[str, ...]
+
+    def block(self, name: str) -> OutputBlock:
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise KeyError(f"{name!r}: not among the outputs ({', '.join(b.name for b in self.blocks)})")
+
+    def output(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`(values, jacobian, normalized)` of one requested output, shaped `shape`, `shape + (P,)`, `shape + (P,)`."""
+        b = self.block(name)
+        P = len(self.parameter_names)
+        sl = slice(b.start, b.stop)
+        return (
+            self.output_values[sl].reshape(b.shape),
+            self.jacobian[sl].reshape(*b.shape, P),
+            self.normalized[sl].reshape(*b.shape, P),
+        )
+
+    def row(self, output: str) -> int:
+        """The row index of a scalar output row name (e.g. `"peak_hub_rate"`, `"modal_frequencies[mode 2]"`)."""
+        try:
+            return self.output_names.index(output)
+        except ValueError:
+            scalars = [n for n in self.output_names if " @ t=" not in n]
+            raise KeyError(f"{output!r}: not an output row{_did_you_mean(output, scalars)}") from None
+
+    def ranking(self, output: str) -> list[tuple[str, float | None]]:
+        """Parameters ranked by $|\\partial\\ln y/\\partial\\ln p|$ for one output row, largest first; the
+        undefined ones (value None) last, in parameter order."""
+        r = self.row(output)
+        defined = [(n, float(self.normalized[r, j])) for j, n in enumerate(self.parameter_names)
+                   if self.normalized_defined[r, j]]
+        undefined = [(n, None) for j, n in enumerate(self.parameter_names) if not self.normalized_defined[r, j]]
+        return sorted(defined, key=lambda nv: -abs(nv[1])) + undefined
+
+    def scalar_rows(self) -> list[str]:
+        """The row names of the scalar and modal outputs (not time histories): what a tornado plot can show."""
+        return [n for b in self.blocks if b.kind != "history" for n in self.output_names[b.start:b.stop]]
+
+    def as_dict(self) -> dict:
+        """JSON-ready (no NaN): parameters, and per output its values, Jacobian and normalised Jacobian (nested
+        as `shape + (P,)`; undefined normalised entries `None`), unit, labels and options."""
+        P = len(self.parameter_names)
+        outs = []
+        for b in self.blocks:
+            v, J, N = self.output(b.name)
+            D = self.normalized_defined[b.start:b.stop].reshape(*b.shape, P)
+            entry = {
+                "name": b.name,
+                "kind": b.kind,
+                "unit": b.unit,
+                "options": b.options,
+                "shape": list(b.shape),
+                "labels": list(b.labels),
+                "value": v.tolist(),
+                "jacobian": J.tolist(),
+                "normalized": np.where(D, N, np.nan).astype(object).tolist(),
+            }
+            outs.append(entry)
+        d = {
+            "mode": self.mode,
+            "success": self.success,
+            "parameters": [
+                {"name": n, "value": float(v), "unit": u}
+                for n, v, u in zip(self.parameter_names, self.parameter_values, self.parameter_units)
+            ],
+            "t": None if self.t is None else self.t.tolist(),
+            "outputs": outs,
+            "notes": list(self.notes),
+        }
+        return _nan_to_none(d)
+
+    def csv_rows(self) -> list[list]:
+        """One row per (output row, parameter): output, component, t, value, unit, parameter, parameter value,
+        parameter unit, dy/dp, dln y/dln p (empty when undefined). Header first."""
+        rows: list[list] = [["output", "component", "t_s", "value", "unit", "parameter", "parameter_value",
+                             "parameter_unit", "dy_dp", "dlny_dlnp"]]
+        for b in self.blocks:
+            ncomp = len(b.labels) if b.labels else 1
+            for r in range(b.start, b.stop):
+                local = r - b.start
+                comp = b.labels[local % ncomp] if b.labels else ""
+                tt = repr(float(self.t[local // ncomp])) if b.kind == "history" else ""
+                for j, pn in enumerate(self.parameter_names):
+                    rows.append([
+                        b.name, comp, tt, repr(float(self.output_values[r])), b.unit, pn,
+                        repr(float(self.parameter_values[j])), self.parameter_units[j],
+                        repr(float(self.jacobian[r, j])),
+                        repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else "",
+                    ])
+        return rows
+
+    def plot_tornado(self, output: str, f=None, fmt: str = "png", ax=None, top: int | None = None):
+        """Tornado plot for one scalar output row: horizontal bars of $\\partial\\ln y/\\partial\\ln p$, largest
+        $|\\cdot|$ on top (parameters whose normalisation is undefined are listed, without a bar). Draws on `ax`,
+        or writes a figure to the file object `f` (format `fmt`); returns the axes (None when written)."""
+        from ._plot import _plt
+
+        plt = _plt()
+        ranked = self.ranking(output)
+        if top is not None:
+            ranked = ranked[:top]
+        own = ax is None
+        if own:
+            fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(ranked) + 1.6))
+        labels = [n if v is not None else f"{n} (undefined)" for n, v in ranked]
+        vals = [0.0 if v is None else v for _, v in ranked]
+        pos = np.arange(len(ranked))[::-1]
+        ax.barh(pos, vals, color=["tab:red" if v < 0 else "tab:blue" for v in vals])
+        ax.set_yticks(pos, labels)
+        ax.axvline(0.0, color="k", lw=0.8)
+        r = self.row(output)
+        ax.set_xlabel("d ln y / d ln p  (% change of y per % change of p)")
+        ax.set_title(f"{output} = {self.output_values[r]:.6g} {self.output_units[r]}")
+        ax.grid(axis="x", alpha=0.3)
+        if own:
+            fig.tight_layout()
+            if f is not None:
+                fig.savefig(f, format=fmt, dpi=110)
+                plt.close(fig)
+                return None
+        return ax
+
+
+def _nan_to_none(x):
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _nan_to_none(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_nan_to_none(v) for v in x]
+    return x
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
+    from ._simulate import save_times
+
+    T = len(save_times(scenario.simulation))
+    panels = _panel_names(scenario)
+    N = len(panels)
+    out, start = [], 0
+    for o in outputs:
+        if o.name in HISTORY_OUTPUTS:
+            if o.name in ("theta", "thetaDot"):
+                labels = panels
+            elif o.name in ("totOrbEnergy", "totRotEnergy"):
+                labels = ()
+            else:
+                labels = ("0", "1", "2")
+            shape = (T, len(labels)) if labels else (T,)
+            kind, unit = "history", HISTORY_UNITS[o.name]
+        elif o.name in MODAL_OUTPUTS:
+            labels, shape, kind = tuple(f"mode {i + 1}" for i in range(N)), (N,), "modal"
+            unit = "Hz" if o.name == "modal_frequencies" else "1"
+        else:
+            labels, shape, kind = (), (), "scalar"
+            unit = {"peak_hub_rate": "rad/s", "final_attitude_error": "rad", "settling_time": "s"}[o.name]
+        size = int(np.prod(shape)) if shape else 1
+        out.append(OutputBlock(o.name, kind, start, start + size, shape, labels, unit, dict(o.options)))
+        start += size
+    return tuple(out)
+
+
+def _row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]:
+    names = []
+    for b in blocks:
+        if b.kind == "scalar":
+            names.append(b.name)
+        elif b.kind == "modal":
+            names += [f"{b.name}[{lab}]" for lab in b.labels]
+        else:
+            assert t is not None
+            comps = [f"[{lab}]" for lab in b.labels] if b.labels else [""]
+            names += [f"{b.name}{c} @ t={tk:g}" for tk in t for c in comps]
+    return names
+
+
+class _Prepared(eqx.Module):
+    scenario: Scenario
+    x0: Array
+    bases: dict
+    sigma0: Array
+    params: tuple = eqx.field(static=True)
+    outputs: tuple = eqx.field(static=True)
+
+
+def _prepare(scenario: Scenario, outputs, parameters, source: str = "<sensitivity>") -> _Prepared:
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
+    params = parse_parameters(scenario, parameters, source)
+    outs = parse_outputs(scenario, outputs, source)
+    bases, x0 = {}, []
+    for p in params:
+        if p.base not in bases:
+            kind, field, i = _resolve(scenario, p.base)
+            bases[p.base] = jnp.asarray(_nominal(scenario, kind, field, i), dtype=jnp.float64)
+        v = bases[p.base]
+        x0.append(v if p.index is None else v[p.index])
+    sigma0 = jnp.asarray(scenario.initial.sigma_BNInit, dtype=jnp.float64)
+    return _Prepared(scenario, jnp.stack(x0), bases, sigma0, params, outs)
+
+
+def sensitivity(
+    scenario: Scenario,
+    outputs: Sequence[Any] = ("peak_hub_rate",),
+    parameters: Sequence[str] | None = None,
+    *,
+    mode: str = "auto",
+) -> SensitivityResult:
+    """Jacobians of chosen outputs with respect to chosen parameters, absolute and normalised.
+
+    **Arguments:**
+
+    - `scenario`: the nominal `Scenario`. Use the fixed-step `rk4` integrator for derivatives that equal finite
+      differences of the simulator (an adaptive solve is differentiated through its step-size control).
+    - `outputs`: output names or tables `{"name": ..., options}` (module docstring): time histories of any
+      `Trajectory` output, `"peak_hub_rate"`, `"final_attitude_error"` (`sigma_R`), `"settling_time"`
+      (`signal`, `threshold`), `"modal_frequencies"` / `"damping_ratios"` (`boundary`).
+    - `parameters`: names such as `"p0.k"`, `"hub.mHub"`, `"hub.omega_BN_BInit[2]"` (module docstring);
+      default every panel's `k` and `c`.
+    - `mode`: `"auto"` (forward when #parameters <= #output rows, else reverse), `"forward"` or `"reverse"`.
+
+    **Returns:** a `SensitivityResult`.
+
+    **Raises:** `ScenarioError` (a `ValueError`) for unknown names, bad options or a bad mode, before any
+    compilation. A failed simulation does not raise: `success` is False and a note says so.
+
+    Compiled once per (model structure, outputs, parameter names, mode); the parameter and scenario values are
+    traced, so the same study at other nominal values reuses the compiled program.
+    """
+    if mode not in MODES:
+        raise _fail("<sensitivity>", f"mode = {mode!r}: allowed values are {', '.join(MODES)}")
+    prep = _prepare(scenario, outputs, parameters)
+    blocks = _blocks(scenario, prep.outputs)
+    M, P = blocks[-1].stop, len(prep.params)
+    used = mode if mode != "auto" else ("forward" if P <= M else "reverse")
+    J, y = np.zeros((M, P)), np.zeros(M)
+    status, ok = np.zeros(len(prep.outputs), dtype=int), True
+    for modal in (False, True):
+        group = [i for i, o in enumerate(prep.outputs) if (o.name in MODAL_OUTPUTS) == modal]
+        if not group:
+            continue
+        outs = tuple(prep.outputs[i] for i in group)
+        Jg, (yg, stg, okg) = _jacobian(prep.scenario, prep.x0, prep.bases, prep.sigma0, prep.params, outs, used)
+        Jg, yg = np.asarray(Jg), np.asarray(yg)
+        row = 0
+        for k, i in enumerate(group):
+            b = blocks[i]
+            n = b.stop - b.start
+            J[b.start:b.stop], y[b.start:b.stop] = Jg[row:row + n], yg[row:row + n]
+            status[i] = int(np.asarray(stg)[k])
+            row += n
+        ok = ok and bool(okg)
+    x0 = np.asarray(prep.x0)
+    has_hist = any(b.kind == "history" for b in blocks)
+    from ._simulate import save_times
+
+    t = save_times(scenario.simulation) if has_hist else None
+    names = _row_names(blocks, t)
+    units = [b.unit for b in blocks for _ in range(b.stop - b.start)]
+    notes = []
+    if not bool(ok):
+        notes.append("the simulation failed (see simulate(...).result): the values and Jacobians are not valid")
+    # |y| small relative to its output's largest |y| counts as zero
+    scale = np.zeros(M)
+    for b in blocks:
+        scale[b.start:b.stop] = np.max(np.abs(y[b.start:b.stop])) if b.stop > b.start else 0.0
+    y_zero = np.abs(y) <= _UNDEFINED_RTOL * scale
+    defined = (~y_zero)[:, None] & (x0 != 0)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        N = np.where(defined, J * x0[None, :] / np.where(y_zero, 1.0, y)[:, None], 0.0)
+    for b, o, st in zip(blocks, prep.outputs, (status[i] for i in range(len(prep.outputs)))):
+        if b.name == "settling_time" and st == 1:
+            notes.append(f"settling_time ({dict(o.options)}): the signal never exceeds the threshold; t_s = 0")
+        if b.name == "settling_time" and st == 2:
+            notes.append(f"settling_time ({dict(o.options)}): not settled by t_end; t_s = t_end and its "
+                         "derivatives (0) mean nothing")
+    zp = [p.name for p, v in zip(prep.params, x0) if v == 0]
+    if zp:
+        notes.append(f"normalised sensitivities undefined for parameters at 0: {', '.join(zp)}")
+    zy = [names[r] for r in range(M) if y_zero[r] and _block_kind(blocks, r) != "history"]
+    if zy:
+        notes.append(f"normalised sensitivities undefined for outputs at 0: {', '.join(zy)}")
+    return SensitivityResult(
+        parameter_names=tuple(p.name for p in prep.params),
+        parameter_units=tuple(p.unit for p in prep.params),
+        parameter_values=x0,
+        output_names=tuple(names),
+        output_units=tuple(units),
+        output_values=y,
+        jacobian=J,
+        normalized=N,
+        normalized_defined=defined,
+        blocks=blocks,
+        t=t,
+        mode=used,
+        success=bool(ok),
+        notes=tuple(notes),
+    )
+
+
+def _block_kind(blocks: Sequence[OutputBlock], row: int) -> str:
+    for b in blocks:
+        if b.start <= row < b.stop:
+            return b.kind
+    raise IndexError(row)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# SENS files (`jaxhinge sensitivity SENS.toml`)
+# ------------------------------------------------------------------------------------------------------------
+
+_STUDY_KEYS = ("scenario", "outputs", "parameters", "mode", "tornado", "output")
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A validated SENS file: the scenario, outputs, parameters, mode, tornado rows and output folder."""
+
+    source: str
+    scenario_path: str
+    scenario: Scenario
+    outputs: list
+    parameters: list | None
+    mode: str
+    tornado: tuple[str, ...]
+    out_dir: str
+
+
+def _tornado_rows(scenario: Scenario, outputs: tuple[_Output, ...]) -> list[str]:
+    """The row names a tornado plot may show (scalar and modal outputs), without simulating."""
+    blocks = _blocks(scenario, outputs)
+    return _row_names([b for b in blocks if b.kind != "history"], None)
+
+
+def load_study(path: str) -> Study:
+    """Read and validate a SENS TOML file (format: README, `jaxhinge sensitivity --help`). Relative paths
+    (`scenario`, `output.dir`) are relative to the SENS file. Everything is checked before any compute.
+
+    **Raises:** `ScenarioError` with a one-line message `SENS.toml: field = value: what is allowed`.
+    """
+    import os
+    import tomllib
+
+    from ._scenario_file import load_scenario
+
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise _fail(source, f"cannot read sensitivity file: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise _fail(source, f"TOML syntax error: {str(e).splitlines()[0] if str(e) else e}") from None
+    for key in data:
+        if key not in _STUDY_KEYS:
+            raise _fail(source, f"unknown key {key!r}{_did_you_mean(key, _STUDY_KEYS)}; allowed keys are "
+                        f"{', '.join(_STUDY_KEYS)}")
+    for key in ("scenario", "outputs"):
+        if key not in data:
+            raise _fail(source, f"missing key {key!r}")
+    here = os.path.dirname(os.path.abspath(source))
+    scen = data["scenario"]
+    if not isinstance(scen, str) or not scen:
+        raise _fail(source, f"scenario = {scen!r}: must be a path to a scenario TOML file (relative to this file)")
+    mode = data.get("mode", "auto")
+    if mode not in MODES:
+        raise _fail(source, f"mode = {mode!r}: allowed values are {', '.join(MODES)}")
+    out = data.get("output", {})
+    if not isinstance(out, dict):
+        raise _fail(source, f"output = {out!r}: must be a table with key dir")
+    for key in out:
+        if key != "dir":
+            raise _fail(source, f"output: unknown key {key!r}; allowed keys are dir")
+    out_dir = out.get("dir", os.path.splitext(os.path.basename(source))[0] + "_out")
+    if not isinstance(out_dir, str) or not out_dir:
+        raise _fail(source, f"output.dir = {out_dir!r}: must be a directory path")
+    out_dir = os.path.join(here, out_dir)
+    scenario = load_scenario(os.path.join(here, scen))
+    params = data.get("parameters")
+    parse_parameters(scenario, params, source)
+    outs = parse_outputs(scenario, data["outputs"], source)
+    rows = _tornado_rows(scenario, outs)
+    tornado = data.get("tornado", rows[:1])
+    if isinstance(tornado, str):
+        tornado = [tornado]
+    if not isinstance(tornado, list) or not all(isinstance(r, str) for r in tornado):
+        raise _fail(source, f"tornado = {tornado!r}: must be a list of output row names such as \"peak_hub_rate\"")
+    for r in tornado:
+        if r not in rows:
+            allowed = ", ".join(rows) if rows else "none (request a scalar or modal output)"
+            raise _fail(source, f"tornado = {r!r}: not a scalar output row{_did_you_mean(r, rows)}; allowed: {allowed}")
+    return Study(source, os.path.join(here, scen), scenario, list(data["outputs"]), params, mode, tuple(tornado),
+                 out_dir)
+
+
+def run_study(study: Study) -> SensitivityResult:
+    """`sensitivity` with the study's settings."""
+    return sensitivity(study.scenario, study.outputs, study.parameters, mode=study.mode)
+
+
+def write_outputs(result: SensitivityResult, study: Study, out_dir: str, atomic_write) -> list[str]:
+    """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
+    `out_dir`, each atomically through `atomic_write(path, write)`. **Returns:** the paths written."""
+    import csv
+    import io
+    import json
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
+
+    def write_csv(f):
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(result.csv_rows())
+        f.write(buf.getvalue().encode())
+
+    def write_png(f):
+        from ._plot import _plt
+
+        plt = _plt()
+        n = max(len(study.tornado), 1)
+        P = len(result.parameter_names)
+        fig, axes = plt.subplots(n, 1, figsize=(7.5, n * (0.42 * P + 1.4)), squeeze=False)
+        for ax, row in zip(axes[:, 0], study.tornado):
+            result.plot_tornado(row, ax=ax)
+        fig.tight_layout()
+        fig.savefig(f, format="png", dpi=110)
+        plt.close(fig)
+
+    files = {
+        "sensitivity.json": lambda f: f.write((json.dumps(data, indent=1, allow_nan=False) + "\n").encode()),
+        "sensitivity.csv": write_csv,
+        "tornado.png": write_png,
+    }
+    written = []
+    for name, write in files.items():
+        path = os.path.join(out_dir, name)
+        atomic_write(path, write)
+        written.append(path)
+    return written
