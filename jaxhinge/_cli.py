@@ -304,7 +304,7 @@ def cmd_sensitivity(args) -> int:
           f"{len(result.output_names)} output row(s), {result.mode} mode, {wall:.2f} s wall (incl. compilation)")
     rows = result.scalar_rows()
     if rows:
-        print("")
+        print()
         print(f"{'output':<32} {'value':>14}  unit      d ln y / d ln p (largest first)")
         for r in rows:
             i = result.row(r)

@@ -166,7 +166,7 @@ def parse_parameters(
     if parameters is None:
         parameters = [f"{p}.{f}" for f in ("k", "c") for p in _panel_names(scenario)]
     if isinstance(parameters, str) or not isinstance(parameters, Sequence):
-        raise _fail(source, f"parameters = {parameters!r}: must be a list of names such as \"p0.k\"")
+        raise _fail(source, f'parameters = {parameters!r}: must be a list of names such as "p0.k"')
     if len(parameters) == 0:
         raise _fail(source, "parameters = []: give at least one parameter")
     allowed = parameter_names(scenario)
@@ -174,7 +174,7 @@ def parse_parameters(
     for j, raw in enumerate(parameters):
         where = f"parameters[{j}]"
         if not isinstance(raw, str):
-            raise _fail(source, f"{where} = {raw!r}: must be a string such as \"p0.k\" or \"hub.mHub\"")
+            raise _fail(source, f'{where} = {raw!r}: must be a string such as "p0.k" or "hub.mHub"')
         m = _COMPONENT.match(raw)
         base, index = (m["base"], int(m["index"])) if m else (raw, None)
         try:
@@ -215,7 +215,9 @@ class _Output:
         return dict(self.options).get(key, default)
 
 
-def parse_outputs(scenario: Scenario, outputs: Sequence[Any], source: str = "<sensitivity>") -> tuple[_Output, ...]:
+def parse_outputs(
+    scenario: Scenario, outputs: Sequence[Any], source: str = "<sensitivity>"
+) -> tuple[_Output, ...]:
     """Validate output specs (module docstring): names, options and option values.
 
     **Raises:** `ScenarioError` naming the bad entry, with the closest valid name when there is one.
@@ -244,17 +246,30 @@ def parse_outputs(scenario: Scenario, outputs: Sequence[Any], source: str = "<se
         allowed = _OPTIONS.get(name, ())
         for key in opts:
             if key not in allowed:
-                hint = f"allowed keys are name, {', '.join(allowed)}" if allowed else f"{name} takes no options"
-                raise _fail(source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; {hint}")
+                hint = (
+                    f"allowed keys are name, {', '.join(allowed)}" if allowed else f"{name} takes no options"
+                )
+                raise _fail(
+                    source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; {hint}"
+                )
         clean: dict[str, Any] = {}
         if name == "settling_time":
             signal = opts.get("signal", "theta")
             if signal not in SETTLING_SIGNALS:
-                raise _fail(source, f"{where}.signal = {signal!r}: allowed values are {', '.join(SETTLING_SIGNALS)}")
+                raise _fail(
+                    source, f"{where}.signal = {signal!r}: allowed values are {', '.join(SETTLING_SIGNALS)}"
+                )
             if "threshold" not in opts:
-                raise _fail(source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per signal)")
+                raise _fail(
+                    source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per signal)"
+                )
             thr = opts["threshold"]
-            if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not math.isfinite(thr) or thr <= 0:
+            if (
+                isinstance(thr, bool)
+                or not isinstance(thr, (int, float))
+                or not math.isfinite(thr)
+                or thr <= 0
+            ):
                 raise _fail(source, f"{where}.threshold = {thr!r}: must be a finite number > 0")
             clean = {"signal": signal, "threshold": float(thr)}
         elif name == "final_attitude_error":
@@ -264,7 +279,9 @@ def parse_outputs(scenario: Scenario, outputs: Sequence[Any], source: str = "<se
                 except (TypeError, ValueError):
                     s = np.zeros(0)
                 if s.shape != (3,) or not np.all(np.isfinite(s)) or isinstance(opts["sigma_R"], str):
-                    raise _fail(source, f"{where}.sigma_R = {opts['sigma_R']!r}: must be 3 finite numbers (an MRP)")
+                    raise _fail(
+                        source, f"{where}.sigma_R = {opts['sigma_R']!r}: must be 3 finite numbers (an MRP)"
+                    )
                 clean = {"sigma_R": tuple(float(v) for v in s)}
         elif name in MODAL_OUTPUTS:
             boundary = opts.get("boundary", "free")
@@ -369,9 +386,9 @@ def _jacobian(scenario, x, bases, sigma0, params, outputs, mode):
     if mode == "forward":
         sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
         adjoint = diffrax.ForwardMode() if sim else None
-        f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint)  # noqa: E731
+        f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint)
         return jax.jacfwd(f, has_aux=True)(x)
-    f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, None)  # noqa: E731
+    f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, None)
     return jax.jacrev(f, has_aux=True)(x)
 
 
@@ -455,14 +472,19 @@ class SensitivityResult:
         """Parameters ranked by $|\\partial\\ln y/\\partial\\ln p|$ for one output row, largest first; the
         undefined ones (value None) last, in parameter order."""
         r = self.row(output)
-        defined = [(n, float(self.normalized[r, j])) for j, n in enumerate(self.parameter_names)
-                   if self.normalized_defined[r, j]]
-        undefined = [(n, None) for j, n in enumerate(self.parameter_names) if not self.normalized_defined[r, j]]
+        defined = [
+            (n, float(self.normalized[r, j]))
+            for j, n in enumerate(self.parameter_names)
+            if self.normalized_defined[r, j]
+        ]
+        undefined = [
+            (n, None) for j, n in enumerate(self.parameter_names) if not self.normalized_defined[r, j]
+        ]
         return sorted(defined, key=lambda nv: -abs(nv[1])) + undefined
 
     def scalar_rows(self) -> list[str]:
         """The row names of the scalar and modal outputs (not time histories): what a tornado plot can show."""
-        return [n for b in self.blocks if b.kind != "history" for n in self.output_names[b.start:b.stop]]
+        return [n for b in self.blocks if b.kind != "history" for n in self.output_names[b.start : b.stop]]
 
     def as_dict(self) -> dict:
         """JSON-ready (no NaN): parameters, and per output its values, Jacobian and normalised Jacobian (nested
@@ -471,7 +493,7 @@ class SensitivityResult:
         outs = []
         for b in self.blocks:
             v, J, N = self.output(b.name)
-            D = self.normalized_defined[b.start:b.stop].reshape(*b.shape, P)
+            D = self.normalized_defined[b.start : b.stop].reshape(*b.shape, P)
             entry = {
                 "name": b.name,
                 "kind": b.kind,
@@ -500,8 +522,20 @@ class SensitivityResult:
     def csv_rows(self) -> list[list]:
         """One row per (output row, parameter): output, component, t, value, unit, parameter, parameter value,
         parameter unit, dy/dp, dln y/dln p (empty when undefined). Header first."""
-        rows: list[list] = [["output", "component", "t_s", "value", "unit", "parameter", "parameter_value",
-                             "parameter_unit", "dy_dp", "dlny_dlnp"]]
+        rows: list[list] = [
+            [
+                "output",
+                "component",
+                "t_s",
+                "value",
+                "unit",
+                "parameter",
+                "parameter_value",
+                "parameter_unit",
+                "dy_dp",
+                "dlny_dlnp",
+            ]
+        ]
         for b in self.blocks:
             ncomp = len(b.labels) if b.labels else 1
             for r in range(b.start, b.stop):
@@ -509,12 +543,20 @@ class SensitivityResult:
                 comp = b.labels[local % ncomp] if b.labels else ""
                 tt = repr(float(self.t[local // ncomp])) if b.kind == "history" else ""
                 for j, pn in enumerate(self.parameter_names):
-                    rows.append([
-                        b.name, comp, tt, repr(float(self.output_values[r])), b.unit, pn,
-                        repr(float(self.parameter_values[j])), self.parameter_units[j],
-                        repr(float(self.jacobian[r, j])),
-                        repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else "",
-                    ])
+                    rows.append(
+                        [
+                            b.name,
+                            comp,
+                            tt,
+                            repr(float(self.output_values[r])),
+                            b.unit,
+                            pn,
+                            repr(float(self.parameter_values[j])),
+                            self.parameter_units[j],
+                            repr(float(self.jacobian[r, j])),
+                            repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else "",
+                        ]
+                    )
         return rows
 
     def plot_tornado(self, output: str, f=None, fmt: str = "png", ax=None, top: int | None = None):
@@ -673,13 +715,15 @@ def sensitivity(
         if not group:
             continue
         outs = tuple(prep.outputs[i] for i in group)
-        Jg, (yg, stg, okg) = _jacobian(prep.scenario, prep.x0, prep.bases, prep.sigma0, prep.params, outs, used)
+        Jg, (yg, stg, okg) = _jacobian(
+            prep.scenario, prep.x0, prep.bases, prep.sigma0, prep.params, outs, used
+        )
         Jg, yg = np.asarray(Jg), np.asarray(yg)
         row = 0
         for k, i in enumerate(group):
             b = blocks[i]
             n = b.stop - b.start
-            J[b.start:b.stop], y[b.start:b.stop] = Jg[row:row + n], yg[row:row + n]
+            J[b.start : b.stop], y[b.start : b.stop] = Jg[row : row + n], yg[row : row + n]
             status[i] = int(np.asarray(stg)[k])
             row += n
         ok = ok and bool(okg)
@@ -692,21 +736,27 @@ def sensitivity(
     units = [b.unit for b in blocks for _ in range(b.stop - b.start)]
     notes = []
     if not bool(ok):
-        notes.append("the simulation failed (see simulate(...).result): the values and Jacobians are not valid")
+        notes.append(
+            "the simulation failed (see simulate(...).result): the values and Jacobians are not valid"
+        )
     # |y| small relative to its output's largest |y| counts as zero
     scale = np.zeros(M)
     for b in blocks:
-        scale[b.start:b.stop] = np.max(np.abs(y[b.start:b.stop])) if b.stop > b.start else 0.0
+        scale[b.start : b.stop] = np.max(np.abs(y[b.start : b.stop])) if b.stop > b.start else 0.0
     y_zero = np.abs(y) <= _UNDEFINED_RTOL * scale
     defined = (~y_zero)[:, None] & (x0 != 0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         N = np.where(defined, J * x0[None, :] / np.where(y_zero, 1.0, y)[:, None], 0.0)
     for b, o, st in zip(blocks, prep.outputs, (status[i] for i in range(len(prep.outputs)))):
         if b.name == "settling_time" and st == 1:
-            notes.append(f"settling_time ({dict(o.options)}): the signal never exceeds the threshold; t_s = 0")
+            notes.append(
+                f"settling_time ({dict(o.options)}): the signal never exceeds the threshold; t_s = 0"
+            )
         if b.name == "settling_time" and st == 2:
-            notes.append(f"settling_time ({dict(o.options)}): not settled by t_end; t_s = t_end and its "
-                         "derivatives (0) mean nothing")
+            notes.append(
+                f"settling_time ({dict(o.options)}): not settled by t_end; t_s = t_end and its "
+                "derivatives (0) mean nothing"
+            )
     zp = [p.name for p, v in zip(prep.params, x0) if v == 0]
     if zp:
         notes.append(f"normalised sensitivities undefined for parameters at 0: {', '.join(zp)}")
@@ -786,15 +836,20 @@ def load_study(path: str) -> Study:
         raise _fail(source, f"TOML syntax error: {str(e).splitlines()[0] if str(e) else e}") from None
     for key in data:
         if key not in _STUDY_KEYS:
-            raise _fail(source, f"unknown key {key!r}{_did_you_mean(key, _STUDY_KEYS)}; allowed keys are "
-                        f"{', '.join(_STUDY_KEYS)}")
+            raise _fail(
+                source,
+                f"unknown key {key!r}{_did_you_mean(key, _STUDY_KEYS)}; allowed keys are "
+                f"{', '.join(_STUDY_KEYS)}",
+            )
     for key in ("scenario", "outputs"):
         if key not in data:
             raise _fail(source, f"missing key {key!r}")
     here = os.path.dirname(os.path.abspath(source))
     scen = data["scenario"]
     if not isinstance(scen, str) or not scen:
-        raise _fail(source, f"scenario = {scen!r}: must be a path to a scenario TOML file (relative to this file)")
+        raise _fail(
+            source, f"scenario = {scen!r}: must be a path to a scenario TOML file (relative to this file)"
+        )
     mode = data.get("mode", "auto")
     if mode not in MODES:
         raise _fail(source, f"mode = {mode!r}: allowed values are {', '.join(MODES)}")
@@ -817,13 +872,26 @@ def load_study(path: str) -> Study:
     if isinstance(tornado, str):
         tornado = [tornado]
     if not isinstance(tornado, list) or not all(isinstance(r, str) for r in tornado):
-        raise _fail(source, f"tornado = {tornado!r}: must be a list of output row names such as \"peak_hub_rate\"")
+        raise _fail(
+            source, f'tornado = {tornado!r}: must be a list of output row names such as "peak_hub_rate"'
+        )
     for r in tornado:
         if r not in rows:
             allowed = ", ".join(rows) if rows else "none (request a scalar or modal output)"
-            raise _fail(source, f"tornado = {r!r}: not a scalar output row{_did_you_mean(r, rows)}; allowed: {allowed}")
-    return Study(source, os.path.join(here, scen), scenario, list(data["outputs"]), params, mode, tuple(tornado),
-                 out_dir)
+            raise _fail(
+                source,
+                f"tornado = {r!r}: not a scalar output row{_did_you_mean(r, rows)}; allowed: {allowed}",
+            )
+    return Study(
+        source,
+        os.path.join(here, scen),
+        scenario,
+        list(data["outputs"]),
+        params,
+        mode,
+        tuple(tornado),
+        out_dir,
+    )
 
 
 def run_study(study: Study) -> SensitivityResult:

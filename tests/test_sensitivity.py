@@ -7,6 +7,7 @@ values: traced, no recompilation) and the reverse program once.
 """
 
 import csv
+import itertools
 import json
 import os
 
@@ -97,14 +98,22 @@ def test_study_runs_forward_and_values_are_right(study, fwd):
 
 @pytest.mark.parametrize(
     "output",
-    ["peak_hub_rate", "final_attitude_error", "settling_time", "modal_frequencies", "damping_ratios",
-     "theta", "omega_BN_B", "sigma_BN"],
+    [
+        "peak_hub_rate",
+        "final_attitude_error",
+        "settling_time",
+        "modal_frequencies",
+        "damping_ratios",
+        "theta",
+        "omega_BN_B",
+        "sigma_BN",
+    ],
 )
 def test_jacobian_equals_central_finite_differences(fwd, finite_differences, output):
     J_fd, steps = finite_differences[0], finite_differences[3]
     b = fwd.block(output)
-    J = fwd.jacobian[b.start:b.stop]
-    Jf = J_fd[b.start:b.stop]
+    J = fwd.jacobian[b.start : b.stop]
+    Jf = J_fd[b.start : b.stop]
     # error per parameter column, relative to that column's largest entry in this output (histories: over
     # all samples and components)
     scale = np.abs(J).max(axis=0)
@@ -112,7 +121,7 @@ def test_jacobian_equals_central_finite_differences(fwd, finite_differences, out
     err = np.abs(J - Jf).max(axis=0)
     # + the rounding floor of a central difference, ~ eps |y| / h (here for the ~1e-20 dependence of the
     # modal frequencies on c)
-    y = np.abs(fwd.output_values[b.start:b.stop]).max()
+    y = np.abs(fwd.output_values[b.start : b.stop]).max()
     ok = err <= FD_RTOL * scale + 1e3 * np.finfo(float).eps * y / steps
     assert ok.all(), dict(zip(fwd.parameter_names, err / np.where(scale > 0, scale, 1)))
 
@@ -123,14 +132,22 @@ def test_forward_and_reverse_agree(study, fwd):
     assert rev.mode == "reverse"
     for name in ("peak_hub_rate", "final_attitude_error", "settling_time", "modal_frequencies"):
         a, b = rev.block(name), fwd.block(name)
-        Jr, Jf = rev.jacobian[a.start:a.stop], fwd.jacobian[b.start:b.stop]
+        Jr, Jf = rev.jacobian[a.start : a.stop], fwd.jacobian[b.start : b.stop]
         assert np.abs(Jr - Jf).max() <= 1e-10 * np.abs(Jf).max(), name
-        np.testing.assert_array_equal(rev.output_values[a.start:a.stop], fwd.output_values[b.start:b.stop])
+        np.testing.assert_array_equal(
+            rev.output_values[a.start : a.stop], fwd.output_values[b.start : b.stop]
+        )
 
 
 def test_normalisation(fwd, finite_differences):
     _, plus, minus, steps = finite_differences
-    p, y, J, N, D = fwd.parameter_values, fwd.output_values, fwd.jacobian, fwd.normalized, fwd.normalized_defined
+    p, y, J, N, D = (
+        fwd.parameter_values,
+        fwd.output_values,
+        fwd.jacobian,
+        fwd.normalized,
+        fwd.normalized_defined,
+    )
     assert np.all(np.isfinite(N))
     j0 = fwd.parameter_names.index("hub.omega_BN_BInit[1]")  # nominal 0: ln p undefined
     assert p[j0] == 0 and not D[:, j0].any() and np.all(N[:, j0] == 0)
@@ -173,7 +190,7 @@ def test_tornado_ranking(fwd, tmp_path):
     order = [fwd.parameter_names[j] for j in np.argsort(-np.abs(elasticity)) if fwd.parameter_values[j] != 0]
     assert [n for n, v in ranked if v is not None] == order
     assert ranked[-1] == ("hub.omega_BN_BInit[1]", None)
-    assert all(abs(a[1]) >= abs(b[1]) for a, b in zip(ranked, ranked[1:]) if b[1] is not None)
+    assert all(abs(a[1]) >= abs(b[1]) for a, b in itertools.pairwise(ranked) if b[1] is not None)
     fig, ax = plt.subplots()
     fwd.plot_tornado("settling_time", ax=ax)
     labels = [t.get_text() for t in sorted(ax.get_yticklabels(), key=lambda t: -t.get_position()[1])]
@@ -250,17 +267,34 @@ BAD = [
     ('parameters = ["hub.mHub[0]"]', r"hub.mHub is a scalar; drop the index \[0\]"),
     ('parameters = ["hub.omega_BN_BInit[3]"]', r"component index must be 0, 1 or 2"),
     ('parameters = ["p0.k", "p0.k"]', r"'p0.k' is listed twice"),
-    ('outputs = ["peak_hub_rat"]', r"outputs\[0\] = 'peak_hub_rat': unknown output \(did you mean 'peak_hub_rate'\?\)"),
-    ('outputs = [{name = "settling_time", threshold = -1.0}]', r"outputs\[0\].threshold = -1.0: must be a finite number > 0"),
+    (
+        'outputs = ["peak_hub_rat"]',
+        r"outputs\[0\] = 'peak_hub_rat': unknown output \(did you mean 'peak_hub_rate'\?\)",
+    ),
+    (
+        'outputs = [{name = "settling_time", threshold = -1.0}]',
+        r"outputs\[0\].threshold = -1.0: must be a finite number > 0",
+    ),
     ('outputs = [{name = "settling_time"}]', r"settling_time needs a threshold"),
-    ('outputs = [{name = "settling_time", threshold = 0.1, signal = "phi"}]', r"signal = 'phi': allowed values are theta, hub_rate"),
+    (
+        'outputs = [{name = "settling_time", threshold = 0.1, signal = "phi"}]',
+        r"signal = 'phi': allowed values are theta, hub_rate",
+    ),
     ('outputs = [{name = "modal_frequencies", boundary = "pinned"}]', r"boundary = 'pinned'"),
     ('outputs = [{name = "peak_hub_rate", treshold = 1.0}]', r"unknown key 'treshold' for peak_hub_rate"),
     ('outputs = ["theta"]\ntornado = ["theta"]', r"tornado = 'theta': not a scalar output row"),
-    ('outputs = ["modal_frequencies"]\ntornado = ["modal_frequencies[mode 3]"]',
-     r"not a scalar output row \(did you mean 'modal_frequencies\[mode 2\]'"),
-    ('outputs = ["peak_hub_rate"]\nmode = "sideways"', r"mode = 'sideways': allowed values are auto, forward, reverse"),
-    ('outputs = ["peak_hub_rate"]\nscenaro = "x.toml"', r"unknown key 'scenaro' \(did you mean 'scenario'\?\)"),
+    (
+        'outputs = ["modal_frequencies"]\ntornado = ["modal_frequencies[mode 3]"]',
+        r"not a scalar output row \(did you mean 'modal_frequencies\[mode 2\]'",
+    ),
+    (
+        'outputs = ["peak_hub_rate"]\nmode = "sideways"',
+        r"mode = 'sideways': allowed values are auto, forward, reverse",
+    ),
+    (
+        'outputs = ["peak_hub_rate"]\nscenaro = "x.toml"',
+        r"unknown key 'scenaro' \(did you mean 'scenario'\?\)",
+    ),
 ]
 
 
