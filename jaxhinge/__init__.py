@@ -47,3 +47,9 @@ from ._fit import FitError as FitError
 from ._fit import FitResult as FitResult
 from ._fit import fit as fit
 from ._fit_file import load_fit as load_fit
+from ._identify import IdentifyResult as IdentifyResult
+from ._identify import identify as identify
+from ._telemetry import Telemetry as Telemetry
+from ._telemetry import TelemetryError as TelemetryError
+from ._telemetry import load_telemetry as load_telemetry
+from ._telemetry import telemetry_from_arrays as telemetry_from_arrays
