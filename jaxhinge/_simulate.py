@@ -176,4 +176,4 @@ def simulate(
     Compiled once per model structure (number of panels, gravity on/off, loads kinds, simulation
     settings); jit, `vmap` and `grad` over every array leaf of the scenario.
     """
-    return simulate_unjitted(scenario, adjoint)
+    return simulate_unjitted(scenario, adjoint, ts)
