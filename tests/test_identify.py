@@ -95,15 +95,17 @@ def test_output_times_and_irregular_synthetic_recovery(bsk):
 
 @pytest.mark.slow
 def test_uncertainties_are_calibrated(bsk):
-    """Over 60 noise realisations the truth lies inside the reported 1-sigma interval ~68.3 % of the time.
+    """Over 50 noise realisations the truth lies inside the reported 1-sigma interval ~68.3 % of the time.
 
-    Tolerance: for n = 60 independent realisations the count inside is Binomial(60, 0.6827): mean 41.0, sd
-    3.61; we accept mean +- 3.3 sd, i.e. [29, 52] per parameter (false-alarm probability ~1e-3 each), and the
-    count over all 4 parameters within [0.6, 0.77] of 240 (pooled; the realisations are independent, the
-    parameters within one realisation only weakly correlated). chi2/dof averages to 1 within 3 sd.
+    Tolerance: for n = 50 independent realisations the count inside is Binomial(50, 0.6827): mean 34.1, sd
+    3.29; we accept mean +- 3.3 sd, i.e. [24, 45] per parameter (false-alarm probability ~1e-3 each), and a
+    pooled fraction over all 4 parameters within [0.58, 0.79] (mean +- 3.3 sd of 200 trials; the realisations
+    are independent, the parameters within one realisation only weakly correlated). A too small sigma (e.g.
+    unscaled by a wrong noise level, or a wrong covariance formula) would put the fraction far outside.
+    chi2/dof averages to 1 within 3 sd. One compiled fit serves all realisations.
     """
     sc, t, v, truth = bsk
-    n = 60
+    n = 50
     inside = {p: 0 for p in FREE}
     chi = []
     for seed in range(100, 100 + n):
@@ -114,9 +116,10 @@ def test_uncertainties_are_calibrated(bsk):
             val, sig = res.parameter(p)
             inside[p] += abs(val - truth[p]) <= sig
     for p in FREE:
-        assert 29 <= inside[p] <= 52, (p, inside[p])
+        assert 24 <= inside[p] <= 45, (p, inside[p])
     frac = sum(inside.values()) / (4 * n)
-    assert 0.6 <= frac <= 0.77, (frac, inside)
+    print(f"coverage: inside 1 sigma {inside} of {n}, pooled {frac:.3f}; mean chi2/dof {np.mean(chi):.4f}")
+    assert 0.58 <= frac <= 0.79, (frac, inside)
     dof = res.dof
     assert abs(np.mean(chi) - 1.0) < 3 * math.sqrt(2.0 / dof / n)
 
