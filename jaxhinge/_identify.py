@@ -46,6 +46,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -53,13 +54,11 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int
 
-from ._batch import _HUB_FIELDS, _HUB_INITIAL, _PANEL_FIELDS, _PANEL_INITIAL, _nominal, _resolve, apply_parameters
 from ._fit import _PROGRESS, FitError, _verbose
+from ._params import _HUB_FIELDS, _PANEL_FIELDS, _nominal, _resolve, apply_parameters, current_value
 from ._scenario import Scenario
 from ._simulate import simulate_unjitted
 from ._telemetry import Telemetry, model_outputs, output_names, panel_names
-
-import diffrax
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
 _LOG_FIELDS = {"k", "c", "mass", "d", "mHub"}
@@ -175,21 +174,6 @@ def parse_free(scenario: Scenario, free: Sequence[str], field: str = "fit.free")
     return tuple(out)
 
 
-def _current(scenario: Scenario, name: str):
-    """The current value of a dispersion-named parameter as a JAX array (traceable; inertia factors 1,
-    rotation vectors 0)."""
-    kind, fld, i = _resolve(scenario, name)
-    if kind == "inertia":
-        return jnp.ones(3)
-    if kind == "rotation":
-        return jnp.zeros(3)
-    if i is None:
-        src = scenario.initial if fld in _HUB_INITIAL else scenario.spacecraft.hub
-        return jnp.asarray(getattr(src, fld), dtype=float)
-    src = scenario.initial if fld in _PANEL_INITIAL else scenario.spacecraft.panels
-    return jnp.asarray(getattr(src, fld), dtype=float)[i]
-
-
 def apply_coordinates(scenario: Scenario, coords: Sequence[Coordinate], u, x0=None, scale=None) -> Scenario:
     """The scenario with the coordinates `u` (P,) applied (traceable; `x0`, `scale` (P,) override the
     coordinates' own initial guesses and scales)."""
@@ -201,7 +185,7 @@ def apply_coordinates(scenario: Scenario, coords: Sequence[Coordinate], u, x0=No
                 vals[name] = v
             else:
                 if name not in vals:
-                    vals[name] = _current(scenario, name)
+                    vals[name] = current_value(scenario, name)
                 vals[name] = vals[name].at[comp].set(v)
     return apply_parameters(scenario, vals)
 

@@ -280,11 +280,11 @@ def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
 
 
 def report_lines(result: IdentifyResult, spec: IdentifySpec, written: list[str]) -> list[str]:
-    lines = [f"fit                 {spec.path} (telemetry: {spec.csv_path}, {result.telemetry.samples} samples x "
-             f"{len(result.telemetry.columns)} columns)",
+    lines = [(f"fit                 {spec.path} (telemetry: {spec.csv_path}, {result.telemetry.samples} samples x "
+              f"{len(result.telemetry.columns)} columns)"),
              f"status              {result.message}",
-             f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
-             f"{result.iterations} solver steps", "",
+             (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
+              f"{result.iterations} solver steps"), "",
              f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit"]
     for i, n in enumerate(result.names):
         s = result.sigma[i]

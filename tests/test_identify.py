@@ -21,6 +21,7 @@ import jaxhinge as jh
 from jaxhinge import _identify as I
 from jaxhinge import _telemetry as T
 from jaxhinge._cli import main
+from jaxhinge._params import current_value
 
 TEL = os.path.join(DATA, "telemetry")
 BSK_TOML = os.path.join(TEL, "random3d_2p.toml")
@@ -35,7 +36,7 @@ FREE = ["p0.k", "p1.k", "p0.c", "p1.c"]
 def bsk():
     sc = jh.load_scenario(BSK_TOML)
     t, v = T.from_bsk(BSK_NPZ, sc, COLS)
-    truth = {n: float(jnp.asarray(I._current(sc, n))) for n in FREE}
+    truth = {n: float(jnp.asarray(current_value(sc, n))) for n in FREE}
     return sc, t, v, truth
 
 
@@ -224,8 +225,7 @@ def test_free_c_at_zero_is_refused():
 def _write_csv(path, header, rows):
     with open(path, "w") as f:
         f.write(",".join(header) + "\n")
-        for r in rows:
-            f.write(",".join(str(x) for x in r) + "\n")
+        f.writelines(",".join(str(x) for x in r) + "\n" for r in rows)
 
 
 @pytest.mark.parametrize("case, words", [
