@@ -49,3 +49,9 @@ from ._fit import fit as fit
 from ._fit_file import load_fit as load_fit
 from ._sensitivity import SensitivityResult as SensitivityResult
 from ._sensitivity import sensitivity as sensitivity
+from ._identify import IdentifyResult as IdentifyResult
+from ._identify import identify as identify
+from ._telemetry import Telemetry as Telemetry
+from ._telemetry import TelemetryError as TelemetryError
+from ._telemetry import load_telemetry as load_telemetry
+from ._telemetry import telemetry_from_arrays as telemetry_from_arrays

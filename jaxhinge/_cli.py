@@ -255,6 +255,10 @@ def cmd_fit(args) -> int:
 
     try:
         spec = load_fit(args.fit)
+        from ._identify_file import IdentifySpec
+
+        if isinstance(spec, IdentifySpec):
+            return _cmd_identify(args, spec)
         if args.out:
             import dataclasses
 
@@ -319,6 +323,33 @@ def cmd_sensitivity(args) -> int:
     return 0
 
 
+def _cmd_identify(args, spec) -> int:
+    """`jaxhinge fit` for a telemetry FIT.toml (one with a [data] table)."""
+    import dataclasses
+
+    from ._fit import FitError
+    from ._identify_file import report_lines, run_identify, write_outputs
+
+    try:
+        if args.out:
+            spec = dataclasses.replace(spec, out_dir=os.path.abspath(args.out))
+        tel = spec.telemetry
+        _log(f"jaxhinge: {args.fit}: telemetry {tel.samples} samples x {len(tel.columns)} columns, free: "
+             f"{', '.join(map(str, spec.fit_kwargs['free']))}")
+        result = run_identify(spec, progress=_log)
+        written = write_outputs(result, spec)
+    except FitError as e:
+        raise CLIError(str(e)) from None
+    print("\n".join(report_lines(result, spec, written)))
+    if not result.converged:
+        _log(f"jaxhinge: warning: the fit did not converge: {result.message}")
+        return 1
+    if not result.identifiable:
+        _log("jaxhinge: note: some parameter combinations are not determined by the data (see result.json "
+             "identifiability)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="jaxhinge",
@@ -363,10 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_modes)
     f = sub.add_parser(
         "fit",
-        help="fit hinge k and c to target frequencies and damping ratios (FIT.toml)",
+        help="fit hinge k and c to target frequencies (FIT.toml [modes]) or identify parameters from telemetry "
+        "(FIT.toml [data])",
         description="Fit hinge stiffness k and damping c so the model's modes match target frequencies (and "
         "damping ratios), check the fit by simulating the nonlinear model, and write result.json, "
-        "fitted_scenario.toml and a plot into the FIT.toml's output folder. Exit status 0: converged; "
+        "fitted_scenario.toml and a plot into the FIT.toml's output folder. A FIT.toml with a [data] table instead "
+        "fits free parameters to telemetry (CSV) by least squares (jaxhinge._identify_file). Exit status 0: converged; "
         "1: did not converge (results still written); 2: bad input or unreachable targets.",
     )
     f.add_argument("fit", help="FIT.toml file (schema: jaxhinge._fit_file)")

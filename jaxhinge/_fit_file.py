@@ -131,6 +131,9 @@ def _number(path, field, value, *, integer=False, positive=True) -> float | int:
 def load_fit(path: str | os.PathLike) -> FitSpec:
     """Read and validate a FIT.toml file (schema: this module's docstring) and load its scenario.
 
+    A FIT.toml with a `[data]` table is a telemetry fit: the result is then a
+    `jaxhinge._identify_file.IdentifySpec` (schema in that module).
+
     **Raises:** `FitError` (`file: field = value: rule`) for a bad FIT.toml, `ScenarioError` for a bad scenario.
     """
     source = os.fspath(path)
@@ -144,6 +147,10 @@ def load_fit(path: str | os.PathLike) -> FitSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise FitError(f"{source}: TOML syntax error: {str(e).splitlines()[0]}") from None
+    if isinstance(data, dict) and "data" in data:  # a telemetry fit (jaxhinge._identify_file)
+        from ._identify_file import load_identify
+
+        return load_identify(source, data)  # type: ignore[return-value]
     _keys(source, data, "top level", _TOP)
     if "scenario" not in data:
         raise _err(source, None, "missing required key 'scenario' (the model's scenario TOML file, relative to "

@@ -1,0 +1,299 @@
+"""Telemetry FIT.toml files (a FIT.toml with a `[data]` table): identify parameters from measured time histories.
+
+```toml
+scenario = "spacecraft.toml"   # required; initial guesses of the free parameters, known loads, initial state
+
+[data]                         # required (its presence makes this a telemetry fit)
+csv = "telemetry.csv"          # required; relative to this file; column t [s] + measured columns
+columns = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3", "theta_p0", "theta_p1"]   # required
+sigma = [1e-5, 1e-5, 1e-5, 1e-4, 1e-4]   # required; 1-sigma noise per column (or one number): residual weights
+
+[fit]                          # required
+free = ["p0.k", "p1.k", "p0.c", "p1.c"]  # required; also "p0.thetaInit", "hub.omega_BN_BInit" (3 components),
+                               # "hub.omega_BN_BInit[2]" (one), "p0.k = p1.k" (tied), any dispersion name
+solver = "lm"                  # "lm" (Levenberg-Marquardt, default), "dogleg", "gauss_newton"
+max_steps = 100                # solver steps per stage and start
+rtol = 1e-8                    # solver termination tolerances
+atol = 1e-8
+starts = 1                     # multi-start: the guess plus starts-1 random starts, best chi2 kept
+spread = 0.3                   # half-width of the random starts in the fitted coordinates (log: factor e^0.3)
+seed = 0                       # of the random starts
+horizon = [1.0]                # growing horizon, e.g. [0.25, 0.5, 1.0]: fractions of the record fitted in turn
+ident_rtol = 1e-6              # singular-value ratio below which a combination is undetermined
+warn_rtol = 1e-2               # ... below which it is reported as poorly determined
+
+[output]                       # optional
+dir = "out"                    # relative to this file (default "out")
+plots = true                   # fit.png (data vs fit per column) and residuals.png (residual / sigma)
+```
+
+Outputs in `dir`: `result.json`, `fitted_scenario.toml`, `fit.png`, `residuals.png`, written to temporary files
+and renamed at the end (a failed run leaves no partial output).
+"""
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._fit import FitError
+from ._identify import SOLVERS, IdentifyResult, identify
+from ._scenario import Scenario
+from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
+from ._telemetry import Telemetry, load_telemetry
+
+_TOP = ("scenario", "data", "fit", "output")
+_DATA = ("csv", "columns", "sigma")
+_FIT = ("free", "solver", "max_steps", "rtol", "atol", "starts", "spread", "seed", "horizon", "ident_rtol",
+        "warn_rtol")
+_OUTPUT = ("dir", "plots")
+_ALIASES = {"file": "csv", "path": "csv", "noise": "sigma", "parameters": "free", "method": "solver",
+            "iterations": "max_steps", "out": "dir", "plot": "plots", "multistart": "starts"}
+
+
+@dataclasses.dataclass(frozen=True)
+class IdentifySpec:
+    """A parsed telemetry FIT.toml: resolved paths, the loaded scenario and telemetry, `identify`'s keyword
+    arguments (`fit_kwargs`), the output folder and whether to plot."""
+
+    path: str
+    scenario_path: str
+    scenario_name: str
+    scenario: Scenario
+    csv_path: str
+    telemetry: Telemetry
+    fit_kwargs: dict[str, Any]
+    out_dir: str
+    plots: bool
+
+
+def _err(path, field, msg):
+    return FitError(f"{path}: {field}: {msg}" if field else f"{path}: {msg}", field=field)
+
+
+def _keys(path, table: Mapping, where: str, allowed):
+    for key in table:
+        if key not in allowed:
+            hint = _suggest(str(key), allowed, _ALIASES)
+            hint = f" (did you mean {hint!r}?)" if hint else ""
+            raise _err(path, where, f"unknown key {key!r}{hint}; allowed keys: {', '.join(allowed)}")
+
+
+def _table(path, data: Mapping, key: str, required: bool) -> Mapping:
+    if key not in data:
+        if required:
+            raise _err(path, None, f"missing required table [{key}]")
+        return {}
+    t = data[key]
+    if not isinstance(t, Mapping):
+        raise _err(path, key, f"must be a table ([{key}]), got {_kind(t)}")
+    return t
+
+
+def load_identify(path: str | os.PathLike, data: Mapping | None = None) -> IdentifySpec:
+    """Read and validate a telemetry FIT.toml (schema: module docstring), its scenario and its CSV; every check
+    happens here, before any compute. **Raises:** `FitError` (`TelemetryError` for the data), `ScenarioError`."""
+    import tomllib
+
+    source = os.fspath(path)
+    if data is None:
+        try:
+            with open(source, "rb") as f:
+                data = tomllib.load(f)
+        except OSError as e:
+            raise FitError(f"{source}: cannot read fit file: {e.strerror or e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise FitError(f"{source}: TOML syntax error: {str(e).splitlines()[0]}") from None
+    _keys(source, data, "top level", _TOP)
+    if not isinstance(data.get("scenario"), str) or not data["scenario"]:
+        raise _err(source, "scenario", "missing or not a file name (the model's scenario TOML, relative to this file)")
+    base = os.path.dirname(os.path.abspath(source))
+    scen_path = os.path.normpath(os.path.join(base, data["scenario"]))
+    d = _table(source, data, "data", True)
+    _keys(source, d, "data", _DATA)
+    fit_t = _table(source, data, "fit", True)
+    _keys(source, fit_t, "fit", _FIT)
+    out_t = _table(source, data, "output", False)
+    _keys(source, out_t, "output", _OUTPUT)
+    for key in _DATA:
+        if key not in d:
+            raise _err(source, f"data.{key}", "missing required key")
+    if not isinstance(d["csv"], str) or not d["csv"]:
+        raise _err(source, "data.csv", f"{_fmt(d['csv'])}: must be a file name (string)")
+    if "free" not in fit_t:
+        raise _err(source, "fit.free", "missing required key (e.g. free = [\"p0.k\", \"p0.c\"])")
+    kwargs: dict[str, Any] = {"free": fit_t["free"]}
+    for key in _FIT[1:]:
+        if key in fit_t:
+            kwargs[key] = fit_t[key]
+    if "solver" in kwargs and kwargs["solver"] not in SOLVERS:
+        raise _err(source, "fit.solver", f"{kwargs['solver']!r}: allowed values are {', '.join(SOLVERS)}")
+    for key in ("max_steps", "starts", "seed"):
+        v = kwargs.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "seed" else 1)):
+            raise _err(source, f"fit.{key}", f"{_fmt(v)}: must be an integer >= {0 if key == 'seed' else 1}")
+    for key in ("rtol", "atol", "spread", "ident_rtol", "warn_rtol"):
+        v = kwargs.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or v <= 0):
+            raise _err(source, f"fit.{key}", f"{_fmt(v)}: must be a finite number > 0")
+    scenario = load_scenario(scen_path)
+    csv_path = os.path.normpath(os.path.join(base, d["csv"]))
+    tel = load_telemetry(csv_path, d["columns"], d["sigma"], scenario)
+    # parse the free list and the remaining options now (errors before any compute)
+    from ._identify import parse_free
+
+    parse_free(scenario, kwargs["free"])
+    out_dir = out_t.get("dir", "out")
+    if not isinstance(out_dir, str) or not out_dir:
+        raise _err(source, "output.dir", f"{_fmt(out_dir)}: must be a folder name (string)")
+    plots = out_t.get("plots", True)
+    if not isinstance(plots, bool):
+        raise _err(source, "output.plots", f"{_fmt(plots)}: must be true or false")
+    return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,
+                        csv_path=csv_path, telemetry=tel, fit_kwargs=kwargs,
+                        out_dir=os.path.normpath(os.path.join(base, out_dir)), plots=plots)
+
+
+def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = None) -> IdentifyResult:
+    return identify(spec.scenario, spec.telemetry, progress=progress, **spec.fit_kwargs)
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dict[str, Any]:
+    """The `result.json` content (JSON-safe: non-finite numbers as null)."""
+    tel = result.telemetry
+    params = {}
+    for i, n in enumerate(result.names):
+        params[n] = {"value": float(result.values[i]), "sigma": _num(result.sigma[i]),
+                     "initial": float(result.initial[i]), "unit": result.units[i],
+                     "relative_sigma": _num(result.sigma[i] / abs(result.values[i])) if result.values[i] else None}
+    out = {
+        "kind": "telemetry",
+        "fit_file": spec.path if spec else None,
+        "scenario": spec.scenario_path if spec else None,
+        "parameters": params,
+        "correlation": {"names": list(result.names),
+                        "matrix": [[_num(x) for x in row] for row in result.correlation]},
+        "chi2": _num(result.chi2),
+        "dof": int(result.dof),
+        "chi2_per_dof": _num(result.chi2_per_dof),
+        "converged": bool(result.converged),
+        "status": result.status,
+        "message": result.message,
+        "iterations": int(result.iterations),
+        "identifiability": {
+            "identifiable": bool(result.identifiable),
+            "well_posed": bool(result.well_posed),
+            "condition_number": _num(result.condition_number),
+            "singular_value_ratios": [float(x) for x in result.singular_values],
+            "undetermined": result.undetermined,
+            "poorly_determined": result.poorly_determined,
+        },
+        "data": {"csv": spec.csv_path if spec else tel.source, "columns": list(tel.columns),
+                 "sigma": [float(s) for s in tel.sigma], "samples": tel.samples,
+                 "t_span": [float(tel.t[0]), float(tel.t[-1])],
+                 "rms_residual": {c: float(np.sqrt(np.mean(result.residuals[:, j] ** 2)))
+                                  for j, c in enumerate(tel.columns)}},
+        "options": result.options,
+        "starts": result.starts,
+        "timing_s": {"identify": float(result.wall_s)},
+    }
+    return out
+
+
+def plot_identify(result: IdentifyResult, fit_png, resid_png) -> None:
+    """Data vs fit (and the initial guess) per column; residuals / sigma per column."""
+    from ._plot import _plt
+
+    plt = _plt()
+    tel = result.telemetry
+    C = len(tel.columns)
+    for kind, f in (("fit", fit_png), ("resid", resid_png)):
+        fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=True, squeeze=False)
+        for j, c in enumerate(tel.columns):
+            ax = axes[j, 0]
+            if kind == "fit":
+                ax.plot(tel.t, tel.values[:, j], ".", ms=3, color="k", label="data")
+                ax.plot(tel.t, result.initial_fitted[:, j], "--", color="0.6", lw=1, label="initial guess")
+                ax.plot(tel.t, result.fitted[:, j], "-", color="C0", lw=1.2, label="fit")
+            else:
+                ax.plot(tel.t, result.residuals[:, j], ".", ms=3, color="C3")
+                ax.axhline(0, color="k", lw=0.5)
+                for s in (-1, 1):
+                    ax.axhline(s, color="0.6", lw=0.5, ls="--")
+            ax.set_ylabel(c if kind == "fit" else f"{c}\n(fit-data)/sigma", fontsize=8)
+        axes[0, 0].set_title(("data vs fit" if kind == "fit" else "residuals") + f" (chi2/dof {result.chi2_per_dof:.3g})")
+        if kind == "fit":
+            axes[0, 0].legend(fontsize=7)
+        axes[-1, 0].set_xlabel("t [s]")
+        fig.tight_layout()
+        fig.savefig(f, format="png", dpi=90)
+        plt.close(fig)
+
+
+def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
+    """Write result.json, fitted_scenario.toml and the plots into `spec.out_dir` (all or nothing)."""
+    try:
+        os.makedirs(spec.out_dir, exist_ok=True)
+    except OSError as e:
+        raise FitError(f"output.dir = {spec.out_dir!r}: cannot create the folder: {e.strerror or e}") from None
+    if not os.access(spec.out_dir, os.W_OK):
+        raise FitError(f"output.dir = {spec.out_dir!r}: the folder is not writable")
+    data = result_dict(result, spec)
+    names = ["result.json", "fitted_scenario.toml"] + (["fit.png", "residuals.png"] if spec.plots else [])
+    tmps: dict[str, str] = {}
+    try:
+        for name in names:
+            fd, tmp = tempfile.mkstemp(dir=spec.out_dir, prefix=".jaxhinge-", suffix=os.path.splitext(name)[1])
+            os.close(fd)
+            tmps[name] = tmp
+        with open(tmps["result.json"], "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, allow_nan=False)
+            f.write("\n")
+        dump_scenario(result.scenario, tmps["fitted_scenario.toml"])
+        if spec.plots:
+            with open(tmps["fit.png"], "wb") as f1, open(tmps["residuals.png"], "wb") as f2:
+                plot_identify(result, f1, f2)
+        mask = os.umask(0)
+        os.umask(mask)
+        written = []
+        for name, tmp in tmps.items():
+            os.chmod(tmp, 0o666 & ~mask)
+            dest = os.path.join(spec.out_dir, name)
+            os.replace(tmp, dest)
+            written.append(dest)
+        return written
+    finally:
+        for tmp in tmps.values():
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def report_lines(result: IdentifyResult, spec: IdentifySpec, written: list[str]) -> list[str]:
+    lines = [(f"fit                 {spec.path} (telemetry: {spec.csv_path}, {result.telemetry.samples} samples x "
+              f"{len(result.telemetry.columns)} columns)"),
+             f"status              {result.message}",
+             (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
+              f"{result.iterations} solver steps"), "",
+             f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit"]
+    for i, n in enumerate(result.names):
+        s = result.sigma[i]
+        s_s = f"{s:12.4g}" if np.isfinite(s) else f"{'undetermined':>12}"
+        lines.append(f"{n:<28} {result.values[i]:14.8g} {s_s} {result.initial[i]:14.8g}  {result.units[i]}")
+    for item in result.undetermined:
+        lines.append(f"not identifiable    {item['combination']}: {item['description']}")
+    for item in result.poorly_determined:
+        lines.append(f"poorly determined   {item['combination']}: {item['description']}")
+    lines += ["", f"timing              identify {result.wall_s:.2f} s (compilation included)"]
+    lines += [f"wrote               {os.path.relpath(w)}" for w in written]
+    return lines

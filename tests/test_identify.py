@@ -1,0 +1,356 @@
+"""Identification from telemetry (jaxhinge.identify, `jaxhinge fit` with a [data] table).
+
+References: Basilisk trajectories (tests/data/telemetry/random3d_2p.npz, a random 3D two-panel configuration run
+by validation/make_telemetry_reference.py) with seeded noise; known parameters recovered; the binomial coverage
+of the reported 1-sigma intervals; the exact symmetry of identical panels (identifiability).
+
+Every fit here has one model structure (2 panels, no loads, 101 samples, 3 columns, 4 free parameters), so
+one compiled solver serves all of them.
+"""
+
+import json
+import math
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import DATA
+
+import jaxhinge as jh
+from jaxhinge import _identify as I
+from jaxhinge import _telemetry as T
+from jaxhinge._cli import main
+from jaxhinge._params import current_value
+
+TEL = os.path.join(DATA, "telemetry")
+BSK_TOML = os.path.join(TEL, "random3d_2p.toml")
+BSK_NPZ = os.path.join(TEL, "random3d_2p.npz")
+SYM_TOML = os.path.join(TEL, "twopanel.toml")
+COLS = ["omega_BN_B_3", "theta_p0", "theta_p1"]
+SIGMA = np.array([1e-5, 1e-4, 1e-4])  # gyro 1e-5 rad/s, hinge encoders 1e-4 rad
+FREE = ["p0.k", "p1.k", "p0.c", "p1.c"]
+
+
+@pytest.fixture(scope="module")
+def bsk():
+    sc = jh.load_scenario(BSK_TOML)
+    t, v = T.from_bsk(BSK_NPZ, sc, COLS)
+    truth = {n: float(jnp.asarray(current_value(sc, n))) for n in FREE}
+    return sc, t, v, truth
+
+
+def _noisy(sc, t, v, seed, sigma=SIGMA, cols=COLS):
+    rng = np.random.default_rng(seed)
+    return jh.telemetry_from_arrays(t, v + rng.normal(size=v.shape) * sigma, cols, sigma, sc)
+
+
+def _check_recovered(res, truth):
+    for n in FREE:
+        val, _ = res.parameter(n)
+        tol = 0.01 if n.endswith(".k") else 0.10
+        assert abs(val - truth[n]) <= tol * truth[n], (n, val, truth[n])
+
+
+def test_recovery_from_basilisk_telemetry(bsk):
+    """k within 1 %, c within 10 % from Basilisk data + realistic noise, starting 25-30 % off."""
+    sc, t, v, truth = bsk
+    guess = jh.apply_parameters(sc, {"p0.k": 1.25 * truth["p0.k"], "p1.k": 0.75 * truth["p1.k"],
+                                     "p0.c": 0.7 * truth["p0.c"], "p1.c": 1.3 * truth["p1.c"]})
+    res = jh.identify(guess, _noisy(sc, t, v, 0), FREE)
+    assert res.converged, res.message
+    _check_recovered(res, truth)
+    # consistent noise model: chi2/dof within 5 sigma of 1 (sd sqrt(2/dof))
+    assert abs(res.chi2_per_dof - 1.0) < 5 * math.sqrt(2.0 / res.dof)
+    assert res.well_posed and not res.undetermined and not res.poorly_determined
+    # errors are consistent with the reported sigma
+    for n in FREE:
+        val, sig = res.parameter(n)
+        assert abs(val - truth[n]) < 4 * sig, (n, val, sig)
+    assert res.correlation.shape == (4, 4) and np.allclose(np.diag(res.correlation), 1.0)
+
+
+def test_output_times_and_irregular_synthetic_recovery(bsk):
+    """`simulate(ts=...)` at irregular sample times equals Basilisk on the shared samples; jaxhinge-made
+    irregular telemetry is fitted with a growing horizon from starts 25-30 % off."""
+    sc, t_b, v_b, truth = bsk
+    rng = np.random.default_rng(7)
+    grid = np.arange(201) * 0.01
+    ts = np.sort(np.concatenate([[0.0, 2.0], rng.choice(grid[1:-1], 99, replace=False)]))
+    tr = jh.simulate(sc, ts=ts)
+    assert bool(tr.success)
+    assert np.allclose(np.asarray(tr.t), ts)
+    full = np.asarray(T.model_outputs(tr, 2))
+    names = T.output_names(sc)
+    v = full[:, [names.index(c) for c in COLS]]
+    shared = np.flatnonzero(np.isclose(np.round(ts / 0.02) * 0.02, ts, atol=1e-12))
+    assert shared.size > 10
+    idx = np.round(ts[shared] / 0.02).astype(int)
+    np.testing.assert_allclose(v[shared], v_b[idx], rtol=0, atol=1e-10)
+    guess = jh.apply_parameters(sc, {"p0.k": 0.75 * truth["p0.k"], "p1.k": 1.3 * truth["p1.k"],
+                                     "p0.c": 1.3 * truth["p0.c"], "p1.c": 0.7 * truth["p1.c"]})
+    res = jh.identify(guess, _noisy(sc, ts, v, 1), FREE, horizon=[0.5, 1.0])
+    assert res.converged, res.message
+    _check_recovered(res, truth)
+
+
+@pytest.mark.slow
+def test_uncertainties_are_calibrated(bsk):
+    """Over 50 noise realisations the truth lies inside the reported 1-sigma interval ~68.3 % of the time.
+
+    Tolerance: for n = 50 independent realisations the count inside is Binomial(50, 0.6827): mean 34.1, sd
+    3.29; we accept mean +- 3.3 sd, i.e. [24, 45] per parameter (false-alarm probability ~1e-3 each), and a
+    pooled fraction over all 4 parameters within [0.58, 0.79] (mean +- 3.3 sd of 200 trials; the realisations
+    are independent, the parameters within one realisation only weakly correlated). A too small sigma (e.g.
+    unscaled by a wrong noise level, or a wrong covariance formula) would put the fraction far outside.
+    chi2/dof averages to 1 within 3 sd. One compiled fit serves all realisations.
+    """
+    sc, t, v, truth = bsk
+    n = 50
+    inside = {p: 0 for p in FREE}
+    chi = []
+    for seed in range(100, 100 + n):
+        res = jh.identify(sc, _noisy(sc, t, v, seed), FREE)
+        assert res.converged, res.message
+        chi.append(res.chi2_per_dof)
+        for p in FREE:
+            val, sig = res.parameter(p)
+            inside[p] += abs(val - truth[p]) <= sig
+    for p in FREE:
+        assert 24 <= inside[p] <= 45, (p, inside[p])
+    frac = sum(inside.values()) / (4 * n)
+    print(f"coverage: inside 1 sigma {inside} of {n}, pooled {frac:.3f}; mean chi2/dof {np.mean(chi):.4f}")
+    assert 0.58 <= frac <= 0.79, (frac, inside)
+    dof = res.dof
+    assert abs(np.mean(chi) - 1.0) < 3 * math.sqrt(2.0 / dof / n)
+
+
+def _sym_case(sc, identical: bool):
+    if identical:
+        sc = jh.apply_parameters(sc, {"p1.k": 300.0, "p1.c": 2.0, "p1.thetaInit": 0.1})
+    tr = jh.simulate(sc)
+    names = T.output_names(sc)
+    cols = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3"] if identical else COLS
+    v = np.asarray(T.model_outputs(tr, 2))[:, [names.index(c) for c in cols]]
+    sig = np.array([1e-5, 1e-5, 1e-5]) if identical else SIGMA
+    return sc, np.asarray(tr.t), v, cols, sig
+
+
+def test_identifiability_report():
+    """Identical panels mounted 180 deg apart, seen only through the hub rates: swapping them (or changing
+    their k, c in opposite directions) leaves the hub rates unchanged to first order -> reported by name.
+    The same model with different panels and hinge angles measured: quiet."""
+    base = jh.load_scenario(SYM_TOML)
+    sc, t, v, cols, sig = _sym_case(base, identical=True)
+    tel = _noisy(sc, t, v, 3, sigma=sig, cols=cols)
+    guess = jh.apply_parameters(sc, {"p0.k": 330.0, "p1.k": 260.0, "p0.c": 2.4, "p1.c": 1.7})
+    res = jh.identify(guess, tel, FREE)
+    flagged = res.undetermined + res.poorly_determined
+    assert not res.well_posed and flagged, res.message
+    pairs = [set(d["coefficients"]) for d in flagged]
+    assert any({"p0.k", "p1.k"} <= p or {"p0.c", "p1.c"} <= p for p in pairs), flagged
+    item = next(d for d in flagged if "p0.k" in d["coefficients"] and "p1.k" in d["coefficients"])
+    assert item["coefficients"]["p0.k"] * item["coefficients"]["p1.k"] < 0  # opposite changes
+    assert "p0.k" in res.message and "p1.k" in res.message
+
+    sc, t, v, cols, sig = _sym_case(base, identical=False)
+    res = jh.identify(sc, _noisy(sc, t, v, 4, sigma=sig, cols=cols), FREE)
+    assert res.converged and res.well_posed, res.message
+    assert not res.undetermined and not res.poorly_determined
+    assert res.condition_number < 1e3
+
+
+def test_failed_simulation_inside_an_iterate_is_handled(bsk):
+    """A diverging iterate (k * e^30: rk4 unstable) gives large finite residuals, not NaN or an exception."""
+    sc, t, v, _ = bsk
+    tel = _noisy(sc, t, v, 5)
+    coords = I.parse_free(sc, FREE)
+    prob = I._problem(sc, tel, coords)
+    r, J, _, ok = I._evaluate(jnp.array([30.0, 0.0, 0.0, 0.0]), prob)
+    assert not bool(ok)
+    assert np.all(np.isfinite(np.asarray(r))) and np.all(np.isfinite(np.asarray(J)))
+    assert np.max(np.abs(np.asarray(r))) >= 1e6
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Parameter names
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_parse_free_names_vectors_ties():
+    sc = jh.load_scenario(BSK_TOML)
+    c = I.parse_free(sc, ["hub.omega_BN_BInit", "p0.thetaInit", "hub.r_CN_NInit[2]", "p0.k = p1.k", "p1.IPntS_S[3]"])
+    assert [x.name for x in c] == ["hub.omega_BN_BInit[1]", "hub.omega_BN_BInit[2]", "hub.omega_BN_BInit[3]",
+                                   "p0.thetaInit", "hub.r_CN_NInit[2]", "p0.k=p1.k", "p1.IPntS_S[3]"]
+    assert [x.log for x in c] == [False, False, False, False, False, True, True]
+    assert c[5].x0 == pytest.approx(math.sqrt(321.278207268 * 413.399327241))
+    u = jnp.array([1.0, 0.0, 0.0, 0.5, 2.0, math.log(2.0), math.log(1.5)])
+    s2 = I.apply_coordinates(sc, c, u)
+    w0 = np.asarray(sc.initial.omega_BN_BInit)
+    assert np.allclose(np.asarray(s2.initial.omega_BN_BInit), w0 + [0.01, 0, 0])
+    assert float(s2.initial.thetaInit[0]) == pytest.approx(float(sc.initial.thetaInit[0]) + 0.05)
+    assert float(s2.initial.r_CN_NInit[1]) == pytest.approx(float(sc.initial.r_CN_NInit[1]) + 2.0)
+    assert np.allclose(np.asarray(s2.spacecraft.panels.k), 2 * c[5].x0)
+    I3 = np.asarray(sc.spacecraft.panels.IPntS_S[1])
+    assert float(s2.spacecraft.panels.IPntS_S[1][2, 2]) == pytest.approx(1.5 * I3[2, 2])
+
+
+@pytest.mark.parametrize("free, words", [
+    (["p9.k"], "prefix must be 'hub' or a panel name"),
+    (["p0.kk"], "p0 fields"),
+    (["p0.k[1]"], "scalar"),
+    (["hub.omega_BN_BInit[0]"], "numbered 1, 2, 3"),
+    (["p0.k", "p0.k"], "already free"),
+    (["hub.omega_BN_BInit", "hub.omega_BN_BInit[2]"], "already free"),
+    (["p0.k = p1.c"], "same field"),
+    ([], "non-empty list"),
+])
+def test_bad_free_parameters(free, words):
+    sc = jh.load_scenario(BSK_TOML)
+    with pytest.raises(jh.FitError, match=words.replace("(", r"\(").replace("[", r"\[")):
+        I.parse_free(sc, free)
+
+
+def test_free_c_at_zero_is_refused():
+    sc = jh.apply_parameters(jh.load_scenario(BSK_TOML), {"p0.c": 0.0})
+    with pytest.raises(jh.FitError, match="must start > 0"):
+        I.parse_free(sc, ["p0.c"])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Bad telemetry: refused with a clear message before any compute
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        f.writelines(",".join(str(x) for x in r) + "\n" for r in rows)
+
+
+@pytest.mark.parametrize("case, words", [
+    ("missing", "column 'theta_p1' (listed in data.columns) is missing from the file"),
+    ("misspelled", "(the file has 'thetap1')"),
+    ("not_output", "not an output of the scenario (did you mean 'theta_p1'?)"),
+    ("decreasing", "t is not strictly increasing: data row 3"),
+    ("duplicate_t", "t is not strictly increasing"),
+    ("nan", "non-finite value"),
+    ("text", "not a number"),
+    ("empty_cell", "is empty in data row 2"),
+    ("sigma0", "must be a finite number > 0"),
+    ("sigma_len", "sigma has 2 value(s) but columns has 3"),
+    ("outside", "outside the scenario's time span [0, 2.0]"),
+    ("negative_t", "outside the scenario's time span"),
+    ("no_t", "no column 't'"),
+    ("no_file", "cannot read telemetry file"),
+])
+def test_bad_telemetry(tmp_path, case, words):
+    sc = jh.load_scenario(BSK_TOML)
+    header = ["t", "omega_BN_B_3", "theta_p0", "theta_p1"]
+    rows = [[0.0, 0.1, 0.01, 0.02], [0.1, 0.1, 0.01, 0.02], [0.2, 0.1, 0.01, 0.02]]
+    cols, sigma = list(COLS), list(SIGMA)
+    if case == "missing":
+        header, rows = header[:3], [r[:3] for r in rows]
+    elif case == "misspelled":
+        header[3] = "thetap1"
+    elif case == "not_output":
+        cols[2] = "theta_P1"
+    elif case == "decreasing":
+        rows[2][0] = 0.05
+    elif case == "duplicate_t":
+        rows[2][0] = 0.1
+    elif case == "nan":
+        rows[1][2] = "nan"
+    elif case == "text":
+        rows[1][2] = "abc"
+    elif case == "empty_cell":
+        rows[1][2] = ""
+    elif case == "sigma0":
+        sigma[1] = 0.0
+    elif case == "sigma_len":
+        sigma = sigma[:2]
+    elif case == "outside":
+        rows[2][0] = 2.5
+    elif case == "negative_t":
+        rows[0][0] = -0.1
+    elif case == "no_t":
+        header[0] = "time"
+    path = tmp_path / "tel.csv"
+    if case != "no_file":
+        _write_csv(path, header, rows)
+    with pytest.raises(jh.TelemetryError) as e:
+        jh.load_telemetry(path, cols, sigma, sc)
+    assert words in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# FIT.toml with [data]: the CLI end to end
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _fit_toml(tmp_path, extra_fit="", data_extra="", csv="tel.csv"):
+    text = f"""scenario = "{BSK_TOML}"
+[data]
+csv = "{csv}"
+columns = {json.dumps(COLS)}
+sigma = {json.dumps(list(SIGMA))}
+{data_extra}
+[fit]
+free = {json.dumps(FREE)}
+{extra_fit}
+[output]
+dir = "out"
+"""
+    p = tmp_path / "FIT.toml"
+    p.write_text(text)
+    return str(p)
+
+
+def test_cli_telemetry_fit(tmp_path, bsk, capsys):
+    sc, t, v, truth = bsk
+    guess = jh.apply_parameters(sc, {"p0.k": 1.2 * truth["p0.k"], "p1.k": 0.8 * truth["p1.k"],
+                                     "p0.c": 0.8 * truth["p0.c"], "p1.c": 1.2 * truth["p1.c"]})
+    jh.dump_scenario(guess, str(tmp_path / "guess.toml"))
+    tel = _noisy(sc, t, v, 11)
+    T.write_telemetry(tmp_path / "tel.csv", tel.t, tel.values, tel.columns)
+    path = _fit_toml(tmp_path, extra_fit="starts = 2\nseed = 1")
+    text = open(path).read().replace(BSK_TOML, "guess.toml")
+    open(path, "w").write(text)
+    rc = main(["fit", path])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "identify: start 2/2" in out.err
+    d = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert d["converged"] and d["identifiability"]["well_posed"]
+    assert set(d["parameters"]) == set(FREE)
+    for n in FREE:
+        p = d["parameters"][n]
+        assert abs(p["value"] - truth[n]) <= (0.01 if n.endswith(".k") else 0.1) * truth[n]
+        assert p["sigma"] > 0
+    assert len(d["correlation"]["matrix"]) == 4 and len(d["starts"]) == 2
+    assert abs(d["chi2_per_dof"] - 1) < 0.5
+    for f in ("fit.png", "residuals.png", "fitted_scenario.toml"):
+        assert (tmp_path / "out" / f).stat().st_size > 0
+    fitted = jh.load_scenario(str(tmp_path / "out" / "fitted_scenario.toml"))
+    assert float(fitted.spacecraft.panels.k[0]) == pytest.approx(d["parameters"]["p0.k"]["value"], rel=1e-12)
+    assert [x for x in os.listdir(tmp_path / "out") if x.startswith(".jaxhinge-")] == []
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda s: s.replace('csv = "tel.csv"', 'csv = "nope.csv"'), "cannot read telemetry file"),
+    (lambda s: s.replace('"theta_p1"', '"theta_p7"'), "not an output of the scenario"),
+    (lambda s: s.replace("[fit]", "[fit]\nsolver = \"newton\""), "fit.solver"),
+    (lambda s: s.replace("[fit]", "[fit]\nstart = 3"), "unknown key 'start' (did you mean 'starts'?)"),
+    (lambda s: s.replace('"p1.c"', '"p1.cc"'), "unknown parameter p1.cc"),
+])
+def test_cli_bad_fit_file(tmp_path, capsys, mutate, words):
+    _write_csv(tmp_path / "tel.csv", ["t", *COLS], [[0.0, 0.1, 0.0, 0.0], [0.02, 0.1, 0.0, 0.0]] * 1)
+    path = _fit_toml(tmp_path)
+    text = mutate(open(path).read())
+    open(path, "w").write(text)
+    rc = main(["fit", path])
+    err = capsys.readouterr().err
+    assert rc == 2 and "jaxhinge: error:" in err and words in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
