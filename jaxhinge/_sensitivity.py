@@ -73,7 +73,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._batch import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
+from ._params import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
 from ._modes import check_boundary, modes_unjitted
 from ._scenario import Scenario
 from ._scenario_file import ScenarioError
