@@ -353,6 +353,13 @@ def run(scenario, *, record=True):
         sim.AddModelToTask("task", c)
         th_recs.append(r)
         cfg_recs.append(c)
+    for e, _, n_ch in chain_states:  # chain panels' config logs follow the single panels'
+        msgs = (e.dualHingedRigidBodyConfigLogOutMsgs if hasattr(e, "dualHingedRigidBodyConfigLogOutMsgs")
+                else e.nHingedRigidBodyConfigLogOutMsgs)
+        for i in range(n_ch):
+            c = msgs[i].recorder(save_ns)
+            sim.AddModelToTask("task", c)
+            cfg_recs.append(c)
     chain_log = None
     if chain_states:
         from Basilisk.utilities import pythonVariableLogger
@@ -425,7 +432,6 @@ def run(scenario, *, record=True):
         thd = [out["thetaDot"]] + [np.asarray(getattr(chain_log, f"c{j}_thetaDot")).reshape(T, -1)
                                    for j in range(len(chain_states))]
         out["theta"], out["thetaDot"] = np.concatenate(th, 1), np.concatenate(thd, 1)
-        # chain panels have no config-log recording here: panel_* arrays cover the single panels only
     for k in ("r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N", "sigma_BN", "omega_BN_B"):
         if out[k].shape != (T, 3):
             raise RuntimeError(f"{k}: unexpected shape {out[k].shape}")
