@@ -271,3 +271,69 @@ def chain_panel_states(chains, geoms, omega):
     dcm = jnp.concatenate([g.dcm_SB for g in geoms])
     w = jnp.concatenate([omega + g.w[:, None] * g.s2 for g in geoms])
     return r, rDot, dcm, w
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Helpers over all hinges (single panels first, then chain panels) for modes, fits and names.
+# ------------------------------------------------------------------------------------------------------------
+
+
+def hinge_param(spacecraft, name: str):
+    """Per-hinge parameter `name` over all hinges: `spacecraft.panels.<name>`, then each chain's."""
+    return jnp.concatenate([getattr(spacecraft.panels, name), *[getattr(ch, name) for ch in spacecraft.chains]])
+
+
+def chain_panel_names(chains) -> tuple[str, ...]:
+    """Chain panel names, chain by chain, root first (default `<chain name>_<1-based position>`)."""
+    out = []
+    for ch in chains:
+        names = tuple(ch.names)
+        out += names if len(names) == ch.count else [f"{ch.name}_{j + 1}" for j in range(ch.count)]
+    return tuple(out)
+
+
+def with_hinge_params(spacecraft, **values):
+    """`spacecraft` with per-hinge parameters (full all-hinge vectors) written back to panels and chains."""
+    import equinox as eqx
+
+    nS = spacecraft.panels.count
+    panels = eqx.tree_at(
+        lambda p: tuple(getattr(p, k) for k in values), spacecraft.panels, tuple(v[:nS] for v in values.values())
+    )
+    chains, i = [], nS
+    for ch in spacecraft.chains:
+        chains.append(
+            eqx.tree_at(
+                lambda c: tuple(getattr(c, k) for k in values), ch, tuple(v[i : i + ch.count] for v in values.values())
+            )
+        )
+        i += ch.count
+    return eqx.tree_at(lambda s: (s.panels, s.chains), spacecraft, (panels, tuple(chains)))
+
+
+def chain_body_jacobians(chains, dof: int, offset: int):
+    """Velocity Jacobians of every chain panel at its rest configuration ($\\theta = \\theta_{ref}$), as linear
+    maps of $u = (v_B, \\omega, \\dot\\theta_{all})$ with the chain hinges from column `offset`; B = N at
+    $\\sigma = 0$. Returns `(J_v, J_w, mass, inertia_B)` stacked over chain panels."""
+    Jv, Jw, ms, Is_B = [], [], [], []
+    col = offset
+    for ch in chains:
+        L = ch.count
+        z = jnp.zeros(L, dtype=ch.mass.dtype)
+        g = chain_geometry(ch, ch.thetaRef, z)
+        T = jnp.tril(jnp.ones((L, L), dtype=ch.mass.dtype))
+        eye = jnp.eye(3, dtype=ch.mass.dtype)
+        # v_Si = v_B - r_Si x omega + sum_k a_ik s3_k (T thetaDot)_k
+        dv_dth = jnp.einsum("ik,kx,kj->ixj", g.a, g.s3, T)  # (L, 3, L)
+        dw_dth = g.s2[:, :, None] * T[:, None, :]  # (L, 3, L)
+        jv = jnp.zeros((L, 3, dof), dtype=ch.mass.dtype)
+        jv = jv.at[:, :, 0:3].set(eye).at[:, :, 3:6].set(-tilde(g.r_SB_B)).at[:, :, col : col + L].set(dv_dth)
+        jw = jnp.zeros((L, 3, dof), dtype=ch.mass.dtype)
+        jw = jw.at[:, :, 3:6].set(eye).at[:, :, col : col + L].set(dw_dth)
+        Is = jnp.diagonal(ch.IPntS_S, axis1=-2, axis2=-1)
+        Jv.append(jv)
+        Jw.append(jw)
+        ms.append(ch.mass)
+        Is_B.append(jnp.einsum("nia,ni,nib->nab", g.dcm_SB, Is, g.dcm_SB))
+        col += L
+    return jnp.concatenate(Jv), jnp.concatenate(Jw), jnp.concatenate(ms), jnp.concatenate(Is_B)
