@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from . import _chains
 from ._scenario import Scenario
 from ._scenario_file import ScenarioError
 from ._simulate import Trajectory, simulate_unjitted
@@ -62,6 +63,8 @@ _PANEL_FIELDS = {
     "dcm_HB": "rotation",
 }
 _PANEL_INITIAL = ("thetaInit", "thetaDotInit")
+# chain panels ("<chain panel name>.<field>"): per-panel fields; the hinge position/frame belong to the chain
+_CHAIN_PANEL_FIELDS = {f: k for f, k in _PANEL_FIELDS.items() if f not in ("r_HB_B", "dcm_HB")} | {"l": "scalar"}
 _HUB_FIELDS = {
     "mHub": "scalar",
     "IHubPntBc_B": "inertia",
@@ -84,6 +87,8 @@ def parameter_names(scenario: Scenario) -> tuple[str, ...]:
     names = [f"hub.{f}" for f in _HUB_FIELDS]
     for p in scenario.spacecraft.panels.names or _default_names(scenario):
         names += [f"{p}.{f}" for f in _PANEL_FIELDS]
+    for p in _chains.chain_panel_names(scenario.spacecraft.chains):
+        names += [f"{p}.{f}" for f in _CHAIN_PANEL_FIELDS]
     return tuple(names)
 
 
@@ -103,7 +108,20 @@ def _resolve(scenario: Scenario, name: str) -> tuple[str, str, int | None]:
     panels = _panel_names(scenario)
     if owner in panels and field in _PANEL_FIELDS:
         return _PANEL_FIELDS[field], field, panels.index(owner)
+    cnames = _chains.chain_panel_names(scenario.spacecraft.chains)
+    if owner in cnames and field in _CHAIN_PANEL_FIELDS:  # chain panels: hinge index after the single panels
+        return _CHAIN_PANEL_FIELDS[field], field, len(panels) + cnames.index(owner)
     raise ValueError(name)
+
+
+def _chain_of(scenario: Scenario, i: int) -> tuple[int, int]:
+    """Global hinge index `i` of a chain panel -> (chain index, index within the chain)."""
+    j = i - scenario.spacecraft.panels.count
+    for ci, ch in enumerate(scenario.spacecraft.chains):
+        if j < ch.count:
+            return ci, j
+        j -= ch.count
+    raise IndexError(i)
 
 
 def _nominal(scenario: Scenario, kind: str, field: str, i: int | None) -> np.ndarray:
@@ -116,6 +134,9 @@ def _nominal(scenario: Scenario, kind: str, field: str, i: int | None) -> np.nda
     if i is None:
         src = init if field in _HUB_INITIAL else sc.hub
         return np.asarray(getattr(src, field), dtype=float)
+    if field not in _PANEL_INITIAL and i >= sc.panels.count:
+        ci, j = _chain_of(scenario, i)
+        return np.asarray(np.asarray(getattr(sc.chains[ci], field), dtype=float)[j])
     src = init if field in _PANEL_INITIAL else sc.panels
     return np.asarray(np.asarray(getattr(src, field), dtype=float)[i])
 
@@ -181,10 +202,11 @@ def check_dispersions(
         except ValueError:
             owner = name.partition(".")[0]
             panels = _panel_names(scenario)
-            if owner != "hub" and owner not in panels:
-                hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels) or 'none'})"
+            cnames = _chains.chain_panel_names(scenario.spacecraft.chains)
+            if owner != "hub" and owner not in panels and owner not in cnames:
+                hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels + cnames) or 'none'})"
             else:
-                fields = _HUB_FIELDS if owner == "hub" else _PANEL_FIELDS
+                fields = _HUB_FIELDS if owner == "hub" else _PANEL_FIELDS if owner in panels else _CHAIN_PANEL_FIELDS
                 hint = f"allowed {owner} fields are {', '.join(fields)}"
             raise ck(f"{w}.param = {name!r}: unknown parameter; {hint}") from None
         assert name in allowed_names
@@ -346,6 +368,16 @@ def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Sce
         if field in _PANEL_INITIAL:
             old = getattr(scenario.initial, field)
             scenario = eqx.tree_at(lambda s, f=field: getattr(s.initial, f), scenario, old.at[i].set(value))
+            continue
+        if i >= sc.panels.count:  # a chain panel
+            ci, j = _chain_of(scenario, i)
+            old = getattr(sc.chains[ci], field)
+            if kind == "inertia":
+                d = jnp.sqrt(value)
+                value = old[j] * d[:, None] * d[None, :]
+            scenario = eqx.tree_at(
+                lambda s, f=field, ci=ci: getattr(s.spacecraft.chains[ci], f), scenario, old.at[j].set(value)
+            )
             continue
         old = getattr(sc.panels, field)
         if kind == "inertia":
@@ -624,7 +656,7 @@ def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajecto
     """The `summary.json` contents: counts, failures (index, reason), parameter statistics, and statistics
     over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
     ok = np.asarray(traj.success)
-    names = _panel_names(sweep.scenario)
+    names = _panel_names(sweep.scenario) + _chains.chain_panel_names(sweep.scenario.spacecraft.chains)
     omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
     theta = np.asarray(traj.theta)[ok]
     stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}
