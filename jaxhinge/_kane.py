@@ -25,6 +25,11 @@ $$M = \sum_b J_{v,b}^T m_b J_{v,b} + J_{\omega,b}^T I_b^N J_{\omega,b},$$
 $$M \dot u = Q - \sum_b \left[J_{v,b}^T m_b\,\dot J_{v,b} u
   + J_{\omega,b}^T\left(I_b^N \dot J_{\omega,b} u + \omega_b \times I_b^N \omega_b\right)\right].$$
 
+**Chains** (`Spacecraft.chains`) add one body per chain panel, after the single panels, with the chain's relative
+hinge angles as further coordinates: panel $j$'s attitude is $[S_jB] = M_2(\theta_1 + \dots + \theta_j)[HB]$ and its
+CoM is walked from the hub along the chain (`_chain_poses`); its hinge torque acts between panel $j-1$ (the hub for
+$j = 1$) and panel $j$, so it enters the $\theta_j$ row only.
+
 Generalized forces $Q$ (virtual power):
 
 - hinge torque $\tau_i = u_i - k_i(\theta_i - \theta_{ref,i}) - c_i(\dot\theta_i - \dot\theta_{ref,i})$ acts between

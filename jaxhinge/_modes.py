@@ -716,7 +716,7 @@ def measure_modes(
     check_boundary(boundary)
     sc = _rest_spacecraft(_spacecraft_of(model))
     m = modes(sc, boundary)
-    n = sc.panels.count
+    n = sc.panels.count + _chains.chain_count(sc.chains)
     names = _panel_names(sc)
     f_model = np.asarray(m.frequency_hz)
     z_model = np.asarray(m.damping_ratio)
@@ -728,9 +728,10 @@ def measure_modes(
     if boundary == "clamped":
         hub = sc.hub
         sim_sc = Spacecraft(
-            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None
+            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None,
+            sc.chains,
         )
-    thetaRef = np.asarray(sc.panels.thetaRef)
+    thetaRef = np.asarray(_chains.hinge_param(sc, "thetaRef"))
     th0, thd0, om0, panel_idx, osc = [], [], [], [], []
     for j in range(n):
         lam, x, u = complex_mode_state(sc, j, boundary)
