@@ -6,11 +6,12 @@ Requires Basilisk (`pip install bsk`, tested with bsk 2.12.1); jaxhinge's tests 
 
 Cases:
 
-- `chain_nhinged_noGravity`, `chain_nhinged_gravity`: Basilisk's `test_nHingedRigidBodyStateEffector.py`
+- `chain_nhinged_noGravity`: Basilisk's `test_nHingedRigidBodyStateEffector.py`
   (basilisk.md 3.8): hub 750 kg, diag(900, 800, 600); a 4-panel chain at r_HB_B = [0.5, 0, 1],
   dcm_HB = diag(-1, -1, 1) and a 3-panel chain at [-0.5, 0, 1], dcm_HB = I; every panel 50 kg,
   diag(50, 25, 25), d = 0.75 (hinge-to-hinge 2d = 1.5), k = 500, c = 0; only the first panel of chain 1
-  starts at 5 deg; r/v/omega of basilisk.md 3.2 (3.1 orbit for gravity); dt = 1e-4 s, 1 s, saved every 0.01 s.
+  starts at 5 deg; r/v/omega of basilisk.md 3.2; dt = 1e-4 s, 1 s, saved every 0.01 s (`nhinged(True)`: the
+  Gravity variant, orbit of basilisk.md 3.1, also agrees to ~1e-14; not committed, to keep the suite short).
   Run with `nHingedRigidBodyStateEffector`.
 - `chain_dual_mixed`: two non-identical two-panel chains (`dualHingedRigidBodyStateEffector`: mass1 != mass2,
   d1 != d2, l1, k1 != k2, damping, rotated hinge frames, one with motor torques) plus one single hinged panel,
@@ -117,7 +118,8 @@ def dual_gravity():
 
 CASES = {
     "chain_nhinged_noGravity": (lambda: nhinged(False), "Basilisk test_nHingedRigidBodyStateEffector NoGravity (4 + 3 identical panels)"),
-    "chain_nhinged_gravity": (lambda: nhinged(True), "Basilisk test_nHingedRigidBodyStateEffector Gravity (4 + 3 identical panels, LEO)"),
+    # Basilisk's Gravity variant, `nhinged(True)`, also agrees (~1e-14); left out of the committed set to keep the
+    # test suite short (gravity on chains is covered by chain_dual_gravity).
     "chain_dual_mixed": (dual_mixed, "two non-identical dualHinged chains (damping, motor torques) + a single panel"),
     "chain_dual_gravity": (dual_gravity, "one non-identical dualHinged chain with damping, LEO gravity"),
 }
