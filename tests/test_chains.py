@@ -260,12 +260,16 @@ def test_fit_recovers_chain_hinge_k_and_c():
 
 
 def test_round_trip_and_order(tmp_path):
-    s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
-    jh.dump_scenario(s, tmp_path / "x.toml")
-    s2 = jh.load_scenario(tmp_path / "x.toml")
-    for a, b in zip(jax.tree.leaves(s), jax.tree.leaves(s2)):
-        assert np.array_equal(np.asarray(a), np.asarray(b))
-    assert jax.tree.structure(s) == jax.tree.structure(s2)
+    from jaxhinge._scenario_file import example_path
+
+    for path in (example_path("folding_wing"), os.path.join(BSK, "chain_nhinged_noGravity.toml"),
+                 os.path.join(BSK, "chain_dual_mixed.toml")):  # fmt: skip
+        s = jh.load_scenario(path)
+        jh.dump_scenario(s, tmp_path / "x.toml")
+        s2 = jh.load_scenario(tmp_path / "x.toml")
+        for a, b in zip(jax.tree.leaves(s), jax.tree.leaves(s2)):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+        assert jax.tree.structure(s) == jax.tree.structure(s2)
     assert s.spacecraft.panels.names == ("boom",)
     assert _chains.chain_panel_names(s.spacecraft.chains) == ("wingA_1", "wingA_2", "wingB_1", "wingB_2")
     # theta: single panels first, then chain panels chain by chain, root first
