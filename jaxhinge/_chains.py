@@ -61,7 +61,7 @@ class Chain(eqx.Module):
     mass: Float[Array, " L"] = eqx.field(converter=_f64)
     IPntS_S: Float[Array, "L 3 3"] = eqx.field(converter=_f64)
     d: Float[Array, " L"] = eqx.field(converter=_f64)
-    l: Float[Array, " L"] = eqx.field(converter=_f64)  # noqa: E741
+    l: Float[Array, " L"] = eqx.field(converter=_f64)
     k: Float[Array, " L"] = eqx.field(converter=_f64)
     c: Float[Array, " L"] = eqx.field(converter=_f64)
     r_HB_B: Float[Array, "3"] = eqx.field(converter=_f64)
@@ -197,7 +197,9 @@ def _one_chain(ch: Chain, g: ChainGeometry, theta, thetaDot, omega, g_B, u):
         - g_B
     )
     omega_S = g.dcm_SB @ omega  # (L, 3); the hinge rate only adds to component 2
-    vw = jnp.einsum("i,ij,jx,ix->j", m, g.a, g.s3, acc) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
+    vw = (
+        jnp.einsum("i,ij,jx,ix->j", m, g.a, g.s3, acc) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
+    )
     Q = u - ch.k * (theta - ch.thetaRef) - ch.c * (thetaDot - ch.thetaDotRef)
     Mth = T.T @ Mw @ T
     rhs = jnp.concatenate([-(T.T @ F), -(T.T @ G), (Q - T.T @ vw)[:, None]], 1)
@@ -280,7 +282,9 @@ def chain_panel_states(chains, geoms, omega):
 
 def hinge_param(spacecraft, name: str):
     """Per-hinge parameter `name` over all hinges: `spacecraft.panels.<name>`, then each chain's."""
-    return jnp.concatenate([getattr(spacecraft.panels, name), *[getattr(ch, name) for ch in spacecraft.chains]])
+    return jnp.concatenate(
+        [getattr(spacecraft.panels, name), *[getattr(ch, name) for ch in spacecraft.chains]]
+    )
 
 
 def chain_panel_names(chains) -> tuple[str, ...]:
@@ -298,13 +302,17 @@ def with_hinge_params(spacecraft, **values):
 
     nS = spacecraft.panels.count
     panels = eqx.tree_at(
-        lambda p: tuple(getattr(p, k) for k in values), spacecraft.panels, tuple(v[:nS] for v in values.values())
+        lambda p: tuple(getattr(p, k) for k in values),
+        spacecraft.panels,
+        tuple(v[:nS] for v in values.values()),
     )
     chains, i = [], nS
     for ch in spacecraft.chains:
         chains.append(
             eqx.tree_at(
-                lambda c: tuple(getattr(c, k) for k in values), ch, tuple(v[i : i + ch.count] for v in values.values())
+                lambda c: tuple(getattr(c, k) for k in values),
+                ch,
+                tuple(v[i : i + ch.count] for v in values.values()),
             )
         )
         i += ch.count

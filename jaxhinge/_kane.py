@@ -247,7 +247,7 @@ def _generalized_forces(
     theta, thetaDot = q[6:], u[6:]
     # Chain hinges: theta is the angle of panel j relative to panel j-1 (to the hub for j = 1), so the pair
     # acts between the two neighbours and its virtual power is again tau_j thetaDot_j.
-    P = lambda name: _hinge_params(sc, name)  # noqa: E731
+    P = lambda name: _hinge_params(sc, name)
     tau = (
         P("motorTorque")
         + jnp.broadcast_to(jnp.asarray(u_extra, dtype=float), (n,))

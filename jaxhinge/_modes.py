@@ -154,7 +154,7 @@ def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
     if spacecraft.chains:  # chain panels: their hinge columns follow the single panels'
         nC = _chains.chain_count(spacecraft.chains)
         dof = 6 + n + nC
-        pad = lambda J: jnp.pad(J, ((0, 0), (0, 0), (0, nC)))  # noqa: E731
+        pad = lambda J: jnp.pad(J, ((0, 0), (0, 0), (0, nC)))
         Jv, Jw, mc, Ic = _chains.chain_body_jacobians(spacecraft.chains, dof, 6 + n)
         bj = BodyJacobians(
             J_v=jnp.concatenate([pad(bj.J_v), Jv], 0),

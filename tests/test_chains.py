@@ -205,7 +205,9 @@ def test_modes_match_kane_linearisation():
     lin = linearize(sc)
     np.testing.assert_allclose(lin.M, M, rtol=0, atol=1e-10 * np.abs(M).max())
     dof = M.shape[0]
-    np.testing.assert_allclose(lin.A[dof:, :dof], -np.linalg.solve(M, K), atol=1e-10 * np.abs(np.linalg.solve(M, K)).max())
+    np.testing.assert_allclose(
+        lin.A[dof:, :dof], -np.linalg.solve(M, K), atol=1e-10 * np.abs(np.linalg.solve(M, K)).max()
+    )
     Mtt = M[6:, 6:]
     for boundary, Mr in (("clamped", Mtt), ("free", Mtt - M[6:, :6] @ np.linalg.solve(M[:6, :6], M[:6, 6:]))):
         w2 = np.sort(np.linalg.eigvals(np.linalg.solve(Mr, K[6:, 6:])).real)
@@ -282,9 +284,13 @@ def test_round_trip_and_order(tmp_path):
 def test_batch_parameter_names_reach_chain_panels():
     s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
     assert {"wingB_2.k", "wingA_1.l", "wingA_1.thetaInit"} <= set(parameter_names(s))
-    s2 = apply_parameters(s, {"wingB_2.k": 77.0, "wingA_2.thetaInit": 0.3, "wingA_1.IPntS_S": np.array([1.0, 4.0, 1.0])})
+    s2 = apply_parameters(
+        s, {"wingB_2.k": 77.0, "wingA_2.thetaInit": 0.3, "wingA_1.IPntS_S": np.array([1.0, 4.0, 1.0])}
+    )
     assert float(s2.spacecraft.chains[1].k[1]) == 77.0 and float(s2.initial.thetaInit[2]) == 0.3
-    assert float(s2.spacecraft.chains[0].IPntS_S[0, 1, 1]) == 4.0 * float(s.spacecraft.chains[0].IPntS_S[0, 1, 1])
+    assert float(s2.spacecraft.chains[0].IPntS_S[0, 1, 1]) == 4.0 * float(
+        s.spacecraft.chains[0].IPntS_S[0, 1, 1]
+    )
 
 
 def _base():
@@ -356,7 +362,9 @@ def test_chain_parameter_derivatives_match_finite_differences():
     p0 = jnp.concatenate([getattr(ch, f) for f in fields])
 
     def f(p):
-        new = eqx.tree_at(lambda c: tuple(getattr(c, x) for x in fields), ch, tuple(jnp.split(p, len(fields))))
+        new = eqx.tree_at(
+            lambda c: tuple(getattr(c, x) for x in fields), ch, tuple(jnp.split(p, len(fields)))
+        )
         out = accelerations(Spacecraft(sc.hub, sc.panels, None, (new,)), st, *(jnp.zeros(3),) * 3, 0.0)
         return jnp.concatenate([out[0], out[1], out[2]])
 
