@@ -6,6 +6,7 @@ using jaxhinge (the CLI does this itself).
 """
 
 from ._batch import apply_parameters as apply_parameters
+from ._chains import Chain as Chain
 from ._batch import check_dispersions as check_dispersions
 from ._batch import grid_dispersions as grid_dispersions
 from ._batch import sample_dispersions as sample_dispersions

@@ -40,7 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
+from . import _chains
 from ._params import (  # noqa: F401  (re-exported: moved to _params, still importable from here)
+    _CHAIN_PANEL_FIELDS,
     _HUB_FIELDS,
     _HUB_INITIAL,
     _PANEL_FIELDS,
@@ -124,10 +126,11 @@ def check_dispersions(
         except ValueError:
             owner = name.partition(".")[0]
             panels = _panel_names(scenario)
-            if owner != "hub" and owner not in panels:
-                hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels) or 'none'})"
+            cnames = _chains.chain_panel_names(scenario.spacecraft.chains)
+            if owner != "hub" and owner not in panels and owner not in cnames:
+                hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels + cnames) or 'none'})"
             else:
-                fields = _HUB_FIELDS if owner == "hub" else _PANEL_FIELDS
+                fields = _HUB_FIELDS if owner == "hub" else _PANEL_FIELDS if owner in panels else _CHAIN_PANEL_FIELDS
                 hint = f"allowed {owner} fields are {', '.join(fields)}"
             raise ck(f"{w}.param = {name!r}: unknown parameter; {hint}") from None
         assert name in allowed_names
@@ -516,7 +519,7 @@ def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajecto
     """The `summary.json` contents: counts, failures (index, reason), parameter statistics, and statistics
     over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
     ok = np.asarray(traj.success)
-    names = _panel_names(sweep.scenario)
+    names = _panel_names(sweep.scenario) + _chains.chain_panel_names(sweep.scenario.spacecraft.chains)
     omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
     theta = np.asarray(traj.theta)[ok]
     stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}

@@ -62,6 +62,7 @@ def _log(msg: str) -> None:
 
 
 def cmd_simulate(args) -> int:
+    from ._chains import chain_panel_names
     from ._plot import plot_trajectory, relative_drift
     from ._scenario_file import load_scenario
     from ._simulate import simulate
@@ -71,7 +72,7 @@ def cmd_simulate(args) -> int:
     _check_out_path(args.plot, (".png", ".pdf", ".svg"), "--plot")
     scenario = load_scenario(path)
     cfg = scenario.simulation
-    names = scenario.spacecraft.panels.names
+    names = scenario.spacecraft.panels.names + chain_panel_names(scenario.spacecraft.chains)
     _log(
         f"jaxhinge: {path}: {len(names)} panel(s), t_end = {cfg.t_end} s, integrator {cfg.integrator}, "
         f"dt = {cfg.dt} s; compiling and running..."
@@ -112,6 +113,7 @@ def cmd_simulate(args) -> int:
 def cmd_sweep(args) -> int:
     import json
 
+    from ._chains import chain_panel_names
     from ._batch import (
         load_sweep,
         plot_envelopes,
@@ -127,7 +129,7 @@ def cmd_sweep(args) -> int:
     if args.out_dir and not os.path.isdir(os.path.dirname(out_dir)):
         raise CLIError(f"--out-dir = {args.out_dir!r}: parent directory does not exist")
     params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
-    names = sweep.scenario.spacecraft.panels.names
+    names = sweep.scenario.spacecraft.panels.names + chain_panel_names(sweep.scenario.spacecraft.chains)
     cfg = sweep.scenario.simulation
     _log(
         f"jaxhinge: {args.sweep}: {sweep.members} members x {len(params)} dispersed parameter(s), "

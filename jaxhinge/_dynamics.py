@@ -11,6 +11,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from . import _chains
 from ._math import m2, mrp_bmat, mrp_to_dcm, tilde
 from ._spacecraft import Panels, Spacecraft, State
 
@@ -178,11 +179,26 @@ def accelerations(
     acceleration (B frame), hinge angular accelerations.
     """
     dcm_BN = mrp_to_dcm(state.sigma_BN)
+    chains = spacecraft.chains
+    if chains:  # chain hook (static): single panels first in the hinge vectors, then chain panels
+        nS = spacecraft.panels.count
+        full_state, theta_c, thetaDot_c = state, state.theta[nS:], state.thetaDot[nS:]
+        state = State(state.r_BN_N, state.v_BN_N, state.sigma_BN, state.omega_BN_B,
+                      state.theta[:nS], state.thetaDot[:nS])
+        u_extra = jnp.broadcast_to(jnp.asarray(u_extra, dtype=float), full_state.theta.shape)
+        u_extra, u_c = u_extra[:nS], u_extra[nS:]
+        cgeoms = _chains.chain_geometries(chains, theta_c, thetaDot_c)
     geom = panel_geometry(spacecraft.panels, state.theta)
     mp = mass_properties(spacecraft, geom, state.thetaDot)
+    if chains:
+        mp = _chains.add_chain_mass(mp, _chains.chain_mass(chains, cgeoms))
     g_B = gravity_B(spacecraft, state, dcm_BN, mp.c_B)
     u = spacecraft.panels.motorTorque + u_extra
     bs = panel_contributions(spacecraft, state, geom, g_B, u)
+    if chains:
+        bs, ccoeffs = _chains.chain_contributions(
+            chains, cgeoms, theta_c, thetaDot_c, state.omega_BN_B, g_B, u_c, bs
+        )
     omega = state.omega_BN_B
     m_sc, c_B, cP = mp.m_sc, mp.c_B, mp.cPrime_B
     ct = tilde(c_B)
@@ -205,6 +221,8 @@ def accelerations(
     )
     rDDot_B, omegaDot = hub_solve(bs)
     thetaDDot = bs.aTheta @ rDDot_B + bs.bTheta @ omegaDot + bs.cTheta
+    if chains:
+        thetaDDot = jnp.concatenate([thetaDDot, _chains.chain_thetaDDot(ccoeffs, rDDot_B, omegaDot)])
     return dcm_BN.T @ rDDot_B, omegaDot, thetaDDot
 
 

@@ -54,6 +54,7 @@ import optax
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _chains
 from ._modes import ModeMeasurement, Modes, check_boundary, measure_modes, modes, modes_unjitted
 from ._scenario import Scenario
 from ._spacecraft import Spacecraft
@@ -152,13 +153,16 @@ class _Problem(eqx.Module):
 
     def apply(self, y):
         vals = jnp.exp(y)
-        p = self.spacecraft.panels
-        k, c = p.k, p.c
+        sc = self.spacecraft
+        # hinge indices cover single panels, then chain panels (chain by chain, root first)
+        k, c = _chains.hinge_param(sc, "k"), _chains.hinge_param(sc, "c")
         if self.k_panels:
             k = k.at[np.array(self.k_panels)].set(vals[np.array(self.k_groups)])
         if self.c_panels:
             c = c.at[np.array(self.c_panels)].set(vals[np.array(self.c_groups)])
-        return eqx.tree_at(lambda s: (s.panels.k, s.panels.c), self.spacecraft, (k, c))
+        if not sc.chains:
+            return eqx.tree_at(lambda s: (s.panels.k, s.panels.c), sc, (k, c))
+        return _chains.with_hinge_params(sc, k=k, c=c)
 
     def model(self, y) -> Modes:
         return modes_unjitted(self.apply(y), self.boundary)
@@ -376,6 +380,8 @@ def fit(
     sc = scenario.spacecraft
     n = sc.panels.count
     names = tuple(sc.panels.names) if len(sc.panels.names) == n else tuple(f"p{i}" for i in range(n))
+    names = names + _chains.chain_panel_names(sc.chains)  # chain panels are fitted like single panels
+    n = len(names)
     ft = _floats(targets_hz, "modes.targets_hz", positive=True)
     if np.any(np.diff(ft) < 0):
         raise FitError(f"modes.targets_hz = {list(ft)}: must be in ascending order (they are matched to the modes "
@@ -424,8 +430,11 @@ def fit(
                        "or drop the damping targets", field="modes.damping_ratios")
 
     # initial guesses
-    k0, c0 = np.asarray(sc.panels.k, float), np.asarray(sc.panels.c, float)
-    Itheta = np.asarray(sc.panels.IPntS_S[:, 1, 1] + sc.panels.mass * sc.panels.d**2, float)
+    k0, c0 = np.asarray(_chains.hinge_param(sc, "k"), float), np.asarray(_chains.hinge_param(sc, "c"), float)
+    Itheta = np.asarray(
+        _chains.hinge_param(sc, "IPntS_S")[:, 1, 1] + _chains.hinge_param(sc, "mass") * _chains.hinge_param(sc, "d") ** 2,
+        float,
+    )  # a seed for c only (for chain panels: the panel alone about its own hinge)
     initial = []
     notes = []
     for g in groups:

@@ -25,6 +25,11 @@ $$M = \sum_b J_{v,b}^T m_b J_{v,b} + J_{\omega,b}^T I_b^N J_{\omega,b},$$
 $$M \dot u = Q - \sum_b \left[J_{v,b}^T m_b\,\dot J_{v,b} u
   + J_{\omega,b}^T\left(I_b^N \dot J_{\omega,b} u + \omega_b \times I_b^N \omega_b\right)\right].$$
 
+**Chains** (`Spacecraft.chains`) add one body per chain panel, after the single panels, with the chain's relative
+hinge angles as further coordinates: panel $j$'s attitude is $[S_jB] = M_2(\theta_1 + \dots + \theta_j)[HB]$ and its
+CoM is walked from the hub along the chain (`_chain_poses`); its hinge torque acts between panel $j-1$ (the hub for
+$j = 1$) and panel $j$, so it enters the $\theta_j$ row only.
+
 Generalized forces $Q$ (virtual power):
 
 - hinge torque $\tau_i = u_i - k_i(\theta_i - \theta_{ref,i}) - c_i(\dot\theta_i - \dot\theta_{ref,i})$ acts between
@@ -109,13 +114,40 @@ def _qdot(q: Float[Array, " dof"], u: Float[Array, " dof"]) -> Float[Array, " do
 
 
 def _masses(sc: Spacecraft) -> Float[Array, " bodies"]:
-    return jnp.concatenate([sc.hub.mHub[None], sc.panels.mass])
+    return jnp.concatenate([sc.hub.mHub[None], sc.panels.mass, *[ch.mass for ch in sc.chains]])
 
 
 def _body_inertias(sc: Spacecraft) -> Float[Array, "bodies 3 3"]:
     """Inertia of each body about its own CoM, in its own body frame (B for the hub, $S_i$ for panel i)."""
-    I_panels = jax.vmap(lambda I: jnp.diag(jnp.diag(I)))(sc.panels.IPntS_S)
-    return jnp.concatenate([sc.hub.IHubPntBc_B[None], I_panels], axis=0)
+    I_panels = [
+        jax.vmap(lambda I: jnp.diag(jnp.diag(I)))(Ip)
+        for Ip in (sc.panels.IPntS_S, *[ch.IPntS_S for ch in sc.chains])
+    ]
+    return jnp.concatenate([sc.hub.IHubPntBc_B[None], *I_panels], axis=0)
+
+
+def _hinge_params(sc: Spacecraft, name: str):
+    """A per-hinge parameter over all hinges (single panels, then chain panels chain by chain)."""
+    return jnp.concatenate([getattr(sc.panels, name), *[getattr(ch, name) for ch in sc.chains]])
+
+
+def _chain_poses(sc: Spacecraft, theta_c, r_BN_N, dcm_NB):
+    r"""Chain panels, walked panel by panel from the hub: panel $j$ has the absolute angle
+    $\phi_j = \phi_{j-1} + \theta_j$, frame $[S_jB] = M_2(\phi_j)[HB]$, CoM at its hinge point minus
+    $d_j\hat s_{j,1}$; the next hinge point is this hinge point minus $l_j\hat s_{j,1}$."""
+    rs, Rs, i = [], [], 0
+    for ch in sc.chains:
+        phi = jnp.zeros(())
+        r_hinge_B = ch.r_HB_B
+        for j in range(ch.count):
+            phi = phi + theta_c[i]
+            i += 1
+            dcm_SB = _M2(phi) @ ch.dcm_HB
+            sHat1_B = dcm_SB[0]
+            rs.append(r_BN_N + dcm_NB @ (r_hinge_B - ch.d[j] * sHat1_B))
+            Rs.append(dcm_NB @ dcm_SB.T)
+            r_hinge_B = r_hinge_B - ch.l[j] * sHat1_B
+    return rs, Rs
 
 
 def _poses(
@@ -136,6 +168,10 @@ def _poses(
 
     r = jnp.concatenate([r_BcN_N[None], r_SN_N], axis=0)
     R = jnp.concatenate([dcm_NB[None], dcm_NS], axis=0)
+    if sc.chains:
+        rs, Rs = _chain_poses(sc, q[6 + n :], r_BN_N, dcm_NB)
+        r = jnp.concatenate([r, jnp.stack(rs)], axis=0)
+        R = jnp.concatenate([R, jnp.stack(Rs)], axis=0)
     return r, R
 
 
@@ -191,8 +227,7 @@ def _generalized_forces(
     extTorquePntB_B,
     u_extra,
 ) -> Float[Array, " dof"]:
-    n = sc.panels.count
-    p = sc.panels
+    n = q.shape[0] - 6  # all hinges: single panels, then chain panels
     m = _masses(sc)
     dcm_NB = kin.R[0]
 
@@ -210,11 +245,14 @@ def _generalized_forces(
         Q = Q + jnp.einsum("b,bin,i->n", m, kin.Jv, g_N)
     # Hinge torque: an internal pair (+tau s2 on the panel, -tau s2 on the hub), virtual power tau_i thetaDot_i.
     theta, thetaDot = q[6:], u[6:]
+    # Chain hinges: theta is the angle of panel j relative to panel j-1 (to the hub for j = 1), so the pair
+    # acts between the two neighbours and its virtual power is again tau_j thetaDot_j.
+    P = lambda name: _hinge_params(sc, name)
     tau = (
-        p.motorTorque
+        P("motorTorque")
         + jnp.broadcast_to(jnp.asarray(u_extra, dtype=float), (n,))
-        - p.k * (theta - p.thetaRef)
-        - p.c * (thetaDot - p.thetaDotRef)
+        - P("k") * (theta - P("thetaRef"))
+        - P("c") * (thetaDot - P("thetaDotRef"))
     )
     Q = Q.at[6:].add(tau)
 

@@ -66,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
+from . import _chains
 from ._dynamics import accelerations, panel_geometry
 from ._math import mrp_bmat, tilde
 from ._scenario import Scenario
@@ -144,12 +145,24 @@ def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
     )
     Is = jnp.diagonal(p.IPntS_S, axis1=-2, axis2=-1)
     IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, Is, geom.dcm_SB)
-    return BodyJacobians(
+    bj = BodyJacobians(
         J_v=jnp.concatenate([hub_v[None], pan_v], 0),
         J_w=jnp.concatenate([hub_w[None], pan_w], 0),
         mass=jnp.concatenate([hub.mHub[None], p.mass]),
         inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0),
     )
+    if spacecraft.chains:  # chain panels: their hinge columns follow the single panels'
+        nC = _chains.chain_count(spacecraft.chains)
+        dof = 6 + n + nC
+        pad = lambda J: jnp.pad(J, ((0, 0), (0, 0), (0, nC)))
+        Jv, Jw, mc, Ic = _chains.chain_body_jacobians(spacecraft.chains, dof, 6 + n)
+        bj = BodyJacobians(
+            J_v=jnp.concatenate([pad(bj.J_v), Jv], 0),
+            J_w=jnp.concatenate([pad(bj.J_w), Jw], 0),
+            mass=jnp.concatenate([bj.mass, mc]),
+            inertia=jnp.concatenate([bj.inertia, Ic], 0),
+        )
+    return bj
 
 
 def mass_matrix(spacecraft: Spacecraft) -> Float[Array, "dof dof"]:
@@ -166,14 +179,19 @@ def _rest_spacecraft(spacecraft: Spacecraft) -> Spacecraft:
     p = spacecraft.panels
     z = jnp.zeros_like(p.k)
     p = eqx.tree_at(lambda q: (q.motorTorque, q.thetaDotRef), p, (z, z))
-    return Spacecraft(spacecraft.hub, p, None)
+    chains = tuple(
+        eqx.tree_at(lambda c: (c.motorTorque, c.thetaDotRef), ch, (jnp.zeros_like(ch.k), jnp.zeros_like(ch.k)))
+        for ch in spacecraft.chains
+    )
+    return Spacecraft(spacecraft.hub, p, None, chains)
 
 
 def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
     """$A = \\partial \\dot z / \\partial z$ at the rest equilibrium, $z = (x_B, \\phi_B, \\delta\\theta, v_B, \\omega,
     \\dot\\theta)$, by forward-mode autodiff of the simulator's `accelerations` ($\\sigma_{BN} = \\phi_B/4$)."""
     sc = _rest_spacecraft(spacecraft)
-    n = sc.panels.count
+    n = sc.panels.count + _chains.chain_count(sc.chains)
+    thetaRef = _chains.hinge_param(sc, "thetaRef")
     dof = 6 + n
     dtype = jnp.result_type(sc.hub.mHub)
     zero3 = jnp.zeros(3, dtype)
@@ -185,7 +203,7 @@ def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
             v_BN_N=u[:3],
             sigma_BN=q[3:6] / 4.0,
             omega_BN_B=u[3:6],
-            theta=sc.panels.thetaRef + q[6:],
+            theta=thetaRef + q[6:],
             thetaDot=u[6:],
         )
         rDDot_N, omegaDot, thetaDDot = accelerations(sc, state, zero3, zero3, zero3, 0.0)
@@ -197,12 +215,11 @@ def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
 
 @eqx.filter_jit
 def _linearize(sc: Spacecraft) -> Linearization:
-    p = sc.panels
-    n = p.count
+    n = sc.panels.count + _chains.chain_count(sc.chains)
     dtype = jnp.result_type(sc.hub.mHub)
     zeros6 = jnp.zeros(6, dtype)
-    K = jnp.diag(jnp.concatenate([zeros6, p.k]))
-    C = jnp.diag(jnp.concatenate([zeros6, p.c]))
+    K = jnp.diag(jnp.concatenate([zeros6, _chains.hinge_param(sc, "k")]))
+    C = jnp.diag(jnp.concatenate([zeros6, _chains.hinge_param(sc, "c")]))
     names = HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in _panel_names(sc))
     assert len(names) == 6 + n
     return Linearization(M=mass_matrix(sc), C=C, K=K, A=state_matrix(sc), dof_names=names)
@@ -226,7 +243,8 @@ def linearize(model: Scenario | Spacecraft) -> Linearization:
 def _panel_names(sc: Spacecraft) -> tuple[str, ...]:
     n = sc.panels.count
     names = tuple(sc.panels.names)
-    return names if len(names) == n else tuple(f"p{i}" for i in range(n))
+    names = names if len(names) == n else tuple(f"p{i}" for i in range(n))
+    return names + _chains.chain_panel_names(sc.chains)
 
 
 def reduced_matrices(
@@ -234,14 +252,13 @@ def reduced_matrices(
 ) -> tuple[Float[Array, "panels panels"], Float[Array, "panels panels"], Float[Array, "panels panels"]]:
     """$(M_r, C_r, K_r)$ in the hinge coordinates: free (hub condensed) or clamped (hub removed)."""
     check_boundary(boundary)
-    p = spacecraft.panels
     M = mass_matrix(spacecraft)
     Mtt = M[6:, 6:]
     if boundary == "free":
         Mht = M[:6, 6:]
         Mtt = Mtt - Mht.T @ jnp.linalg.solve(M[:6, :6], Mht)
     Mtt = 0.5 * (Mtt + Mtt.T)
-    return Mtt, jnp.diag(p.c), jnp.diag(p.k)
+    return Mtt, jnp.diag(_chains.hinge_param(spacecraft, "c")), jnp.diag(_chains.hinge_param(spacecraft, "k"))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -449,7 +466,7 @@ def _safe_sqrt(x):
 
 
 def _modes(sc: Spacecraft, boundary: str) -> Modes:
-    n = sc.panels.count
+    n = sc.panels.count + _chains.chain_count(sc.chains)
     names = _panel_names(sc)
     participants = ("hub_translation", "hub_rotation", *names)
     dof_names = HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in names)
@@ -699,7 +716,7 @@ def measure_modes(
     check_boundary(boundary)
     sc = _rest_spacecraft(_spacecraft_of(model))
     m = modes(sc, boundary)
-    n = sc.panels.count
+    n = sc.panels.count + _chains.chain_count(sc.chains)
     names = _panel_names(sc)
     f_model = np.asarray(m.frequency_hz)
     z_model = np.asarray(m.damping_ratio)
@@ -711,9 +728,10 @@ def measure_modes(
     if boundary == "clamped":
         hub = sc.hub
         sim_sc = Spacecraft(
-            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None
+            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None,
+            sc.chains,
         )
-    thetaRef = np.asarray(sc.panels.thetaRef)
+    thetaRef = np.asarray(_chains.hinge_param(sc, "thetaRef"))
     th0, thd0, om0, panel_idx, osc = [], [], [], [], []
     for j in range(n):
         lam, x, u = complex_mode_state(sc, j, boundary)

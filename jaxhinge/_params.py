@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _chains
 from ._scenario import Scenario
 
 # field -> (kind, owner); kind: "scalar" | "vector" | "inertia" | "rotation"
@@ -31,6 +32,8 @@ _PANEL_FIELDS = {
     "dcm_HB": "rotation",
 }
 _PANEL_INITIAL = ("thetaInit", "thetaDotInit")
+# chain panels ("<chain panel name>.<field>"): per-panel fields; the hinge position/frame belong to the chain
+_CHAIN_PANEL_FIELDS = {f: k for f, k in _PANEL_FIELDS.items() if f not in ("r_HB_B", "dcm_HB")} | {"l": "scalar"}
 _HUB_FIELDS = {
     "mHub": "scalar",
     "IHubPntBc_B": "inertia",
@@ -48,6 +51,8 @@ def parameter_names(scenario: Scenario) -> tuple[str, ...]:
     names = [f"hub.{f}" for f in _HUB_FIELDS]
     for p in scenario.spacecraft.panels.names or _default_names(scenario):
         names += [f"{p}.{f}" for f in _PANEL_FIELDS]
+    for p in _chains.chain_panel_names(scenario.spacecraft.chains):
+        names += [f"{p}.{f}" for f in _CHAIN_PANEL_FIELDS]
     return tuple(names)
 
 
@@ -67,7 +72,20 @@ def _resolve(scenario: Scenario, name: str) -> tuple[str, str, int | None]:
     panels = _panel_names(scenario)
     if owner in panels and field in _PANEL_FIELDS:
         return _PANEL_FIELDS[field], field, panels.index(owner)
+    cnames = _chains.chain_panel_names(scenario.spacecraft.chains)
+    if owner in cnames and field in _CHAIN_PANEL_FIELDS:  # chain panels: hinge index after the single panels
+        return _CHAIN_PANEL_FIELDS[field], field, len(panels) + cnames.index(owner)
     raise ValueError(name)
+
+
+def _chain_of(scenario: Scenario, i: int) -> tuple[int, int]:
+    """Global hinge index `i` of a chain panel -> (chain index, index within the chain)."""
+    j = i - scenario.spacecraft.panels.count
+    for ci, ch in enumerate(scenario.spacecraft.chains):
+        if j < ch.count:
+            return ci, j
+        j -= ch.count
+    raise IndexError(i)
 
 
 def _nominal(scenario: Scenario, kind: str, field: str, i: int | None) -> np.ndarray:
@@ -80,6 +98,9 @@ def _nominal(scenario: Scenario, kind: str, field: str, i: int | None) -> np.nda
     if i is None:
         src = init if field in _HUB_INITIAL else sc.hub
         return np.asarray(getattr(src, field), dtype=float)
+    if field not in _PANEL_INITIAL and i >= sc.panels.count:
+        ci, j = _chain_of(scenario, i)
+        return np.asarray(np.asarray(getattr(sc.chains[ci], field), dtype=float)[j])
     src = init if field in _PANEL_INITIAL else sc.panels
     return np.asarray(np.asarray(getattr(src, field), dtype=float)[i])
 
@@ -125,6 +146,16 @@ def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Sce
             old = getattr(scenario.initial, field)
             scenario = eqx.tree_at(lambda s, f=field: getattr(s.initial, f), scenario, old.at[i].set(value))
             continue
+        if i >= sc.panels.count:  # a chain panel
+            ci, j = _chain_of(scenario, i)
+            old = getattr(sc.chains[ci], field)
+            if kind == "inertia":
+                d = jnp.sqrt(value)
+                value = old[j] * d[:, None] * d[None, :]
+            scenario = eqx.tree_at(
+                lambda s, f=field, ci=ci: getattr(s.spacecraft.chains[ci], f), scenario, old.at[j].set(value)
+            )
+            continue
         old = getattr(sc.panels, field)
         if kind == "inertia":
             d = jnp.sqrt(value)
@@ -150,5 +181,8 @@ def current_value(scenario: Scenario, name: str):
     if i is None:
         src = scenario.initial if field in _HUB_INITIAL else scenario.spacecraft.hub
         return jnp.asarray(getattr(src, field), dtype=float)
+    if field not in _PANEL_INITIAL and i >= scenario.spacecraft.panels.count:
+        ci, j = _chain_of(scenario, i)
+        return jnp.asarray(getattr(scenario.spacecraft.chains[ci], field), dtype=float)[j]
     src = scenario.initial if field in _PANEL_INITIAL else scenario.spacecraft.panels
     return jnp.asarray(getattr(src, field), dtype=float)[i]

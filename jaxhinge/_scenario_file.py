@@ -33,6 +33,25 @@ thetaRef = 0.0          # rad, default 0
 thetaDotRef = 0.0       # rad/s, default 0
 motorTorque = 0.0       # N m, default 0
 
+[[chains]]              # zero or more: chains of panels hinged edge to edge (folding arrays)
+name = "wing"           # optional, default "chain<index>"; unique, [A-Za-z_][A-Za-z0-9_]*
+r_HB_B = [0.5, 0.0, 1.0]                                            # required: first hinge, on the hub, m
+dcm_HB = [[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]      # required; every hinge axis is h2
+
+[[chains.panels]]       # one or more, root (hinged to the hub) first
+name = "wing_1"         # optional, default "<chain name>_<1-based position>"; unique among ALL panels
+mass = 60.0             # required, kg, > 0
+IPntS_S = [[60.0, 0.0, 0.0], [0.0, 30.0, 0.0], [0.0, 0.0, 35.0]]    # required, kg m^2, diagonal, > 0
+d = 0.8                 # required, m, > 0: this panel's hinge to its CoM, along -s1
+l = 1.7                 # m, > 0: this panel's hinge to the next one, along -s1 (required except on the last)
+k = 250.0               # required, N m/rad, >= 0
+c = 3.0                 # N m s/rad, >= 0, default 0
+thetaInit = 0.08        # rad, default 0: RELATIVE to the previous panel (to the hinge frame H for the root)
+thetaDotInit = 0.0      # rad/s, default 0 (relative)
+thetaRef = 0.0          # rad, default 0 (relative)
+thetaDotRef = 0.0       # rad/s, default 0 (relative)
+motorTorque = 0.0       # N m, default 0 (between this panel and the previous one)
+
 [gravity]               # optional; absent = no gravity
 mu = 3.986004415e14     # m^3/s^2, > 0
 
@@ -71,6 +90,7 @@ from typing import Any
 
 import numpy as np
 
+from ._chains import Chain
 from ._loads import Loads, Pulses
 from ._scenario import INTEGRATORS, Scenario, SimulationConfig
 from ._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
@@ -103,7 +123,24 @@ class ScenarioError(ValueError):
 # Schema
 # ------------------------------------------------------------------------------------------------------------
 
-_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation")
+_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains")
+_CHAIN_KEYS = ("name", "r_HB_B", "dcm_HB", "panels")
+_CHAIN_REQUIRED = ("r_HB_B", "dcm_HB", "panels")
+_CHAIN_PANEL_KEYS = (
+    "name",
+    "mass",
+    "IPntS_S",
+    "d",
+    "l",
+    "k",
+    "c",
+    "thetaInit",
+    "thetaDotInit",
+    "thetaRef",
+    "thetaDotRef",
+    "motorTorque",
+)
+_CHAIN_PANEL_REQUIRED = ("mass", "IPntS_S", "d", "k")
 _HUB_KEYS = ("mHub", "IHubPntBc_B", "r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit")
 _HUB_REQUIRED = ("mHub", "IHubPntBc_B")
 _PANEL_KEYS = (
@@ -140,6 +177,8 @@ _DESCRIPTION = {
     "k": "hinge spring stiffness, N m/rad, >= 0",
     "r_HB_B": "hinge point relative to B, B frame, 3 numbers, m",
     "dcm_HB": "[HB], rows h1 h2 h3 in B components, 3x3 proper rotation",
+    "l": "hinge to next hinge distance, m, > 0 (required on every chain panel but the last)",
+    "panels": "the chain's panels, [[chains.panels]], root first, at least one",
     "mu": "gravitational parameter, m^3/s^2, > 0",
     "t_start": "pulse start time, s, >= 0",
     "t_end": "pulse end time, s, > t_start",
@@ -410,6 +449,7 @@ class _Parsed:
     loads: dict[str, Any] | None
     pulses: dict[str, Any] | None
     simulation: SimulationConfig
+    chains: list = dataclasses.field(default_factory=list)  # [(chain name, panel names, {key: array})]
 
 
 def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
@@ -450,32 +490,105 @@ def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
     return out
 
 
-def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, int]) -> tuple[str, dict[str, Any]]:
-    # The name first: it labels every other message about this panel.
-    if "name" in panel:
-        name = panel["name"]
+def _check_name(ck: _Checker, table: Mapping, where: str, default_name: str, taken: dict, what: str) -> str:
+    """The `name` of a panel or chain (or its default), checked for syntax and uniqueness in `taken`
+    (name -> where it was first used)."""
+    if "name" in table:
+        name = table["name"]
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             rule = "must be a non-empty string matching [A-Za-z_][A-Za-z0-9_]*"
             if not isinstance(name, str):
                 rule += f", got {_kind(name)}"
-            raise ck.bad(f"panels[{i}].name", name, rule)
+            raise ck.bad(f"{where}.name", name, rule)
         default = ""
     else:
-        name = f"p{i}"
+        name = default_name
         default = " (the default name)"
     if name in taken:
         raise ck.bad(
-            f"panels[{i}].name",
+            f"{where}.name",
             name,
-            f"duplicate panel name{default}, already used by panels[{taken[name]}]; "
-            "panel names must be unique",
+            f"duplicate {what} name{default}, already used by {taken[name]}; {what} names must be unique",
         )
-    taken[name] = i
+    taken[name] = where
+    return name
+
+
+def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    # The name first: it labels every other message about this panel.
+    name = _check_name(ck, panel, f"panels[{i}]", f"p{i}", taken, "panel")
 
     label = f"panels[{i}] ({_toml_str(name)})"
     ck.keys(panel, label, _PANEL_KEYS, _PANEL_REQUIRED, _ALIASES["panel"])
     out: dict[str, Any] = {}
     out["mass"] = ck.positive(panel["mass"], f"{label}.mass", "kg")
+    out["IPntS_S"] = _check_panel_inertia(ck, panel, label)
+    out["d"] = ck.positive(panel["d"], f"{label}.d", "m")
+    out["k"] = ck.nonnegative(panel["k"], f"{label}.k", "N m/rad")
+    out["c"] = ck.nonnegative(panel["c"], f"{label}.c", "N m s/rad") if "c" in panel else 0.0
+    out["r_HB_B"] = ck.array(panel["r_HB_B"], f"{label}.r_HB_B", (3,))
+    out["dcm_HB"] = _check_dcm(ck, panel["dcm_HB"], f"{label}.dcm_HB")
+    for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
+        out[key] = ck.number(panel[key], f"{label}.{key}") if key in panel else 0.0
+    return name, out
+
+
+def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken: dict):
+    """One `[[chains]]` entry -> (chain name, panel names, {key: stacked array})."""
+    name = _check_name(ck, chain, f"chains[{i}]", f"chain{i}", chain_taken, "chain")
+    label = f"chains[{i}] ({_toml_str(name)})"
+    ck.keys(chain, label, _CHAIN_KEYS, _CHAIN_REQUIRED, {"panel": "panels"})
+    r_HB_B = ck.array(chain["r_HB_B"], f"{label}.r_HB_B", (3,))
+    dcm_HB = _check_dcm(ck, chain["dcm_HB"], f"{label}.dcm_HB")
+    raw = _unwrap(chain["panels"])
+    if not isinstance(raw, list) or not raw:
+        raise ck.bad(
+            f"{label}.panels",
+            raw,
+            "must be a non-empty array of tables ([[chains.panels]] in TOML, root panel first), "
+            f"got {_kind(raw) if isinstance(raw, list) is False else 'an empty array'}",
+        )
+    L = len(raw)
+    names, rows = [], []
+    for j, panel in enumerate(raw):
+        where = f"{label}.panels[{j}]"
+        panel = ck.table(panel, where, "[[chains.panels]]")
+        pname = _check_name(ck, panel, where, f"{name}_{j + 1}", taken, "panel")
+        plabel = f"{where} ({_toml_str(pname)})"
+        ck.keys(panel, plabel, _CHAIN_PANEL_KEYS, _CHAIN_PANEL_REQUIRED, _ALIASES["panel"])
+        out: dict[str, Any] = {}
+        out["mass"] = ck.positive(panel["mass"], f"{plabel}.mass", "kg")
+        out["IPntS_S"] = _check_panel_inertia(ck, panel, plabel)
+        out["d"] = ck.positive(panel["d"], f"{plabel}.d", "m")
+        if j < L - 1:
+            if "l" not in panel:
+                raise ck.fail(
+                    plabel,
+                    f"missing required key 'l' (hinge to next hinge distance, m, > 0): panel {j + 1} of {L} "
+                    "in the chain needs it (only the last panel may omit it)",
+                )
+            out["l"] = ck.positive(panel["l"], f"{plabel}.l", "m, hinge to next hinge distance")
+        else:
+            out["l"] = (
+                ck.nonnegative(panel["l"], f"{plabel}.l", "m; unused on the last panel") if "l" in panel else 0.0
+            )
+        out["k"] = ck.nonnegative(panel["k"], f"{plabel}.k", "N m/rad")
+        out["c"] = ck.nonnegative(panel["c"], f"{plabel}.c", "N m s/rad") if "c" in panel else 0.0
+        for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
+            out[key] = ck.number(panel[key], f"{plabel}.{key}") if key in panel else 0.0
+        names.append(pname)
+        rows.append(out)
+    arrays = {
+        key: np.array([r[key] for r in rows], dtype=float).reshape((L, 3, 3) if key == "IPntS_S" else (L,))
+        for key in _CHAIN_PANEL_KEYS
+        if key != "name"
+    }
+    arrays["r_HB_B"] = r_HB_B
+    arrays["dcm_HB"] = dcm_HB
+    return name, tuple(names), arrays
+
+
+def _check_panel_inertia(ck: _Checker, panel: Mapping, label: str) -> np.ndarray:
 
     field = f"{label}.IPntS_S"
     inertia = ck.array(panel["IPntS_S"], field, (3, 3))
@@ -498,20 +611,16 @@ def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, int]) ->
                     f"or below {_DIAG_RTOL:g} * max diagonal): "
                     "Basilisk assumes the panel frame S is principal and uses only the diagonal",
                 )
-    out["IPntS_S"] = inertia
+    return inertia
 
-    out["d"] = ck.positive(panel["d"], f"{label}.d", "m")
-    out["k"] = ck.nonnegative(panel["k"], f"{label}.k", "N m/rad")
-    out["c"] = ck.nonnegative(panel["c"], f"{label}.c", "N m s/rad") if "c" in panel else 0.0
-    out["r_HB_B"] = ck.array(panel["r_HB_B"], f"{label}.r_HB_B", (3,))
 
-    field = f"{label}.dcm_HB"
-    dcm = ck.array(panel["dcm_HB"], field, (3, 3))
+def _check_dcm(ck: _Checker, value: Any, field: str) -> np.ndarray:
+    dcm = ck.array(value, field, (3, 3))
     ortho = np.max(np.abs(dcm @ dcm.T - np.eye(3)))
     if not ortho <= _DCM_TOL:
         raise ck.bad(
             field,
-            panel["dcm_HB"],
+            value,
             f"not orthonormal (max |[HB][HB]^T - I| = {ortho:.3g} > {_DCM_TOL:g}); "
             "must be a proper rotation matrix (rows h1, h2, h3 in B components)",
         )
@@ -519,15 +628,11 @@ def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, int]) ->
     if not abs(det - 1.0) <= _DCM_TOL:
         raise ck.bad(
             field,
-            panel["dcm_HB"],
+            value,
             f"determinant is {det:.6g}, not +1 (a reflection); must be a proper rotation matrix "
             "(rows h1, h2, h3 in B components, h3 = h1 x h2)",
         )
-    out["dcm_HB"] = dcm
-
-    for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
-        out[key] = ck.number(panel[key], f"{label}.{key}") if key in panel else 0.0
-    return name, out
+    return dcm
 
 
 def _check_load_vectors(ck: _Checker, table: Mapping, where: str) -> dict[str, np.ndarray]:
@@ -619,7 +724,7 @@ def _check_all(data: Any, ck: _Checker) -> _Parsed:
         raise ck.bad(
             "panels", raw_panels, f"must be an array of tables ([[panels]] in TOML), got {_kind(raw_panels)}"
         )
-    taken: dict[str, int] = {}
+    taken: dict[str, str] = {}
     names, per_panel = [], []
     for i, panel in enumerate(raw_panels):
         panel = ck.table(panel, f"panels[{i}]", "[[panels]]")
@@ -633,6 +738,17 @@ def _check_all(data: Any, ck: _Checker) -> _Parsed:
         for key in _PANEL_KEYS
         if key != "name"
     }
+
+    raw_chains = _unwrap(data.get("chains", []))
+    if not isinstance(raw_chains, list):
+        raise ck.bad(
+            "chains", raw_chains, f"must be an array of tables ([[chains]] in TOML), got {_kind(raw_chains)}"
+        )
+    chain_taken: dict[str, str] = {}
+    chains = [
+        _check_chain(ck, ck.table(ch, f"chains[{i}]", "[[chains]]"), i, taken, chain_taken)
+        for i, ch in enumerate(raw_chains)
+    ]
 
     mu = None
     if "gravity" in data:
@@ -675,7 +791,7 @@ def _check_all(data: Any, ck: _Checker) -> _Parsed:
         if "simulation" in data
         else SimulationConfig()
     )
-    return _Parsed(hub, panels, tuple(names), mu, loads, pulses, sim)
+    return _Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains)
 
 
 def _build(p: _Parsed) -> Scenario:
@@ -685,13 +801,21 @@ def _build(p: _Parsed) -> Scenario:
         names=p.names,
     )
     gravity = None if p.mu is None else PointMassGravity(mu=p.mu)
+    chains = tuple(
+        Chain(
+            **{k: a[k] for k in (*_CHAIN_PANEL_KEYS[1:], "r_HB_B", "dcm_HB") if k not in ("thetaInit", "thetaDotInit")},
+            name=cname,
+            names=pnames,
+        )
+        for cname, pnames, a in p.chains
+    )
     initial = InitialState(
         r_CN_NInit=p.hub["r_CN_NInit"],
         v_CN_NInit=p.hub["v_CN_NInit"],
         sigma_BNInit=p.hub["sigma_BNInit"],
         omega_BN_BInit=p.hub["omega_BN_BInit"],
-        thetaInit=p.panels["thetaInit"],
-        thetaDotInit=p.panels["thetaDotInit"],
+        thetaInit=np.concatenate([p.panels["thetaInit"], *[a["thetaInit"] for _, _, a in p.chains]]),
+        thetaDotInit=np.concatenate([p.panels["thetaDotInit"], *[a["thetaDotInit"] for _, _, a in p.chains]]),
     )
     if p.loads is None:
         loads = Loads()
@@ -699,7 +823,7 @@ def _build(p: _Parsed) -> Scenario:
         pulses = None if p.pulses is None else Pulses(**p.pulses)
         loads = Loads(**p.loads, pulses=pulses)
     return Scenario(
-        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity),
+        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity, chains=chains),
         initial=initial,
         loads=loads,
         simulation=p.simulation,
@@ -836,9 +960,12 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         "sigma_BNInit": _host(ini.sigma_BNInit, (3,), "initial.sigma_BNInit"),
         "omega_BN_BInit": _host(ini.omega_BN_BInit, (3,), "initial.omega_BN_BInit"),
     }
+    n_all = n + sum(int(np.shape(ch.mass)[-1]) for ch in sc.chains)
+    th0 = _host(ini.thetaInit, (n_all,), "initial.thetaInit")
+    thd0 = _host(ini.thetaDotInit, (n_all,), "initial.thetaDotInit")
     sources = {k: getattr(pan, k) for k in _PANEL_KEYS if k not in ("name", "thetaInit", "thetaDotInit")}
-    sources["thetaInit"] = ini.thetaInit
-    sources["thetaDotInit"] = ini.thetaDotInit
+    sources["thetaInit"] = th0[:n]
+    sources["thetaDotInit"] = thd0[:n]
     columns = {
         k: _host(v, (n, *({"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}.get(k, ()))), f"panels.{k}")
         for k, v in sources.items()
@@ -853,6 +980,36 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     out: dict[str, Any] = {"hub": hub}
     if panels:
         out["panels"] = panels
+    chains, i0 = [], n
+    for ci, ch in enumerate(sc.chains):
+        L = int(np.shape(ch.mass)[-1])
+        pnames = tuple(ch.names) if len(ch.names) == L else tuple(f"{ch.name}_{j + 1}" for j in range(L))
+        cols = {
+            k: _host(getattr(ch, k), (L, 3, 3) if k == "IPntS_S" else (L,), f"chains[{ci}].{k}")
+            for k in _CHAIN_PANEL_KEYS[1:]
+            if k not in ("thetaInit", "thetaDotInit")
+        }
+        cols["thetaInit"] = th0[i0 : i0 + L]
+        cols["thetaDotInit"] = thd0[i0 : i0 + L]
+        i0 += L
+        cpanels = []
+        for j in range(L):
+            row: dict[str, Any] = {"name": pnames[j]}
+            for k in _CHAIN_PANEL_KEYS[1:]:
+                if k == "l" and j == L - 1 and cols[k][j] == 0.0:
+                    continue  # unused on the last panel
+                row[k] = cols[k][j]
+            cpanels.append(row)
+        chains.append(
+            {
+                "name": ch.name,
+                "r_HB_B": _host(ch.r_HB_B, (3,), f"chains[{ci}].r_HB_B"),
+                "dcm_HB": _host(ch.dcm_HB, (3, 3), f"chains[{ci}].dcm_HB"),
+                "panels": cpanels,
+            }
+        )
+    if chains:
+        out["chains"] = chains
     if sc.gravity is not None:
         out["gravity"] = {"mu": _host(sc.gravity.mu, (), "gravity.mu")}
     load_table: dict[str, Any] = {k: _host(getattr(loads, k), (3,), f"loads.{k}") for k in _LOAD_VECTORS}

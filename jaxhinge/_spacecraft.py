@@ -68,11 +68,14 @@ class PointMassGravity(eqx.Module):
 
 
 class Spacecraft(eqx.Module):
-    """Hub + panels (+ optional gravity). Structure (number of panels, gravity on/off) is static."""
+    """Hub + panels (+ optional gravity) (+ optional chains of panels, a tuple of `_chains.Chain`).
+    Structure (number of panels, chain lengths, gravity on/off) is static. Hinge vectors (`State.theta`, ...)
+    hold the single panels first, then the chain panels chain by chain, root first."""
 
     hub: Hub
     panels: Panels
     gravity: PointMassGravity | None = None
+    chains: tuple = ()
 
 
 class InitialState(eqx.Module):

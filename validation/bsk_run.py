@@ -109,6 +109,91 @@ def _ns(seconds, what, step_ns=None):
     return ns
 
 
+def _concat_getter(fns):
+    return lambda t: np.concatenate([f(t) for f in fns])
+
+
+CHAIN_KEYS = {"mass", "IPntS_S", "d", "l", "k", "c", "thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef",
+              "motorTorque", "name"}
+
+
+def _add_chains(sc, chains, keep):
+    """Add each `[[chains]]` entry as a Basilisk chain effector; return [(effector, state names, length)].
+
+    - 2 panels: `dualHingedRigidBodyStateEffector` (any two panels; `l` of panel 1 is `l1`; `thetaRef` and
+      `thetaDotRef` must be 0 (it has none); motor torques through its `motorTorqueInMsg`).
+    - otherwise: `nHingedRigidBodyStateEffector`, whose equations hold only for identical panels with
+      hinge-to-hinge length `l = 2 d` (Basilisk PR #1530): anything else is refused; `thetaRef` -> `theta_0`,
+      `thetaDotRef` and `motorTorque` must be 0 (it has neither).
+    """
+    from Basilisk.architecture import messaging
+    from Basilisk.simulation import dualHingedRigidBodyStateEffector, nHingedRigidBodyStateEffector
+
+    out = []
+    for j, ch in enumerate(chains):
+        ps = ch["panels"]
+        for i, p in enumerate(ps):
+            unknown = set(p) - CHAIN_KEYS
+            if unknown:
+                raise ValueError(f"chains[{j}].panels[{i}]: unknown keys {sorted(unknown)}")
+            if float(p.get("thetaDotRef", 0.0)) != 0.0:
+                raise ValueError(f"chains[{j}].panels[{i}].thetaDotRef: Basilisk's chain effectors have none")
+        if len(ps) == 2:
+            e = dualHingedRigidBodyStateEffector.DualHingedRigidBodyStateEffector()
+            e.ModelTag = f"chain_{ch.get('name', j)}"
+            p1, p2 = ps
+            for i, p in enumerate(ps):
+                if float(p.get("thetaRef", 0.0)) != 0.0:
+                    raise ValueError(f"chains[{j}].panels[{i}].thetaRef: dualHinged has no reference angle")
+            e.mass1, e.mass2 = float(p1["mass"]), float(p2["mass"])
+            e.IPntS1_S1, e.IPntS2_S2 = _mat(p1["IPntS_S"]), _mat(p2["IPntS_S"])
+            e.d1, e.d2, e.l1 = float(p1["d"]), float(p2["d"]), float(p1["l"])
+            e.k1, e.k2, e.c1, e.c2 = float(p1["k"]), float(p2["k"]), float(p1["c"]), float(p2["c"])
+            e.r_H1B_B = _col(ch["r_HB_B"])
+            e.dcm_H1B = _mat(ch["dcm_HB"])
+            e.theta1Init, e.theta1DotInit = float(p1["thetaInit"]), float(p1["thetaDotInit"])
+            e.theta2Init, e.theta2DotInit = float(p2["thetaInit"]), float(p2["thetaDotInit"])
+            e.nameOfTheta1State, e.nameOfTheta1DotState = f"chain{j}Theta1", f"chain{j}Theta1Dot"
+            e.nameOfTheta2State, e.nameOfTheta2DotState = f"chain{j}Theta2", f"chain{j}Theta2Dot"
+            u = [float(p.get("motorTorque", 0.0)) for p in ps]
+            if any(u):
+                pl = messaging.ArrayMotorTorqueMsgPayload()
+                pl.motorTorque = u
+                msg = messaging.ArrayMotorTorqueMsg().write(pl)
+                e.motorTorqueInMsg.subscribeTo(msg)
+                keep += [pl, msg]
+            names = {"theta": [e.nameOfTheta1State, e.nameOfTheta2State],
+                     "thetaDot": [e.nameOfTheta1DotState, e.nameOfTheta2DotState]}
+        else:
+            ref = ps[0]
+            for i, p in enumerate(ps):
+                same = all(np.array_equal(np.asarray(p[k], float), np.asarray(ref[k], float))
+                           for k in ("mass", "IPntS_S", "d", "k", "c"))
+                if not same or (i < len(ps) - 1 and float(p["l"]) != 2.0 * float(p["d"])):
+                    raise ValueError(
+                        f"chains[{j}]: nHingedRigidBodyStateEffector needs identical panels with l = 2 d"
+                    )
+                if float(p.get("motorTorque", 0.0)) != 0.0:
+                    raise ValueError(f"chains[{j}].panels[{i}].motorTorque: nHinged has no motor input")
+            e = nHingedRigidBodyStateEffector.NHingedRigidBodyStateEffector()
+            e.ModelTag = f"chain_{ch.get('name', j)}"
+            e.r_HB_B = _col(ch["r_HB_B"])
+            e.dcm_HB = _mat(ch["dcm_HB"])
+            e.nameOfThetaState, e.nameOfThetaDotState = f"chain{j}Theta", f"chain{j}ThetaDot"
+            for p in ps:
+                hp = nHingedRigidBodyStateEffector.HingedPanel()
+                hp.mass, hp.IPntS_S, hp.d = float(p["mass"]), _mat(p["IPntS_S"]), float(p["d"])
+                hp.k, hp.c = float(p["k"]), float(p["c"])
+                hp.thetaInit, hp.thetaDotInit = float(p["thetaInit"]), float(p["thetaDotInit"])
+                hp.theta_0 = float(p.get("thetaRef", 0.0))
+                e.addHingedPanel(hp)
+                keep.append(hp)
+            names = {"theta": e.nameOfThetaState, "thetaDot": e.nameOfThetaDotState}
+        sc.addStateEffector(e)
+        out.append((e, names, len(ps)))
+    return out
+
+
 def _segments(loads, t_end_ns, dt_ns):
     """Split [0, t_end] at pulse edges; return [(stop_ns, {key: 3-vector})] with the loads active in each."""
     const = {k: np.array(loads.get(k, [0.0, 0.0, 0.0]), dtype=float) for k in LOAD_KEYS}
@@ -219,6 +304,8 @@ def run(scenario, *, record=True):
         sc.addStateEffector(e)
         panels.append(e)
 
+    chain_states = _add_chains(sc, scenario.get("chains", []), keep)
+
     mu = float(scenario.get("gravity", {}).get("mu", 0.0))
     if mu > 0.0:
         earth = gravityEffector.GravBodyData()
@@ -245,6 +332,8 @@ def run(scenario, *, record=True):
     sim.AddModelToTask("task", sc)
     for e in panels:
         sim.AddModelToTask("task", e)
+    for e, _, _ in chain_states:
+        sim.AddModelToTask("task", e)
 
     if not record:
         wall, cpu = _execute(sim, ft, segments)
@@ -264,6 +353,28 @@ def run(scenario, *, record=True):
         sim.AddModelToTask("task", c)
         th_recs.append(r)
         cfg_recs.append(c)
+    for e, _, n_ch in chain_states:  # chain panels' config logs follow the single panels'
+        msgs = (e.dualHingedRigidBodyConfigLogOutMsgs if hasattr(e, "dualHingedRigidBodyConfigLogOutMsgs")
+                else e.nHingedRigidBodyConfigLogOutMsgs)
+        for i in range(n_ch):
+            c = msgs[i].recorder(save_ns)
+            sim.AddModelToTask("task", c)
+            cfg_recs.append(c)
+    chain_log = None
+    if chain_states:
+        from Basilisk.utilities import pythonVariableLogger
+
+        def getter(name):
+            return lambda _: np.asarray(sc.dynManager.getStateObject(name).getState(), dtype=float).ravel()
+
+        fns = {}
+        for j, (_, names, _) in enumerate(chain_states):
+            for q in ("theta", "thetaDot"):
+                fns[f"c{j}_{q}"] = getter(names[q]) if isinstance(names[q], str) else _concat_getter(
+                    [getter(nm) for nm in names[q]]
+                )
+        chain_log = pythonVariableLogger.PythonVariableLogger(fns, save_ns)
+        sim.AddModelToTask("task", chain_log)
     em_names = ["totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"]
     em_log = sc.logger(em_names, save_ns)
     sim.AddModelToTask("task", em_log)
@@ -313,10 +424,18 @@ def run(scenario, *, record=True):
         "cpu_s": np.asarray(cpu),  # returned, not saved
         "bsk_version": np.asarray(importlib.metadata.version("bsk")),
     }
+    if chain_log is not None:
+        if np.any(np.asarray(chain_log.times(), dtype=np.int64) != expected):
+            raise RuntimeError("chain logger sample times do not match k*save_dt")
+        th = [out["theta"]] + [np.asarray(getattr(chain_log, f"c{j}_theta")).reshape(T, -1)
+                               for j in range(len(chain_states))]
+        thd = [out["thetaDot"]] + [np.asarray(getattr(chain_log, f"c{j}_thetaDot")).reshape(T, -1)
+                                   for j in range(len(chain_states))]
+        out["theta"], out["thetaDot"] = np.concatenate(th, 1), np.concatenate(thd, 1)
     for k in ("r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N", "sigma_BN", "omega_BN_B"):
         if out[k].shape != (T, 3):
             raise RuntimeError(f"{k}: unexpected shape {out[k].shape}")
-    assert N == out["theta"].shape[1]
+    assert N + sum(len(c["panels"]) for c in scenario.get("chains", [])) == out["theta"].shape[1]
     return out
 
 

@@ -1,0 +1,379 @@
+"""Chains of hinged panels (`jaxhinge/_chains.py`): non-identical panels, mixed with single panels.
+
+References:
+- Basilisk `nHingedRigidBodyStateEffector` (4 + 3 identical panels, its own test configuration) and
+  `dualHingedRigidBodyStateEffector` (non-identical pairs) trajectories: `tests/data/bsk/chain_*.{toml,npz}`,
+  compared to 1e-9 by `tests/test_basilisk_reference.py` (which runs every case in that folder; not repeated
+  here to avoid compiling the same programs twice). Here: that the set is there and what it covers.
+- The independent Kane / autodiff mass-matrix model (`_kane.py`, extended to chains, no shared code).
+- Conservation of energy and momentum (long undamped non-identical chain).
+- Known parameters recovered by a modal fit; scenario-file validation and exact round trip.
+"""
+
+import os
+import re
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import DATA
+from test_kane import _inertia, _rotation, random_spacecraft, random_state
+
+import jaxhinge as jh
+from jaxhinge import _chains
+from jaxhinge import _kane as kane
+from jaxhinge._batch import apply_parameters, parameter_names
+from jaxhinge._chains import Chain
+from jaxhinge._dynamics import accelerations
+from jaxhinge._modes import linearize
+from jaxhinge._spacecraft import Spacecraft, State
+
+BSK = os.path.join(DATA, "bsk")
+
+
+def random_chain(rng, L, name):
+    return Chain(
+        mass=rng.uniform(20.0, 120.0, L),
+        IPntS_S=np.stack([_inertia(rng, 10.0, 100.0, full=False) for _ in range(L)]),
+        d=rng.uniform(0.5, 2.0, L),
+        l=rng.uniform(1.0, 3.0, L),
+        k=rng.uniform(50.0, 500.0, L),
+        c=rng.uniform(0.5, 20.0, L),
+        r_HB_B=rng.normal(size=3),
+        dcm_HB=_rotation(rng),
+        thetaRef=rng.uniform(-0.3, 0.3, L),
+        thetaDotRef=rng.uniform(-0.2, 0.2, L),
+        motorTorque=rng.uniform(-3.0, 3.0, L),
+        name=name,
+    )
+
+
+def mixed(rng, n_single, lengths, gravity=False):
+    sc = random_spacecraft(rng, n_single, gravity=gravity)
+    chains = tuple(random_chain(rng, L, f"c{i}") for i, L in enumerate(lengths))
+    return Spacecraft(sc.hub, sc.panels, sc.gravity, chains)
+
+
+_acc = eqx.filter_jit(accelerations)
+_kacc = eqx.filter_jit(kane.accelerations)
+_kM = eqx.filter_jit(kane.mass_matrix)  # the Kane model runs slowly op by op: compile it
+
+
+@eqx.filter_jit
+def _kane_diagnostics(sc, st):
+    return (kane.kinetic_energy(sc, st), kane.angular_momentum_pntC_N(sc, st), kane.center_of_mass_N(sc, st),
+            kane.body_velocities_N(sc, st))  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Basilisk reference set (compared in test_basilisk_reference.py)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_basilisk_chain_references_present():
+    """The nHinged test configuration (4 + 3 identical panels, with and without gravity) and non-identical
+    dualHinged pairs are in the reference set that test_basilisk_reference.py compares to 1e-9."""
+    s = jh.load_scenario(os.path.join(BSK, "chain_nhinged_noGravity.toml"))
+    assert [ch.count for ch in s.spacecraft.chains] == [4, 3] and s.spacecraft.panels.count == 0
+    assert s.simulation.dt == 1e-4 and s.simulation.integrator == "rk4"
+    for ch in s.spacecraft.chains:  # Basilisk's nHinged test: identical panels, hinge-to-hinge 2d
+        assert np.all(np.asarray(ch.mass) == 50.0) and np.all(np.asarray(ch.l)[:-1] == 1.5)
+    s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
+    for ch in s.spacecraft.chains:  # non-identical pairs
+        assert ch.count == 2 and ch.mass[0] != ch.mass[1] and ch.d[0] != ch.d[1] and np.all(ch.c > 0)
+    ref = np.load(os.path.join(BSK, "chain_dual_mixed.npz"))
+    assert ref["theta"].shape[1] == 5 and ref["panel_r_SN_N"].shape[1] == 5
+    assert os.path.exists(os.path.join(BSK, "chain_dual_gravity.npz"))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Independent Kane model
+# ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gravity", [False, True])
+def test_accelerations_match_kane(gravity):
+    """Back-substitution (chains' E, F, G, v and their hub contributions) vs the dense (6+N) Kane solve, on
+    random non-identical chains mixed with single panels, random states, loads and motor torques."""
+    rng = np.random.default_rng(61 + gravity)
+    lengths = (4,) if gravity else (3, 2)
+    n_single = 1 if gravity else 2
+    worst = 0.0
+    for _ in range(3):
+        sc = mixed(rng, n_single, lengths, gravity)
+        n = n_single + sum(lengths)
+        st = random_state(rng, n, orbit=gravity)
+        loads = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3), rng.normal(size=n)
+        got, want = _acc(sc, st, *loads), _kacc(sc, st, *loads)
+        for g, w in zip(got, want):
+            worst = max(worst, float(jnp.max(jnp.abs(g - w)) / jnp.max(jnp.abs(w))))
+    assert worst < 1e-12, worst
+
+
+def test_diagnostics_match_kane():
+    """Energy, angular momentum about C, CoM and panel velocities (chain panels included) vs the Kane model's
+    body-by-body sums; the initial state puts the system CoM (chain panels included) at r_CN_NInit."""
+    rng = np.random.default_rng(7)
+    sc = mixed(rng, 2, (3, 2))
+    sc = _chains.with_hinge_params(sc, k=jnp.zeros(7))  # kinetic energy only
+    st = random_state(rng, 7)
+    d = jh.diagnostics(sc, st)
+    T, H, (r_C, v_C), (v_bodies, _) = _kane_diagnostics(sc, st)
+    np.testing.assert_allclose(d.totOrbEnergy + d.totRotEnergy, T, rtol=1e-13)
+    np.testing.assert_allclose(d.totRotAngMomPntC_N, H, rtol=1e-12)
+    np.testing.assert_allclose(d.r_CN_N, r_C, rtol=1e-13)
+    np.testing.assert_allclose(d.v_CN_N, v_C, rtol=1e-13)
+    np.testing.assert_allclose(d.panel_v_SN_N, v_bodies[1:], atol=1e-12)
+    ini = jh.InitialState(r_C, v_C, st.sigma_BN, st.omega_BN_B, st.theta, st.thetaDot)
+    st0 = jh.initial_state(sc, ini)
+    np.testing.assert_allclose(st0.r_BN_N, st.r_BN_N, atol=1e-12)
+    np.testing.assert_allclose(st0.v_BN_N, st.v_BN_N, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Conservation: a long undamped non-identical chain
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _long_chain(L=8, seed=8):
+    rng = np.random.default_rng(seed)
+    panels = []
+    for j in range(L):
+        p = {
+            "mass": float(rng.uniform(10, 60)),
+            "IPntS_S": np.diag(rng.uniform(5, 40, 3)).tolist(),
+            "d": float(rng.uniform(0.3, 0.8)),
+            "k": float(rng.uniform(50, 400)),
+            "thetaInit": float(rng.uniform(-0.3, 0.3)),
+            "thetaDotInit": float(rng.normal(scale=0.3)),
+            "thetaRef": float(rng.uniform(-0.2, 0.2)),
+        }
+        if j < L - 1:
+            p["l"] = 2.0 * p["d"] + float(rng.uniform(-0.1, 0.2))
+        panels.append(p)
+    return {
+        "hub": {
+            "mHub": 500.0,
+            "IHubPntBc_B": [[600.0, 20.0, -10.0], [20.0, 500.0, 5.0], [-10.0, 5.0, 400.0]],
+            "r_BcB_B": [0.1, -0.05, 0.2],
+            "r_CN_NInit": [1.0, 2.0, 3.0],
+            "v_CN_NInit": [0.1, -0.2, 0.3],
+            "sigma_BNInit": [0.1, 0.2, -0.1],
+            "omega_BN_BInit": [0.2, -0.15, 0.1],
+        },
+        "panels": [{"name": "boom", "mass": 15.0, "IPntS_S": [[4.0, 0, 0], [0, 3.0, 0], [0, 0, 2.0]], "d": 0.7,
+                    "k": 60.0, "r_HB_B": [0.0, 0.7, 0.0], "dcm_HB": _rotation(rng).tolist(), "thetaInit": 0.1}],
+        "chains": [{"name": "wing", "r_HB_B": [0.6, 0.0, 0.8], "dcm_HB": _rotation(rng).tolist(), "panels": panels}],
+        "simulation": {"t_end": 3.0, "save_dt": 0.1, "integrator": "rk4", "dt": 1e-3},
+    }  # fmt: skip
+
+
+def test_long_undamped_chain_conserves_energy_and_momentum():
+    tr = jh.simulate(jh.scenario_from_dict(_long_chain()))
+    assert bool(tr.success)
+    assert np.ptp(np.asarray(tr.theta)[:, 1:], axis=0).min() > 0.1  # every chain hinge really moves
+    E = np.asarray(tr.totOrbEnergy + tr.totRotEnergy)
+    H = np.asarray(tr.totRotAngMomPntC_N)
+    P = np.asarray(tr.totOrbAngMomPntN_N)
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-10
+    assert np.max(np.abs(H - H[0])) / np.max(np.abs(H[0])) < 1e-10
+    assert np.max(np.abs(P - P[0])) / np.max(np.abs(P[0])) < 1e-10
+    v = np.asarray(tr.v_CN_N)
+    assert np.max(np.abs(v - v[0])) / np.linalg.norm(v[0]) < 1e-10  # no external force: uniform CoM motion
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Modes and fits
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _kane_rest_matrices(sc):
+    nh = sc.panels.count + _chains.chain_count(sc.chains)
+    z3 = jnp.zeros(3)
+    st = State(z3, z3, z3, z3, _chains.hinge_param(sc, "thetaRef"), jnp.zeros(nh))
+    return _kM(sc, st), np.diag(np.concatenate([np.zeros(6), _chains.hinge_param(sc, "k")]))
+
+
+def test_modes_match_kane_linearisation():
+    """Clamped (accordion) and free modes of a mixed model vs generalized eigenvalues of the Kane model's
+    mass matrix at rest (thetaRef != 0) and the hinge stiffness; the simulator's state matrix has -M^-1 K."""
+    rng = np.random.default_rng(11)
+    sc = mixed(rng, 1, (3, 2))
+    M, K = _kane_rest_matrices(sc)
+    lin = linearize(sc)
+    np.testing.assert_allclose(lin.M, M, rtol=0, atol=1e-10 * np.abs(M).max())
+    dof = M.shape[0]
+    np.testing.assert_allclose(
+        lin.A[dof:, :dof], -np.linalg.solve(M, K), atol=1e-10 * np.abs(np.linalg.solve(M, K)).max()
+    )
+    Mtt = M[6:, 6:]
+    for boundary, Mr in (("clamped", Mtt), ("free", Mtt - M[6:, :6] @ np.linalg.solve(M[:6, :6], M[:6, 6:]))):
+        w2 = np.sort(np.linalg.eigvals(np.linalg.solve(Mr, K[6:, 6:])).real)
+        m = jh.modes(sc, boundary=boundary)
+        np.testing.assert_allclose(np.asarray(m.natural_frequency_hz), np.sqrt(w2) / (2 * np.pi), rtol=1e-10)
+        assert m.panel_names == ("p0", "c0_1", "c0_2", "c0_3", "c1_1", "c1_2")
+
+
+def test_accordion_modes_of_identical_clamped_chain():
+    """Accordion modes of a clamped, straight chain of identical panels vs the hand-written chain matrices:
+    kinetic energy in absolute angle rates w, M_w = m a^T a + I_2 (CoM of panel i at lever a_ij = 2d (j < i),
+    d (j = i) from hinge j, all s3 parallel), relative angles theta = T^-1 phi, M = T^T M_w T, K = k I."""
+    L, m, I2, d, k = 4, 10.0, 2.0, 0.5, 100.0
+    data = {
+        "hub": {"mHub": 1.0, "IHubPntBc_B": np.eye(3).tolist()},
+        "chains": [{"name": "w", "r_HB_B": [0.0, 0.0, 0.0], "dcm_HB": np.eye(3).tolist(),
+                    "panels": [{"mass": m, "IPntS_S": np.diag([3.0, I2, 1.0]).tolist(), "d": d, "l": 2 * d, "k": k}
+                               for _ in range(L - 1)]
+                    + [{"mass": m, "IPntS_S": np.diag([3.0, I2, 1.0]).tolist(), "d": d, "k": k}]}],
+    }  # fmt: skip
+    sc = jh.scenario_from_dict(data).spacecraft
+    a = np.tril(np.full((L, L), 2 * d), -1) + d * np.eye(L)
+    Mw = m * a.T @ a + I2 * np.eye(L)
+    T = np.tril(np.ones((L, L)))
+    Mth = T.T @ Mw @ T
+    w2 = np.sort(np.linalg.eigvals(np.linalg.solve(Mth, k * np.eye(L))).real)
+    f = np.asarray(jh.modes(sc, boundary="clamped").natural_frequency_hz)
+    np.testing.assert_allclose(f, np.sqrt(w2) / (2 * np.pi), rtol=1e-12)
+
+
+def test_fit_recovers_chain_hinge_k_and_c():
+    """Per-hinge k and c of two non-identical chains recovered from the clamped modes of the true model."""
+    s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
+    sc = s.spacecraft
+    truth = jh.modes(sc, boundary="clamped")
+    k, c = _chains.hinge_param(sc, "k"), _chains.hinge_param(sc, "c")
+    start = _chains.with_hinge_params(sc, k=k * jnp.array([1, 1.3, 0.8, 1.2, 0.9]),
+                                      c=c * jnp.array([1, 1.5, 0.7, 1.3, 1.2]))  # fmt: skip
+    free = [f"{p}.{q}" for q in ("k", "c") for p in ("wingA_1", "wingA_2", "wingB_1", "wingB_2")]
+    r = jh.fit(eqx.tree_at(lambda q: q.spacecraft, s, start), targets_hz=np.asarray(truth.frequency_hz),
+               damping_ratios=np.asarray(truth.damping_ratio), free=free, boundary="clamped", check=False)  # fmt: skip
+    want = dict(zip(free, [*np.asarray(k)[1:], *np.asarray(c)[1:]]))
+    for name in free:
+        np.testing.assert_allclose(r.parameter(name)[0], want[name], rtol=1e-6)
+    fitted = r.scenario.spacecraft
+    np.testing.assert_allclose(_chains.hinge_param(fitted, "k"), k, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Scenario files, names, batch parameters
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_round_trip_and_order(tmp_path):
+    from jaxhinge._scenario_file import example_path
+
+    for path in (example_path("folding_wing"), os.path.join(BSK, "chain_nhinged_noGravity.toml"),
+                 os.path.join(BSK, "chain_dual_mixed.toml")):  # fmt: skip
+        s = jh.load_scenario(path)
+        jh.dump_scenario(s, tmp_path / "x.toml")
+        s2 = jh.load_scenario(tmp_path / "x.toml")
+        for a, b in zip(jax.tree.leaves(s), jax.tree.leaves(s2)):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+        assert jax.tree.structure(s) == jax.tree.structure(s2)
+    assert s.spacecraft.panels.names == ("boom",)
+    assert _chains.chain_panel_names(s.spacecraft.chains) == ("wingA_1", "wingA_2", "wingB_1", "wingB_2")
+    # theta: single panels first, then chain panels chain by chain, root first
+    raw = jh.scenario_to_dict(s)
+    want = [raw["panels"][0]["thetaInit"]] + [p["thetaInit"] for ch in raw["chains"] for p in ch["panels"]]
+    assert list(np.asarray(s.initial.thetaInit)) == want
+    assert "l" not in raw["chains"][0]["panels"][-1]  # unused on the last panel, not written
+
+
+def test_batch_parameter_names_reach_chain_panels():
+    s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
+    assert {"wingB_2.k", "wingA_1.l", "wingA_1.thetaInit"} <= set(parameter_names(s))
+    s2 = apply_parameters(
+        s, {"wingB_2.k": 77.0, "wingA_2.thetaInit": 0.3, "wingA_1.IPntS_S": np.array([1.0, 4.0, 1.0])}
+    )
+    assert float(s2.spacecraft.chains[1].k[1]) == 77.0 and float(s2.initial.thetaInit[2]) == 0.3
+    assert float(s2.spacecraft.chains[0].IPntS_S[0, 1, 1]) == 4.0 * float(
+        s.spacecraft.chains[0].IPntS_S[0, 1, 1]
+    )
+
+
+def _base():
+    return {
+        "hub": {"mHub": 100.0, "IHubPntBc_B": np.eye(3).tolist()},
+        "panels": [{"name": "solo", "mass": 1.0, "IPntS_S": np.eye(3).tolist(), "d": 1.0, "k": 1.0,
+                    "r_HB_B": [0.0, 0.0, 0.0], "dcm_HB": np.eye(3).tolist()}],
+        "chains": [{"name": "wing", "r_HB_B": [1.0, 0.0, 0.0], "dcm_HB": np.eye(3).tolist(),
+                    "panels": [{"mass": 2.0, "IPntS_S": np.eye(3).tolist(), "d": 0.5, "l": 1.0, "k": 3.0},
+                               {"mass": 2.0, "IPntS_S": np.eye(3).tolist(), "d": 0.5, "k": 3.0}]}],
+    }  # fmt: skip
+
+
+def _set(path, value):
+    def edit(data):
+        t = data
+        for p in path[:-1]:
+            t = t[p]
+        if value is _DEL:
+            del t[path[-1]]
+        else:
+            t[path[-1]] = value
+
+    return edit
+
+
+_DEL = object()
+BAD = [
+    ("missing_l", _set(["chains", 0, "panels", 0, "l"], _DEL),
+     ['chains[0] ("wing").panels[0] ("wing_1"): missing required key \'l\'', "only the last panel may omit it"]),
+    ("negative_l", _set(["chains", 0, "panels", 0, "l"], -1.0), ['chains[0] ("wing").panels[0] ("wing_1").l = -1.0: must be > 0']),
+    ("unknown_panel_key", _set(["chains", 0, "panels", 1, "mas"], 1.0),
+     ['chains[0] ("wing").panels[1] ("wing_2"): unknown key \'mas\' (did you mean \'mass\'?)']),
+    ("unknown_chain_key", _set(["chains", 0, "dcm_BH"], 1.0),
+     ['chains[0] ("wing"): unknown key \'dcm_BH\' (did you mean \'dcm_HB\'?)']),
+    ("no_panels", _set(["chains", 0, "panels"], []), ['chains[0] ("wing").panels = []: must be a non-empty array']),
+    ("missing_dcm", _set(["chains", 0, "dcm_HB"], _DEL), ["chains[0] (\"wing\"): missing required key 'dcm_HB'"]),
+    ("reflection", _set(["chains", 0, "dcm_HB"], np.diag([1.0, 1.0, -1.0]).tolist()),
+     ['chains[0] ("wing").dcm_HB = ', "determinant is -1, not +1"]),
+    ("duplicate_name", _set(["chains", 0, "panels", 1, "name"], "solo"),
+     ['chains[0] ("wing").panels[1].name = "solo": duplicate panel name, already used by panels[0]']),
+    ("duplicate_default_name", _set(["panels", 0, "name"], "wing_2"),
+     ['chains[0] ("wing").panels[1].name = "wing_2": duplicate panel name (the default name)']),
+    ("bad_chain_name", _set(["chains", 0, "name"], "my wing"), ['chains[0].name = "my wing": must be a non-empty']),
+    ("non_diagonal", _set(["chains", 0, "panels", 1, "IPntS_S"], [[1.0, 0.5, 0.0], [0.5, 1.0, 0.0], [0, 0, 1.0]]),
+     ['chains[0] ("wing").panels[1] ("wing_2").IPntS_S[0][1] = 0.5: IPntS_S must be diagonal']),
+    ("chains_not_array", _set(["chains"], {"name": "x"}), ["chains = ", "must be an array of tables ([[chains]]"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("edit, fragments", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_invalid_chain_input_refused(edit, fragments):
+    data = _base()
+    jh.scenario_from_dict(data, "my.toml")  # the base is valid
+    edit(data)
+    pattern = "^my.toml: " + ".*".join(re.escape(f) for f in fragments)
+    with pytest.raises(jh.ScenarioError, match=pattern):
+        jh.scenario_from_dict(data, "my.toml")
+
+
+def test_chain_parameter_derivatives_match_finite_differences():
+    """Forward-mode derivatives of the accelerations w.r.t. chain parameters (mass, d, l, k, c, hinge frame)
+    vs central finite differences: the chain model is differentiable in every parameter leaf."""
+    rng = np.random.default_rng(5)
+    sc = mixed(rng, 1, (3,))
+    st = random_state(rng, 4)
+    ch = sc.chains[0]
+    fields = ("mass", "d", "l", "k", "c")
+    p0 = jnp.concatenate([getattr(ch, f) for f in fields])
+
+    def f(p):
+        new = eqx.tree_at(
+            lambda c: tuple(getattr(c, x) for x in fields), ch, tuple(jnp.split(p, len(fields)))
+        )
+        out = accelerations(Spacecraft(sc.hub, sc.panels, None, (new,)), st, *(jnp.zeros(3),) * 3, 0.0)
+        return jnp.concatenate([out[0], out[1], out[2]])
+
+    value_and_jvp = jax.jit(lambda p, dp: jax.jvp(f, (p,), (dp,)))  # one compiled program for both
+    eye = jnp.eye(p0.size)
+    J = jnp.stack([value_and_jvp(p0, eye[i])[1] for i in range(p0.size)], 1)
+    h = 1e-6 * jnp.abs(p0)
+    zero = jnp.zeros_like(p0)
+    fd = jnp.stack(
+        [(value_and_jvp(p0 + h[i] * eye[i], zero)[0] - value_and_jvp(p0 - h[i] * eye[i], zero)[0]) / (2 * h[i])
+         for i in range(p0.size)], 1)  # fmt: skip
+    np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-7 * float(jnp.abs(J).max()))
