@@ -104,7 +104,8 @@ def machine():
 
 
 def row(name, ours, bsk=None, unit="s", note=""):
-    """One results row: our value, Basilisk's (or None) and their ratio bsk/ours."""
+    """One results row: our value, the reference's (Basilisk, or the mass-matrix model in (e); None when not
+    measured) and their ratio reference/ours (> 1: jaxhinge is faster)."""
     ratio = None if (bsk is None or ours is None or ours == 0) else bsk / ours
     return {"name": name, "jaxhinge": ours, "basilisk": bsk, "ratio": ratio, "unit": unit, "note": note}
 
@@ -124,7 +125,7 @@ def print_table(rows, title=None):
     if title:
         print(f"\n## {title}")
     w = max(len(r["name"]) for r in rows)
-    print(f"{'benchmark':<{w}}  {'jaxhinge':>11}  {'basilisk':>11}  {'ratio':>8}  unit  note")
+    print(f"{'benchmark':<{w}}  {'jaxhinge':>11}  {'reference':>11}  {'ratio':>8}  unit  note")
     for r in rows:
         print(
             f"{r['name']:<{w}}  {fmt(r['jaxhinge']):>11}  {fmt(r['basilisk']):>11}  {fmt(r['ratio']):>8}  "
