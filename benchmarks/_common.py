@@ -143,3 +143,38 @@ def write_json(path, payload):
 def quick_flag(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     return "--quick" in argv
+
+
+BEGIN, END = "<!-- results:begin (written by run_all.py) -->", "<!-- results:end -->"
+
+
+def markdown(payload):
+    """The measured table of `payload` (results.json) as Markdown."""
+    m = payload["machine"]
+    v = ", ".join(f"{k} {x}" for k, x in m["versions"].items())
+    lines = [
+        f"Machine: {m['cpu']}, {m['cores_visible']} cores visible, 1-min load average {m['loadavg_1min']:.1f} at "
+        f"start; {m['date_utc']}; {v}; devices {', '.join(m['jax_devices'])}."
+        f"{' Quick mode (shorter runs).' if m.get('quick') else ''} Total benchmark wall time "
+        f"{m.get('total_wall_s', float('nan')):.0f} s.",
+        "",
+        "| benchmark | jaxhinge | reference | ratio (reference / jaxhinge) | unit | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in payload["rows"]:
+        lines.append(f"| {r['name']} | {fmt(r['jaxhinge'])} | {fmt(r['basilisk'])} | {fmt(r['ratio'])} | "
+                     f"{r['unit']} | {r['note']} |")
+    return "\n".join(lines)
+
+
+def update_results_md(payload, path):
+    """Replace the table between the markers of RESULTS.md (the discussion around it is kept)."""
+    text = open(path).read() if os.path.exists(path) else f"# Benchmark results\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        text += f"\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + BEGIN + "\n" + markdown(payload) + "\n" + END + tail)
+    os.replace(tmp, path)
