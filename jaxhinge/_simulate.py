@@ -130,9 +130,14 @@ def _rk4_step(spacecraft, y: Float[Array, " 12+2N"], h, loads_t0) -> Float[Array
     f_b, f_n, tq, u = loads_t0
     a, b = jnp.asarray(_RK4_A, y.dtype), jnp.asarray(_RK4_B, y.dtype)
 
+    # checkpointed: reverse mode stores each stage's input and recomputes the vector field, instead of
+    # stacking its hundreds of small intermediates (4x faster gradients, shorter compile)
+    def vf(v):
+        return _flat(state_derivative_held(spacecraft, _unflat(v), f_b, f_n, tq, u))
+
     def stage(i, carry):
         ys, acc = carry
-        k = _flat(state_derivative_held(spacecraft, _unflat(ys), f_b, f_n, tq, u))
+        k = jax.checkpoint(vf)(ys)
         return y + (a[i] * h) * k, acc + b[i] * k
 
     _, acc = jax.lax.fori_loop(0, 4, stage, (y, jnp.zeros_like(y)))
