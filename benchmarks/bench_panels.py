@@ -95,7 +95,7 @@ def run(quick=False):
         rows.append(row(f"(e) N={n:2d} per rk4 step (mass-matrix / back-sub = ratio)", res["backsub_step_us"],
                         res["massmatrix_step_us"], "us",
                         f"per eval {res['backsub_eval_us']:.2f} vs {res['massmatrix_eval_us']:.2f} us; "
-                        f"|diff| {err:.1e}"))
+                        f"max abs diff {err:.1e}"))
     b = np.array([t["backsub_step_us"] for t in table])
     nn = np.array(ns, float)
     slope, icpt = np.polyfit(nn, b, 1)
