@@ -41,7 +41,7 @@ class Trajectory(eqx.Module):
     `totOrbEnergy`, `totRotEnergy` (T,) [J]; `totOrbAngMomPntN_N`, `totRotAngMomPntC_N` (T, 3);
     `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states.
     `result`: diffrax result code (0 = success); `success`: solver succeeded and every output is finite;
-    `num_steps`: accepted steps.
+    `num_steps`: accepted steps (rk4: the steps of the grid to `t_end`).
     """
 
     t: Float[Array, " T"]
@@ -262,7 +262,9 @@ def simulate(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None = None)
       step-for-step comparable with Basilisk) or `"tsit5"`/`"dopri8"` (adaptive, PID control with
       `rtol`/`atol`, pulse edges as jump times).
     - `adjoint`: a diffrax adjoint. Default `RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`);
-      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits).
+      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). Ignored by `"rk4"` when the save
+      times lie on its step grid (`save_dt` a multiple of `dt`): that path is a plain `lax.scan`, which
+      `jax.grad` and `jax.jacfwd` both differentiate directly.
 
     **Returns:** a `Trajectory`. Numerical failure (step budget exhausted, non-finite state) does not
     raise: check `trajectory.success` / `trajectory.result`.
