@@ -15,6 +15,38 @@ from . import _chains
 from ._math import m2, mrp_bmat, mrp_to_dcm, tilde
 from ._spacecraft import Panels, Spacecraft, State
 
+# Small 3-vector/3x3 algebra written out in components. XLA on CPU compiles every dot/reduction as its own
+# kernel (tens of ms of compile time each, and a per-call cost at run time); written elementwise, a whole
+# stage fuses into one loop. Leading axes broadcast.
+
+
+def _dot(a, b):
+    """$a \\cdot b$ over the last axis."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def _mv(M, x):
+    """$M x$ for 3x3 `M`."""
+    return M[..., :, 0] * x[..., None, 0] + M[..., :, 1] * x[..., None, 1] + M[..., :, 2] * x[..., None, 2]
+
+
+def _mtv(M, x):
+    """$M^T x$ for 3x3 `M`."""
+    return M[..., 0, :] * x[..., 0, None] + M[..., 1, :] * x[..., 1, None] + M[..., 2, :] * x[..., 2, None]
+
+
+def _mm(A, B):
+    """$A B$ for 3x3 matrices."""
+    return (
+        A[..., :, 0, None] * B[..., None, 0, :]
+        + A[..., :, 1, None] * B[..., None, 1, :]
+        + A[..., :, 2, None] * B[..., None, 2, :]
+    )
+
+
+def _outer(a, b):
+    return a[..., :, None] * b[..., None, :]
+
 
 class PanelGeometry(NamedTuple):
     """Panel frames and positions in B: $[SB] = M_2(\\theta)[HB]$, $\\hat s_i$ its rows, $r_{S/B} = r_{H/B} - d\\hat s_1$."""
@@ -58,7 +90,7 @@ def panel_inertia_diag(panels: Panels) -> Float[Array, "panels 3"]:
 
 
 def panel_geometry(panels: Panels, theta: Float[Array, " panels"]) -> PanelGeometry:
-    dcm_SB = m2(theta) @ panels.dcm_HB
+    dcm_SB = _mm(m2(theta), panels.dcm_HB)
     s1, s2, s3 = dcm_SB[:, 0, :], dcm_SB[:, 1, :], dcm_SB[:, 2, :]
     r_SB_B = panels.r_HB_B - panels.d[:, None] * s1
     return PanelGeometry(dcm_SB, s1, s2, s3, r_SB_B)
@@ -67,7 +99,7 @@ def panel_geometry(panels: Panels, theta: Float[Array, " panels"]) -> PanelGeome
 def _rrT(r):
     """$\\tilde r \\tilde r^T = |r|^2 I - r r^T$ (batched)."""
     eye = jnp.eye(3, dtype=r.dtype)
-    return jnp.sum(r * r, -1)[..., None, None] * eye - r[..., :, None] * r[..., None, :]
+    return _dot(r, r)[..., None, None] * eye - r[..., :, None] * r[..., None, :]
 
 
 def mass_properties(
@@ -76,20 +108,27 @@ def mass_properties(
     hub, p = spacecraft.hub, spacecraft.panels
     Is = panel_inertia_diag(p)
     m_sc = hub.mHub + jnp.sum(p.mass)
-    c_B = (hub.mHub * hub.r_BcB_B + p.mass @ geom.r_SB_B) / m_sc
+    c_B = (hub.mHub * hub.r_BcB_B + jnp.sum(p.mass[:, None] * geom.r_SB_B, 0)) / m_sc
     rPrime_SB_B = (p.d * thetaDot)[:, None] * geom.s3
-    cPrime_B = (p.mass @ rPrime_SB_B) / m_sc
-    IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, Is, geom.dcm_SB)
+    cPrime_B = jnp.sum(p.mass[:, None] * rPrime_SB_B, 0) / m_sc
+    # [BS] diag(I) [SB] = sum_i I_i s_i s_i^T
+    IPntS_B = (
+        Is[:, 0, None, None] * _outer(geom.s1, geom.s1)
+        + Is[:, 1, None, None] * _outer(geom.s2, geom.s2)
+        + Is[:, 2, None, None] * _outer(geom.s3, geom.s3)
+    )
     ISC = (
         hub.IHubPntBc_B
         + hub.mHub * _rrT(hub.r_BcB_B)
         + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
     )
-    s13 = geom.s1[:, :, None] * geom.s3[:, None, :]
-    rt, rpt = tilde(geom.r_SB_B), tilde(rPrime_SB_B)
+    s13 = _outer(geom.s1, geom.s3)
+    # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
+    r, rp = geom.r_SB_B, rPrime_SB_B
+    rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
     ISCPrime = jnp.sum(
         (thetaDot * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
-        - p.mass[:, None, None] * (rpt @ rt + rt @ rpt),
+        - p.mass[:, None, None] * rpt_rt,
         0,
     )
     return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B, rPrime_SB_B)
@@ -99,9 +138,9 @@ def gravity_B(spacecraft: Spacecraft, state: State, dcm_BN, c_B) -> Float[Array,
     """Uniform gravity acceleration in B, evaluated at the system CoM (Basilisk's convention)."""
     if spacecraft.gravity is None:
         return jnp.zeros(3, dtype=c_B.dtype)
-    r_CN_N = state.r_BN_N + dcm_BN.T @ c_B
-    r = jnp.linalg.norm(r_CN_N)
-    return dcm_BN @ (-spacecraft.gravity.mu * r_CN_N / r**3)
+    r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
+    r2 = _dot(r_CN_N, r_CN_N)
+    return _mv(dcm_BN, -spacecraft.gravity.mu * r_CN_N / (r2 * jnp.sqrt(r2)))
 
 
 def panel_contributions(
@@ -119,24 +158,24 @@ def panel_contributions(
     Itheta = Is[:, 1] + md * p.d
     aTheta = -(md / Itheta)[:, None] * geom.s3
     bTheta = -(Itheta[:, None] * geom.s2 + md[:, None] * jnp.cross(p.r_HB_B, geom.s3)) / Itheta[:, None]
-    omega_S = geom.dcm_SB @ omega  # (panels, 3)
+    omega_S = _mv(geom.dcm_SB, omega)  # (panels, 3)
     gravTorquePntH = -p.d[:, None] * jnp.cross(geom.s1, p.mass[:, None] * g_B)
     w_x_w_x_rH = jnp.cross(omega, jnp.cross(omega, p.r_HB_B))
     cTheta = (
         u
         - p.k * (state.theta - p.thetaRef)
         - p.c * (state.thetaDot - p.thetaDotRef)
-        + jnp.sum(geom.s2 * gravTorquePntH, -1)
+        + _dot(geom.s2, gravTorquePntH)
         + (Is[:, 2] - Is[:, 0] + md * p.d) * omega_S[:, 2] * omega_S[:, 0]
-        - md * jnp.sum(geom.s3 * w_x_w_x_rH, -1)
+        - md * _dot(geom.s3, w_x_w_x_rH)
     ) / Itheta
     f = Is[:, 1:2] * geom.s2 + md[:, None] * jnp.cross(geom.r_SB_B, geom.s3)  # rotThetaFactor
     mds3 = md[:, None] * geom.s3
     td2 = state.thetaDot**2
-    A = jnp.einsum("ni,nj->ij", mds3, aTheta)
-    B = jnp.einsum("ni,nj->ij", mds3, bTheta)
-    C = jnp.einsum("ni,nj->ij", f, aTheta)
-    D = jnp.einsum("ni,nj->ij", f, bTheta)
+    A = jnp.sum(_outer(mds3, aTheta), 0)
+    B = jnp.sum(_outer(mds3, bTheta), 0)
+    C = jnp.sum(_outer(f, aTheta), 0)
+    D = jnp.sum(_outer(f, bTheta), 0)
     v_trans = -jnp.sum((md * td2)[:, None] * geom.s1 + (md * cTheta)[:, None] * geom.s3, 0)
     v_rot = -jnp.sum(
         state.thetaDot[:, None] * jnp.cross(omega, f)
@@ -147,14 +186,31 @@ def panel_contributions(
     return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
 
 
+def _cofactors(M: Float[Array, "3 3"]) -> tuple[Float[Array, "3 3"], Float[Array, ""]]:
+    """Adjugate and determinant of a 3x3 matrix, closed form (as Eigen's fixed-size `inverse()` used by
+    Basilisk): `M^{-1} = adj / det`. No LAPACK call: it fuses with the surrounding elementwise work."""
+    a, b, c = M[0], M[1], M[2]
+    adj_T = jnp.stack([jnp.cross(b, c), jnp.cross(c, a), jnp.cross(a, b)])  # rows: cofactor rows
+    det = _dot(a, adj_T[0])
+    return adj_T.T, det
+
+
+def _solve3(M: Float[Array, "3 3"], rhs: Float[Array, "3 ..."]) -> Float[Array, "3 ..."]:
+    """$M^{-1}$ rhs for a 3x3 `M`, closed form (`rhs` a vector or a 3xk matrix)."""
+    adj, det = _cofactors(M)
+    return (_mv(adj, rhs) if rhs.ndim == 1 else _mm(adj, rhs)) / det
+
+
 def hub_solve(bs: BackSub) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
-    """Solve $[A\\ B; C\\ D][\\ddot r_B; \\dot\\omega] = [v_{trans}; v_{rot}]$ through the Schur complement.
+    """Solve $[A\\ B; C\\ D][\\ddot r_B; \\dot\\omega] = [v_{trans}; v_{rot}]$ through the Schur complement,
+    with closed-form 3x3 inverses (Basilisk: `omegaDot = (D - C A^{-1} B)^{-1} (v_rot - C A^{-1} v_trans)`).
 
     Returns $\\ddot r_{B/N}$ in **B** components and $\\dot\\omega_{BN}$ in B."""
-    Ainv_rhs = jnp.linalg.solve(bs.A, jnp.concatenate([bs.v_trans[:, None], bs.B], 1))
-    Ainv_vt, Ainv_B = Ainv_rhs[:, 0], Ainv_rhs[:, 1:]
-    omegaDot = jnp.linalg.solve(bs.D - bs.C @ Ainv_B, bs.v_rot - bs.C @ Ainv_vt)
-    rDDot_B = Ainv_vt - Ainv_B @ omegaDot
+    adjA, detA = _cofactors(bs.A)
+    Ainv_vt = _mv(adjA, bs.v_trans) / detA
+    Ainv_B = _mm(adjA, bs.B) / detA
+    omegaDot = _solve3(bs.D - _mm(bs.C, Ainv_B), bs.v_rot - _mv(bs.C, Ainv_vt))
+    rDDot_B = Ainv_vt - _mv(Ainv_B, omegaDot)
     return rDDot_B, omegaDot
 
 
@@ -202,7 +258,7 @@ def accelerations(
     omega = state.omega_BN_B
     m_sc, c_B, cP = mp.m_sc, mp.c_B, mp.cPrime_B
     ct = tilde(c_B)
-    F_B = m_sc * g_B + dcm_BN @ extForce_N + extForce_B
+    F_B = m_sc * g_B + _mv(dcm_BN, extForce_N) + extForce_B
     eye = jnp.eye(3, dtype=c_B.dtype)
     bs = bs._replace(
         A=bs.A + m_sc * eye,
@@ -214,16 +270,16 @@ def accelerations(
         - m_sc * jnp.cross(omega, jnp.cross(omega, c_B))
         + F_B,
         v_rot=bs.v_rot
-        - jnp.cross(omega, mp.ISCPntB_B @ omega)
-        - mp.ISCPrimePntB_B @ omega
+        - jnp.cross(omega, _mv(mp.ISCPntB_B, omega))
+        - _mv(mp.ISCPrimePntB_B, omega)
         + jnp.cross(c_B, m_sc * g_B)
         + extTorquePntB_B,
     )
     rDDot_B, omegaDot = hub_solve(bs)
-    thetaDDot = bs.aTheta @ rDDot_B + bs.bTheta @ omegaDot + bs.cTheta
+    thetaDDot = _dot(bs.aTheta, rDDot_B) + _dot(bs.bTheta, omegaDot) + bs.cTheta
     if chains:
         thetaDDot = jnp.concatenate([thetaDDot, _chains.chain_thetaDDot(ccoeffs, rDDot_B, omegaDot)])
-    return dcm_BN.T @ rDDot_B, omegaDot, thetaDDot
+    return _mtv(dcm_BN, rDDot_B), omegaDot, thetaDDot
 
 
 def state_derivative(t, state: State, args) -> State:
@@ -232,11 +288,16 @@ def state_derivative(t, state: State, args) -> State:
     spacecraft, loads, t_hold = args
     t_load = t if t_hold is None else t_hold
     f_b, f_n, tq, u = loads.at(t_load)
+    return state_derivative_held(spacecraft, state, f_b, f_n, tq, u)
+
+
+def state_derivative_held(spacecraft: Spacecraft, state: State, f_b, f_n, tq, u) -> State:
+    """$\\dot y$ for given loads `(extForce_B, extForce_N, extTorquePntB_B, u_extra)` (see `accelerations`)."""
     rDDot_N, omegaDot, thetaDDot = accelerations(spacecraft, state, f_b, f_n, tq, u)
     return State(
         r_BN_N=state.v_BN_N,
         v_BN_N=rDDot_N,
-        sigma_BN=0.25 * mrp_bmat(state.sigma_BN) @ state.omega_BN_B,
+        sigma_BN=0.25 * _mv(mrp_bmat(state.sigma_BN), state.omega_BN_B),
         omega_BN_B=omegaDot,
         theta=state.thetaDot,
         thetaDot=thetaDDot,

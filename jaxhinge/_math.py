@@ -24,16 +24,17 @@ def tilde(v: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
 
 def mrp_to_dcm(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
     """$[BN] = C(\\sigma) = I + (8\\tilde\\sigma^2 - 4(1-\\sigma^2)\\tilde\\sigma)/(1+\\sigma^2)^2$."""
-    s2 = jnp.sum(sigma * sigma, -1)[..., None, None]
+    s2 = (sigma[..., 0] ** 2 + sigma[..., 1] ** 2 + sigma[..., 2] ** 2)[..., None, None]
     st = tilde(sigma)
     eye = jnp.eye(3, dtype=sigma.dtype)
-    return eye + (8.0 * st @ st - 4.0 * (1.0 - s2) * st) / (1.0 + s2) ** 2
+    st2 = sigma[..., :, None] * sigma[..., None, :] - s2 * eye  # tilde(s)^2, written out (fuses)
+    return eye + (8.0 * st2 - 4.0 * (1.0 - s2) * st) / (1.0 + s2) ** 2
 
 
 def mrp_bmat(sigma: Float[Array, "3"]) -> Float[Array, "3 3"]:
     """$B(\\sigma) = (1-\\sigma^2) I + 2\\tilde\\sigma + 2\\sigma\\sigma^T$, so that $\\dot\\sigma = B\\omega/4$."""
-    s2 = jnp.dot(sigma, sigma)
-    return (1.0 - s2) * jnp.eye(3, dtype=sigma.dtype) + 2.0 * tilde(sigma) + 2.0 * jnp.outer(sigma, sigma)
+    s2 = sigma[0] ** 2 + sigma[1] ** 2 + sigma[2] ** 2
+    return (1.0 - s2) * jnp.eye(3, dtype=sigma.dtype) + 2.0 * tilde(sigma) + 2.0 * sigma[:, None] * sigma[None, :]
 
 
 def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:

@@ -1,5 +1,7 @@
 """`simulate`: integrate a scenario with diffrax and return Basilisk-named output arrays."""
 
+from typing import NamedTuple
+
 import diffrax
 import equinox as eqx
 import jax
@@ -7,11 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._dynamics import state_derivative
+from ._dynamics import state_derivative, state_derivative_held
 from ._energy import diagnostics, initial_state
 from ._math import mrp_shadow
 from ._scenario import Scenario, SimulationConfig
 from ._solver import RK4, MRPSwitch
+from ._spacecraft import State
 
 OUTPUT_NAMES = (
     "t",
@@ -38,7 +41,7 @@ class Trajectory(eqx.Module):
     `totOrbEnergy`, `totRotEnergy` (T,) [J]; `totOrbAngMomPntN_N`, `totRotAngMomPntC_N` (T, 3);
     `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states.
     `result`: diffrax result code (0 = success); `success`: solver succeeded and every output is finite;
-    `num_steps`: accepted steps.
+    `num_steps`: accepted steps (rk4: the steps of the grid to `t_end`).
     """
 
     t: Float[Array, " T"]
@@ -82,12 +85,159 @@ def step_times(cfg: SimulationConfig) -> np.ndarray:
     return ts
 
 
-def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None):
+class _Solution(NamedTuple):
+    """What `simulate_unjitted` needs from a solve: save times, states there, result code, steps taken."""
+
+    ts: Float[Array, " T"]
+    ys: State
+    result: Int[Array, ""]
+    num_steps: Int[Array, ""]
+
+
+def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int] | None:
+    """`(K, m, n)` when every save time is the rk4 grid point `k m` (K save intervals of m steps, n steps
+    to t_end), else `None`."""
+    grid, ts = step_times(cfg), save_times(cfg)
+    n, K = len(grid) - 1, len(ts) - 1
+    m = int(round(cfg.save_dt / cfg.dt))
+    if m < 1 or K * m > n:
+        return None
+    tol = 1e-9 * cfg.dt
+    if abs(m * cfg.dt - cfg.save_dt) > tol or np.any(np.abs(grid[np.arange(K + 1) * m] - ts) > tol):
+        return None
+    return K, m, n
+
+
+_RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tableau)
+_RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
+
+
+def _flat(y: State) -> Float[Array, " 12+2N"]:
+    return jnp.concatenate([y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B, y.theta, y.thetaDot], -1)
+
+
+def _unflat(v: Float[Array, "... 12+2N"]) -> State:
+    n = (v.shape[-1] - 12) // 2
+    return State(v[..., 0:3], v[..., 3:6], v[..., 6:9], v[..., 9:12], v[..., 12 : 12 + n], v[..., 12 + n :])
+
+
+def _rk4_step(spacecraft, y: Float[Array, " 12+2N"], h, loads_t0) -> Float[Array, " 12+2N"]:
+    """One Basilisk RK4 step of the flat state `y` with loads held at the step start, then the MRP shadow
+    switch: `y1 = y + h (k1/6 + k2/3 + k3/3 + k4/6)`, stage inputs `y + h/2 k1`, `y + h/2 k2`, `y + h k3`.
+
+    The four stages run in a `fori_loop` so the vector field is compiled once, not four times (XLA's compile
+    time grows with the number of kernels), and the state is one flat vector so each update is one kernel."""
+    f_b, f_n, tq, u = loads_t0
+    a, b = jnp.asarray(_RK4_A, y.dtype), jnp.asarray(_RK4_B, y.dtype)
+
+    # checkpointed: reverse mode stores each stage's input and recomputes the vector field, instead of
+    # stacking its hundreds of small intermediates (4x faster gradients, shorter compile)
+    def vf(v):
+        return _flat(state_derivative_held(spacecraft, _unflat(v), f_b, f_n, tq, u))
+
+    def stage(i, carry):
+        ys, acc = carry
+        k = jax.checkpoint(vf)(ys)
+        return y + (a[i] * h) * k, acc + b[i] * k
+
+    _, acc = jax.lax.fori_loop(0, 4, stage, (y, jnp.zeros_like(y)))
+    y1 = y + h * acc
+    return y1.at[6:9].set(mrp_shadow(y1[6:9]))
+
+
+def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int]) -> _Solution:
+    """Fixed-step rk4 as nested `lax.scan`s (outer: save intervals, checkpointed for reverse mode; inner:
+    the m steps of one interval). Same grid and semantics as the diffrax path: steps between exact
+    multiples of dt, the last one ending at t_end; loads zero-order held; MRP switch after each step."""
+    cfg = scenario.simulation
+    sc, loads = scenario.spacecraft, scenario.loads
+    K, m, n = blocks
+    dt, t_end = cfg.dt, cfg.t_end
+    y0 = _flat(initial_state(sc, scenario.initial))
+
+    def step(y, j):
+        jf = j.astype(y.dtype)
+        t0 = jf * dt
+        t1 = jnp.where(j + 1 == n, t_end, (jf + 1.0) * dt)
+        return _rk4_step(sc, y, t1 - t0, loads.at(t0)), None
+
+    def block(y, i):
+        y, _ = jax.lax.scan(step, y, i * m + jnp.arange(m))
+        return y, y
+
+    y_end, ys = jax.lax.scan(jax.checkpoint(block), y0, jnp.arange(K))
+    if n > K * m:  # steps after the last save time (they change no output, but are part of the run)
+        y_end, _ = jax.lax.scan(step, y_end, jnp.arange(K * m, n))
+    del y_end
+    return _Solution(
+        jnp.asarray(save_times(cfg)),
+        _unflat(jnp.concatenate([y0[None], ys])),
+        jnp.asarray(diffrax.RESULTS.successful._value),
+        jnp.asarray(n),
+    )
+
+
+def _rk4_at(scenario: Scenario, ts: Float[Array, " T"]) -> _Solution:
+    """rk4 outputs at arbitrary times `ts` in [0, t_end]: every step's state from the scan path, then cubic
+    Hermite interpolation inside each step (values and vector-field slopes at both ends, the step's loads held;
+    exact at the grid points). The MRP of the step end is taken on the branch of the step start, so a shadow
+    switch inside a step does not disturb the interpolation."""
+    cfg = scenario.simulation
+    sc, loads = scenario.spacecraft, scenario.loads
+    grid = step_times(cfg)
+    n = len(grid) - 1
+    full = _solve_rk4_scan(scenario, (n, 1, n))
+    Y = _flat(full.ys)  # (n+1, 12+2N)
+    g = jnp.asarray(grid)
+    ts = jnp.asarray(ts, dtype=Y.dtype)
+    i = jnp.clip(jnp.searchsorted(g, ts, side="right") - 1, 0, n - 1)
+    t0, t1 = g[i], g[i + 1]
+    h = t1 - t0
+    s = (ts - t0) / h
+    y0, y1 = Y[i], Y[i + 1]
+    # step end on the start's MRP branch
+    sig1 = y1[:, 6:9]
+    shadow1 = -sig1 / jnp.sum(sig1**2, -1, keepdims=True)
+    use_shadow = jnp.sum((shadow1 - y0[:, 6:9]) ** 2, -1) < jnp.sum((sig1 - y0[:, 6:9]) ** 2, -1)
+    y1 = y1.at[:, 6:9].set(jnp.where(use_shadow[:, None], shadow1, sig1))
+
+    def slope(y, t_hold):
+        f_b, f_n, tq, u = loads.at(t_hold)
+        return _flat(state_derivative_held(sc, _unflat(y), f_b, f_n, tq, u))
+
+    f0 = jax.vmap(slope)(y0, t0)
+    f1 = jax.vmap(slope)(y1, t0)
+    s, hh = s[:, None], h[:, None]
+    h00 = (1 + 2 * s) * (1 - s) ** 2
+    h10 = s * (1 - s) ** 2
+    h01 = s**2 * (3 - 2 * s)
+    h11 = s**2 * (s - 1)
+    y = h00 * y0 + h10 * hh * f0 + h01 * y1 + h11 * hh * f1
+    return _Solution(ts, _unflat(y), full.result, full.num_steps)
+
+
+def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
+    """rk4: the lean `lax.scan` path (any adjoint: reverse and forward mode both differentiate through it),
+    saving on the step grid, or at given times `ts` by Hermite interpolation between steps. Otherwise diffrax
+    (adaptive methods, or rk4 with `save_dt` off the step grid)."""
+    cfg = scenario.simulation
+    if cfg.integrator == "rk4":
+        if ts is not None:
+            return _rk4_at(scenario, ts)
+        blocks = _save_blocks(cfg)
+        if blocks is not None:
+            return _solve_rk4_scan(scenario, blocks)
+    sol = _solve_diffrax(scenario, adjoint, ts)
+    return _Solution(
+        sol.ts, sol.ys, jnp.asarray(sol.result._value), jnp.asarray(sol.stats["num_accepted_steps"])
+    )
+
+
+def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None):
     cfg = scenario.simulation
     sc, loads = scenario.spacecraft, scenario.loads
     y0 = initial_state(sc, scenario.initial)
-    # `ts`: optional output times in [0, t_end] (non-decreasing; e.g. irregular telemetry samples), served by
-    # the solver's dense interpolation between steps (rk4: cubic Hermite; exact on the step grid)
+    # `ts`: optional output times in [0, t_end] (non-decreasing), from the solver's dense interpolation
     ts = jnp.asarray(save_times(cfg)) if ts is None else jnp.asarray(ts, dtype=float)
     term = diffrax.ODETerm(state_derivative)
     # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
@@ -142,13 +292,8 @@ def simulate_unjitted(
         **diag._asdict(),
     )
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(fields)]))
-    ok = (sol.result == diffrax.RESULTS.successful) & finite
-    return Trajectory(
-        **fields,
-        result=jnp.asarray(sol.result._value),
-        success=ok,
-        num_steps=jnp.asarray(sol.stats["num_accepted_steps"]),
-    )
+    ok = (sol.result == diffrax.RESULTS.successful._value) & finite
+    return Trajectory(**fields, result=sol.result, success=ok, num_steps=sol.num_steps)
 
 
 @eqx.filter_jit
@@ -164,11 +309,12 @@ def simulate(
       step-for-step comparable with Basilisk) or `"tsit5"`/`"dopri8"` (adaptive, PID control with
       `rtol`/`atol`, pulse edges as jump times).
     - `adjoint`: a diffrax adjoint. Default `RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`);
-      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits).
+      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). Ignored by `"rk4"` when the save
+      times lie on its step grid (`save_dt` a multiple of `dt`): that path is a plain `lax.scan`, which
+      `jax.grad` and `jax.jacfwd` both differentiate directly.
     - `ts`: optional output times (default: `k * save_dt`), non-decreasing, within `[0, t_end]`, e.g. the
-      irregular sample times of telemetry. Between solver steps the outputs come from the solver's dense
-      interpolation (rk4: cubic Hermite, so exact only on the `k * dt` grid; tsit5/dopri8: their own
-      high-order interpolants).
+      irregular sample times of telemetry. rk4: every step is kept and the outputs between grid points are
+      cubic Hermite interpolated (exact on the `k * dt` grid); tsit5/dopri8: their own dense interpolants.
 
     **Returns:** a `Trajectory`. Numerical failure (step budget exhausted, non-finite state) does not
     raise: check `trajectory.success` / `trajectory.result`.
