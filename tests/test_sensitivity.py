@@ -134,8 +134,9 @@ def test_forward_and_reverse_agree(study, fwd):
         a, b = rev.block(name), fwd.block(name)
         Jr, Jf = rev.jacobian[a.start : a.stop], fwd.jacobian[b.start : b.stop]
         assert np.abs(Jr - Jf).max() <= 1e-10 * np.abs(Jf).max(), name
-        np.testing.assert_array_equal(
-            rev.output_values[a.start : a.stop], fwd.output_values[b.start : b.stop]
+        # the same outputs from two differently compiled programs: equal to rounding
+        np.testing.assert_allclose(
+            rev.output_values[a.start : a.stop], fwd.output_values[b.start : b.stop], rtol=1e-13, atol=0
         )
 
 
