@@ -227,6 +227,31 @@ def _residuals(u, problem: _Problem):
     return jnp.where(ok, r, _FAIL * jnp.sign(problem.weight)).reshape(-1)
 
 
+def _residuals_and_jacobian(u, problem: _Problem):
+    """Residuals and their Jacobian in one forward-mode pass (`jvp` of the simulation, batched over the P
+    coordinate directions)."""
+    eye = jnp.eye(u.shape[0], dtype=u.dtype)
+    r, J = jax.vmap(lambda t: jax.jvp(lambda v: _residuals(v, problem), (u,), (t,)), out_axes=(None, 1))(eye)
+    return r, J
+
+
+@jax.custom_jvp
+def _residuals_lm(u, problem: _Problem):
+    """`_residuals` for the least-squares solver, with a custom JVP: the solver linearises the residuals several
+    times per step (function value, Jacobian materialisation, trust-region checks), and each linearisation of the
+    plain function would put another copy of the differentiated simulation into the compiled loop. Here every
+    linearisation reuses one Jacobian, computed once per point (same values; compile time ~10x shorter)."""
+    return _residuals(u, problem)
+
+
+@_residuals_lm.defjvp
+def _residuals_lm_jvp(primals, tangents):
+    u, problem = primals
+    du = tangents[0]
+    r, J = _residuals_and_jacobian(u, problem)
+    return r, J @ du
+
+
 @eqx.filter_jit
 def _evaluate(u, problem: _Problem):
     """Residuals, their Jacobian and the simulated outputs at `u` (one compiled program)."""
@@ -245,7 +270,7 @@ def _make_solver(solver: str, rtol: float, atol: float):
 
 @eqx.filter_jit
 def _solve(solver, u0, problem, max_steps: int):
-    sol = optx.least_squares(_residuals, solver, u0, problem, {"jac": "fwd"}, max_steps=max_steps, throw=False)
+    sol = optx.least_squares(_residuals_lm, solver, u0, problem, {"jac": "fwd"}, max_steps=max_steps, throw=False)
     r = _residuals(sol.value, problem)
     return sol.value, sol.result, sol.stats["num_steps"], jnp.sum(r * r)
 
