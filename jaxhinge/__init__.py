@@ -6,12 +6,12 @@ using jaxhinge (the CLI does this itself).
 """
 
 from ._batch import apply_parameters as apply_parameters
-from ._chains import Chain as Chain
 from ._batch import check_dispersions as check_dispersions
 from ._batch import grid_dispersions as grid_dispersions
 from ._batch import sample_dispersions as sample_dispersions
 from ._batch import simulate_batch as simulate_batch
 from ._batch import summarize as summarize
+from ._chains import Chain as Chain
 from ._dynamics import accelerations as accelerations
 from ._energy import Diagnostics as Diagnostics
 from ._energy import diagnostics as diagnostics
@@ -38,20 +38,20 @@ from ._spacecraft import Spacecraft as Spacecraft
 from ._spacecraft import State as State
 
 __version__ = "0.1.0"
+from ._fit import FitError as FitError
+from ._fit import FitResult as FitResult
+from ._fit import fit as fit
+from ._fit_file import load_fit as load_fit
+from ._identify import IdentifyResult as IdentifyResult
+from ._identify import identify as identify
 from ._modes import Linearization as Linearization
 from ._modes import ModeMeasurement as ModeMeasurement
 from ._modes import Modes as Modes
 from ._modes import linearize as linearize
 from ._modes import measure_modes as measure_modes
 from ._modes import modes as modes
-from ._fit import FitError as FitError
-from ._fit import FitResult as FitResult
-from ._fit import fit as fit
-from ._fit_file import load_fit as load_fit
 from ._sensitivity import SensitivityResult as SensitivityResult
 from ._sensitivity import sensitivity as sensitivity
-from ._identify import IdentifyResult as IdentifyResult
-from ._identify import identify as identify
 from ._telemetry import Telemetry as Telemetry
 from ._telemetry import TelemetryError as TelemetryError
 from ._telemetry import load_telemetry as load_telemetry

@@ -113,7 +113,6 @@ def cmd_simulate(args) -> int:
 def cmd_sweep(args) -> int:
     import json
 
-    from ._chains import chain_panel_names
     from ._batch import (
         load_sweep,
         plot_envelopes,
@@ -123,6 +122,7 @@ def cmd_sweep(args) -> int:
         summarize,
         sweep_summary,
     )
+    from ._chains import chain_panel_names
 
     sweep = load_sweep(args.sweep)
     out_dir = os.path.abspath(args.out_dir) if args.out_dir else sweep.out_dir

@@ -73,8 +73,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._params import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
 from ._modes import check_boundary, modes_unjitted
+from ._params import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
 from ._scenario import Scenario
 from ._scenario_file import ScenarioError
 from ._simulate import OUTPUT_NAMES, simulate_unjitted
