@@ -389,40 +389,30 @@ def plot_fit(result: FitResult, path, fmt: str | None = None, title: str = "") -
     plt.close(fig)
 
 
-def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -> list[str]:
-    """Write result.json, fitted_scenario.toml and the plot into `spec.out_dir` (all or nothing)."""
+def write_output_files(out_dir: str, writers: Mapping[str, Callable[[str], None]]) -> list[str]:
+    """Write every file of a fit's output folder, all or nothing: each `writers[name](tmp_path)` writes a
+    temporary file in `out_dir`; only when all succeeded are they renamed to their names. Used by the modal
+    and the telemetry fits. Returns the written paths; raises `FitError` for an unusable folder."""
     try:
-        os.makedirs(spec.out_dir, exist_ok=True)
+        os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
-        raise FitError(f"output.dir = {spec.out_dir!r}: cannot create the folder: {e.strerror or e}") from None
-    if not os.access(spec.out_dir, os.W_OK):
-        raise FitError(f"output.dir = {spec.out_dir!r}: the folder is not writable")
-    data = result_dict(result, spec)
-    if extra:
-        data["timing_s"].update(extra)
-    final = {"result.json": None, "fitted_scenario.toml": None}
-    if spec.plot:
-        final[spec.plot] = None
+        raise FitError(f"output.dir = {out_dir!r}: cannot create the folder: {e.strerror or e}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise FitError(f"output.dir = {out_dir!r}: the folder is not writable")
     tmps: dict[str, str] = {}
     try:
-        for name in final:
-            fd, tmp = tempfile.mkstemp(dir=spec.out_dir, prefix=".jaxhinge-", suffix=os.path.splitext(name)[1])
+        for name in writers:
+            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".jaxhinge-", suffix=os.path.splitext(name)[1])
             os.close(fd)
             tmps[name] = tmp
-        with open(tmps["result.json"], "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, allow_nan=False)
-            f.write("\n")
-        dump_scenario(result.scenario, tmps["fitted_scenario.toml"])
-        if spec.plot:
-            fmt = os.path.splitext(spec.plot)[1].lstrip(".").lower()
-            with open(tmps[spec.plot], "wb") as f:
-                plot_fit(result, f, fmt=fmt, title=os.path.basename(spec.path))
+        for name, write in writers.items():
+            write(tmps[name])
         mask = os.umask(0)
         os.umask(mask)
         written = []
         for name, tmp in tmps.items():
             os.chmod(tmp, 0o666 & ~mask)
-            dest = os.path.join(spec.out_dir, name)
+            dest = os.path.join(out_dir, name)
             os.replace(tmp, dest)
             written.append(dest)
         return written
@@ -430,3 +420,29 @@ def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -
         for tmp in tmps.values():
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def write_json(data: Mapping[str, Any], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, allow_nan=False)
+        f.write("\n")
+
+
+def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -> list[str]:
+    """Write result.json, fitted_scenario.toml and the plot into `spec.out_dir` (all or nothing)."""
+    data = result_dict(result, spec)
+    if extra:
+        data["timing_s"].update(extra)
+    writers = {
+        "result.json": lambda path: write_json(data, path),
+        "fitted_scenario.toml": lambda path: dump_scenario(result.scenario, path),
+    }
+    if spec.plot:
+        fmt = os.path.splitext(spec.plot)[1].lstrip(".").lower()
+
+        def plot(path):
+            with open(path, "wb") as f:
+                plot_fit(result, f, fmt=fmt, title=os.path.basename(spec.path))
+
+        writers[spec.plot] = plot
+    return write_output_files(spec.out_dir, writers)

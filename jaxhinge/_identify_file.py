@@ -32,16 +32,15 @@ and renamed at the end (a failed run leaves no partial output).
 """
 
 import dataclasses
-import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ._fit import FitError
+from ._fit_file import write_json, write_output_files
 from ._identify import SOLVERS, IdentifyResult, identify
 from ._scenario import Scenario
 from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
@@ -211,72 +210,52 @@ def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dic
     return out
 
 
-def plot_identify(result: IdentifyResult, fit_png, resid_png) -> None:
-    """Data vs fit (and the initial guess) per column; residuals / sigma per column."""
+def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:
+    """PNG into the file object `f`: `kind="fit"`: data vs fit (and the initial guess) per column;
+    `kind="resid"`: residuals / sigma per column."""
     from ._plot import _plt
 
     plt = _plt()
     tel = result.telemetry
     C = len(tel.columns)
-    for kind, f in (("fit", fit_png), ("resid", resid_png)):
-        fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=True, squeeze=False)
-        for j, c in enumerate(tel.columns):
-            ax = axes[j, 0]
-            if kind == "fit":
-                ax.plot(tel.t, tel.values[:, j], ".", ms=3, color="k", label="data")
-                ax.plot(tel.t, result.initial_fitted[:, j], "--", color="0.6", lw=1, label="initial guess")
-                ax.plot(tel.t, result.fitted[:, j], "-", color="C0", lw=1.2, label="fit")
-            else:
-                ax.plot(tel.t, result.residuals[:, j], ".", ms=3, color="C3")
-                ax.axhline(0, color="k", lw=0.5)
-                for s in (-1, 1):
-                    ax.axhline(s, color="0.6", lw=0.5, ls="--")
-            ax.set_ylabel(c if kind == "fit" else f"{c}\n(fit-data)/sigma", fontsize=8)
-        axes[0, 0].set_title(("data vs fit" if kind == "fit" else "residuals") + f" (chi2/dof {result.chi2_per_dof:.3g})")
+    fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=True, squeeze=False)
+    for j, c in enumerate(tel.columns):
+        ax = axes[j, 0]
         if kind == "fit":
-            axes[0, 0].legend(fontsize=7)
-        axes[-1, 0].set_xlabel("t [s]")
-        fig.tight_layout()
-        fig.savefig(f, format="png", dpi=90)
-        plt.close(fig)
+            ax.plot(tel.t, tel.values[:, j], ".", ms=3, color="k", label="data")
+            ax.plot(tel.t, result.initial_fitted[:, j], "--", color="0.6", lw=1, label="initial guess")
+            ax.plot(tel.t, result.fitted[:, j], "-", color="C0", lw=1.2, label="fit")
+        else:
+            ax.plot(tel.t, result.residuals[:, j], ".", ms=3, color="C3")
+            ax.axhline(0, color="k", lw=0.5)
+            for s in (-1, 1):
+                ax.axhline(s, color="0.6", lw=0.5, ls="--")
+        ax.set_ylabel(c if kind == "fit" else f"{c}\n(fit-data)/sigma", fontsize=8)
+    axes[0, 0].set_title(("data vs fit" if kind == "fit" else "residuals") + f" (chi2/dof {result.chi2_per_dof:.3g})")
+    if kind == "fit":
+        axes[0, 0].legend(fontsize=7)
+    axes[-1, 0].set_xlabel("t [s]")
+    fig.tight_layout()
+    fig.savefig(f, format="png", dpi=90)
+    plt.close(fig)
 
 
 def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
     """Write result.json, fitted_scenario.toml and the plots into `spec.out_dir` (all or nothing)."""
-    try:
-        os.makedirs(spec.out_dir, exist_ok=True)
-    except OSError as e:
-        raise FitError(f"output.dir = {spec.out_dir!r}: cannot create the folder: {e.strerror or e}") from None
-    if not os.access(spec.out_dir, os.W_OK):
-        raise FitError(f"output.dir = {spec.out_dir!r}: the folder is not writable")
     data = result_dict(result, spec)
-    names = ["result.json", "fitted_scenario.toml"] + (["fit.png", "residuals.png"] if spec.plots else [])
-    tmps: dict[str, str] = {}
-    try:
-        for name in names:
-            fd, tmp = tempfile.mkstemp(dir=spec.out_dir, prefix=".jaxhinge-", suffix=os.path.splitext(name)[1])
-            os.close(fd)
-            tmps[name] = tmp
-        with open(tmps["result.json"], "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, allow_nan=False)
-            f.write("\n")
-        dump_scenario(result.scenario, tmps["fitted_scenario.toml"])
-        if spec.plots:
-            with open(tmps["fit.png"], "wb") as f1, open(tmps["residuals.png"], "wb") as f2:
-                plot_identify(result, f1, f2)
-        mask = os.umask(0)
-        os.umask(mask)
-        written = []
-        for name, tmp in tmps.items():
-            os.chmod(tmp, 0o666 & ~mask)
-            dest = os.path.join(spec.out_dir, name)
-            os.replace(tmp, dest)
-            written.append(dest)
-        return written
-    finally:
-        for tmp in tmps.values():
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    writers = {
+        "result.json": lambda path: write_json(data, path),
+        "fitted_scenario.toml": lambda path: dump_scenario(result.scenario, path),
+    }
+    if spec.plots:
+        for name, kind in (("fit.png", "fit"), ("residuals.png", "resid")):
+
+            def plot(path, kind=kind):
+                with open(path, "wb") as f:
+                    plot_identify(result, f, kind)
+
+            writers[name] = plot
+    return write_output_files(spec.out_dir, writers)
 
 
 def report_lines(result: IdentifyResult, spec: IdentifySpec, written: list[str]) -> list[str]:
