@@ -1,5 +1,5 @@
 """(e) Cost vs number of panels N = 1..64: the back-substitution vector field (`jaxhinge.accelerations`)
-against the full (6+N) mass-matrix model (`jaxhinge._kane.accelerations`: M and the right-hand side by
+against the full (6+N) mass-matrix model (`_kane.accelerations`: M and the right-hand side by
 autodiff, then `jnp.linalg.solve`), per vector-field evaluation and per rk4 step (same RK4 harness)."""
 
 import jax
@@ -8,7 +8,7 @@ import numpy as np
 
 import jaxhinge as jh
 from jaxhinge import _kane
-from jaxhinge._energy import initial_state
+from jaxhinge._dynamics._energy import initial_state
 from _common import print_table, quick_flag, row, timeit
 
 EVALS = 200  # evaluations / steps per timed call (amortises the call overhead)

@@ -62,10 +62,10 @@ def _log(msg: str) -> None:
 
 
 def cmd_simulate(args) -> int:
-    from ._chains import chain_panel_names
-    from ._plot import plot_trajectory, relative_drift
-    from ._scenario_file import load_scenario
-    from ._simulate import simulate
+    from ._dynamics._chains import chain_panel_names
+    from ._io._plot import plot_trajectory, relative_drift
+    from ._io._scenario_file import load_scenario
+    from ._simulation._simulate import simulate
 
     path = args.scenario or example_path()
     _check_out_path(args.out, (".npz",), "--out")
@@ -113,7 +113,7 @@ def cmd_simulate(args) -> int:
 def cmd_sweep(args) -> int:
     import json
 
-    from ._batch import (
+    from ._analysis._batch import (
         load_sweep,
         plot_envelopes,
         plot_histograms,
@@ -122,7 +122,7 @@ def cmd_sweep(args) -> int:
         summarize,
         sweep_summary,
     )
-    from ._chains import chain_panel_names
+    from ._dynamics._chains import chain_panel_names
 
     sweep = load_sweep(args.sweep)
     out_dir = os.path.abspath(args.out_dir) if args.out_dir else sweep.out_dir
@@ -206,8 +206,8 @@ def _modes_table(m, path: str) -> list[str]:
 def cmd_modes(args) -> int:
     import json
 
-    from ._modes import modes
-    from ._scenario_file import load_scenario
+    from ._analysis._modes import modes
+    from ._io._scenario_file import load_scenario
 
     scenario = load_scenario(args.scenario)
     boundary = "clamped" if args.clamped else "free"
@@ -252,12 +252,12 @@ def _fit_report(result, data: dict, written: list[str]) -> list[str]:
 
 
 def cmd_fit(args) -> int:
-    from ._fit import FitError
-    from ._fit_file import load_fit, result_dict, run_fit, write_outputs
+    from ._analysis._fit import FitError
+    from ._io._fit_file import load_fit, result_dict, run_fit, write_outputs
 
     try:
         spec = load_fit(args.fit)
-        from ._identify_file import IdentifySpec
+        from ._io._identify_file import IdentifySpec
 
         if isinstance(spec, IdentifySpec):
             return _cmd_identify(args, spec)
@@ -287,7 +287,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from ._sensitivity import load_study, run_study, write_outputs
+    from ._analysis._sensitivity import load_study, run_study, write_outputs
 
     study = load_study(args.study)
     out_dir = os.path.abspath(args.out_dir) if args.out_dir else study.out_dir
@@ -329,8 +329,8 @@ def _cmd_identify(args, spec) -> int:
     """`jaxhinge fit` for a telemetry FIT.toml (one with a [data] table)."""
     import dataclasses
 
-    from ._fit import FitError
-    from ._identify_file import report_lines, run_identify, write_outputs
+    from ._analysis._fit import FitError
+    from ._io._identify_file import report_lines, run_identify, write_outputs
 
     try:
         if args.out:
@@ -432,7 +432,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     _enable_x64()
-    from ._scenario_file import ScenarioError
+    from ._io._scenario_file import ScenarioError
 
     try:
         return args.func(args)

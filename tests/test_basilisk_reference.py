@@ -1,7 +1,7 @@
 """Whole trajectories against Basilisk (bsk 2.12.1) runs of the same scenario files, RK4 at Basilisk's step:
 the seed scenarios and random 3D configurations (non-diagonal hub inertia, rotated hinges, offset hub CoM,
 3-6 panels, thetaRef, motor torque, forces in B and N, pulses, gravity, MRP switching).
-Data: tests/data/bsk/ (made by validation/make_references.py; see its README)."""
+Data: tests/data/bsk/ (made by tests/data/bsk/make_references.py; see its README)."""
 
 import glob
 import os

@@ -22,13 +22,13 @@ from conftest import DATA
 from test_kane import _inertia, _rotation, random_spacecraft, random_state
 
 import jaxhinge as jh
-from jaxhinge import _chains
-from jaxhinge import _kane as kane
-from jaxhinge._batch import apply_parameters, parameter_names
-from jaxhinge._chains import Chain
-from jaxhinge._dynamics import accelerations
-from jaxhinge._modes import linearize
-from jaxhinge._spacecraft import Spacecraft, State
+from jaxhinge._dynamics import _chains
+import _kane as kane
+from jaxhinge._analysis._batch import apply_parameters, parameter_names
+from jaxhinge._dynamics._chains import Chain
+from jaxhinge._dynamics._backsub import accelerations
+from jaxhinge._analysis._modes import linearize
+from jaxhinge._model._spacecraft import Spacecraft, State
 
 BSK = os.path.join(DATA, "bsk")
 
@@ -262,7 +262,7 @@ def test_fit_recovers_chain_hinge_k_and_c():
 
 
 def test_round_trip_and_order(tmp_path):
-    from jaxhinge._scenario_file import example_path
+    from jaxhinge._io._scenario_file import example_path
 
     for path in (example_path("folding_wing"), os.path.join(BSK, "chain_nhinged_noGravity.toml"),
                  os.path.join(BSK, "chain_dual_mixed.toml")):  # fmt: skip

@@ -17,8 +17,8 @@ from test_modes import EXAMPLE, REPO, TWO_PI, random_spacecraft, scenario_of
 
 import jaxhinge as jh
 from jaxhinge._cli import main
-from jaxhinge._fit import FitError, fit, parse_free
-from jaxhinge._fit_file import load_fit
+from jaxhinge._analysis._fit import FitError, fit, parse_free
+from jaxhinge._io._fit_file import load_fit
 
 FITS = os.path.join(REPO, "fits")
 
@@ -361,7 +361,7 @@ def test_fits_example_reproduces():
 
 def test_no_recompilation_between_fits_of_one_structure():
     """The solver is compiled once per model structure (the model and targets are arguments, not constants)."""
-    from jaxhinge._fit import _solve
+    from jaxhinge._analysis._fit import _solve
 
     def one(seed):
         truth = scenario_of(random_spacecraft(seed, 2))

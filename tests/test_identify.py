@@ -1,7 +1,7 @@
 """Identification from telemetry (jaxhinge.identify, `jaxhinge fit` with a [data] table).
 
 References: Basilisk trajectories (tests/data/telemetry/random3d_2p.npz, a random 3D two-panel configuration run
-by validation/make_telemetry_reference.py) with seeded noise; known parameters recovered; the binomial coverage
+by tests/data/telemetry/make_telemetry_reference.py) with seeded noise; known parameters recovered; the binomial coverage
 of the reported 1-sigma intervals; the exact symmetry of identical panels (identifiability).
 
 Every fit here has one model structure (2 panels, no loads, 101 samples, 3 columns, 4 free parameters), so
@@ -18,10 +18,10 @@ import pytest
 from conftest import DATA
 
 import jaxhinge as jh
-from jaxhinge import _identify as I
-from jaxhinge import _telemetry as T
+from jaxhinge._analysis import _identify as I
+from jaxhinge._io import _telemetry as T
 from jaxhinge._cli import main
-from jaxhinge._params import current_value
+from jaxhinge._model._params import current_value
 
 TEL = os.path.join(DATA, "telemetry")
 BSK_TOML = os.path.join(TEL, "random3d_2p.toml")

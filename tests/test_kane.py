@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxhinge import _kane as kane
-from jaxhinge._spacecraft import Hub, Panels, PointMassGravity, Spacecraft, State
+import _kane as kane
+from jaxhinge._model._spacecraft import Hub, Panels, PointMassGravity, Spacecraft, State
 
 MU_EARTH = 0.3986004415e15
 ZERO3 = np.zeros(3)
@@ -572,7 +572,7 @@ def test_back_substitution_matches_kane(n, gravity):
     configurations per case (48 in all): full hub inertia, offset hub CoM, random hinge frames, 1/3/5 panels,
     springs, dampers, thetaRef/thetaDotRef, motor torques + u_extra, external force (B and N) and torque,
     and (in orbit at 7000 km) point-mass gravity. Agreement to 1e-12 of each block's largest component."""
-    import jaxhinge._dynamics as dynamics
+    import jaxhinge._dynamics._backsub as dynamics
     rng = np.random.default_rng(700 + 10 * n + gravity)
     batch = 8
     scs = [random_spacecraft(rng, n, gravity=gravity) for _ in range(batch)]

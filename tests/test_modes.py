@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge import _kane
-from jaxhinge._energy import diagnostics
-from jaxhinge._modes import (
+import _kane
+from jaxhinge._dynamics._energy import diagnostics
+from jaxhinge._analysis._modes import (
     _rest_spacecraft,
     body_jacobians,
     complex_mode_state,
@@ -504,7 +504,7 @@ def test_cli_modes_bad_scenario(tmp_path):
 
 def test_no_recompilation_for_new_values():
     """One compiled program per model structure and boundary: new parameter values reuse it."""
-    from jaxhinge._modes import _modes_jit
+    from jaxhinge._analysis._modes import _modes_jit
 
     modes(random_spacecraft(50, 2))
     before = _modes_jit._cached._cache_size()

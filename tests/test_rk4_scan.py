@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxhinge as jh
-import jaxhinge._simulate as _sim
+import jaxhinge._simulation._simulate as _sim
 from jaxhinge._math import mrp_shadow
 
 

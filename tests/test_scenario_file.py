@@ -18,9 +18,9 @@ import pytest
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxhinge._loads import Loads
-from jaxhinge._scenario import SimulationConfig
-from jaxhinge._scenario_file import (
+from jaxhinge._model._loads import Loads
+from jaxhinge._model._scenario import SimulationConfig
+from jaxhinge._io._scenario_file import (
     ScenarioError,
     dump_scenario,
     example_path,

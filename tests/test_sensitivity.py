@@ -19,7 +19,7 @@ import pytest
 import jaxhinge as jh
 from jaxhinge._cli import example_path, main
 from jaxhinge._math import mrp_to_dcm
-from jaxhinge._sensitivity import attitude_error, load_study, settling_time
+from jaxhinge._analysis._sensitivity import attitude_error, load_study, settling_time
 
 # central differences with a relative step 1e-5: truncation ~ (1e-5)^2 * O(1) relative, rounding
 # ~ 1e-16 / 1e-5 = 1e-11 relative; the rk4 solution is a smooth function of the parameters at fixed steps.

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-import jaxhinge._simulate as _sim
+import jaxhinge._simulation._simulate as _sim
 
 SHORT = jh.SimulationConfig(t_end=0.5, save_dt=0.05, integrator="rk4", dt=0.01)
 

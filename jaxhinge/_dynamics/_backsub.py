@@ -12,8 +12,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from . import _chains
-from ._math import m2, mrp_bmat, mrp_to_dcm, tilde
-from ._spacecraft import Panels, Spacecraft, State
+from .._math import m2, mrp_bmat, mrp_to_dcm, tilde
+from .._model._spacecraft import Panels, Spacecraft, State
 
 # Small 3-vector/3x3 algebra written out in components. XLA on CPU compiles every dot/reduction as its own
 # kernel (tens of ms of compile time each, and a per-call cost at run time); written elementwise, a whole

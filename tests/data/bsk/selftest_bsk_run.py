@@ -1,6 +1,6 @@
-"""Self-tests of validation/bsk_run.py (needs `pip install bsk`): load handling and pulse edges.
+"""Self-tests of tests/data/bsk/bsk_run.py (needs `pip install bsk`): load handling and pulse edges.
 
-    python validation/selftest_bsk_run.py
+    python tests/data/bsk/selftest_bsk_run.py
 
 1. Splitting the run at the edges of an all-zero pulse changes nothing (bit for bit).
 2. A constant `extForce_N` moves the system CoM as r_C(t) = r0 + v0 t + F t^2 / (2 m) (no gravity), whatever
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-sys.dont_write_bytecode = True  # no __pycache__ in validation/
+sys.dont_write_bytecode = True  # no __pycache__ next to the data
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bsk_run
 import make_references

@@ -18,7 +18,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._math import mrp_shadow
+from .._math import mrp_shadow
 
 _rk4_tableau = diffrax.ButcherTableau(
     a_lower=(np.array([0.5]), np.array([0.0, 0.5]), np.array([0.0, 0.0, 1.0])),

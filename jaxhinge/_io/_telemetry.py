@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._fit import FitError
-from ._scenario import Scenario
+from .._analysis._fit import FitError
+from .._model._scenario import Scenario
 
 _VECTORS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
 _PANEL_OUTPUTS = ("theta", "thetaDot")

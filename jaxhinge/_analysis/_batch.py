@@ -40,8 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from . import _chains
-from ._params import (  # noqa: F401  (re-exported: moved to _params, still importable from here)
+from .._dynamics import _chains
+from .._model._params import (  # noqa: F401  (re-exported: moved to _params, still importable from here)
     _CHAIN_PANEL_FIELDS,
     _HUB_FIELDS,
     _HUB_INITIAL,
@@ -56,9 +56,9 @@ from ._params import (  # noqa: F401  (re-exported: moved to _params, still impo
     apply_parameters,
     parameter_names,
 )
-from ._scenario import Scenario
-from ._scenario_file import ScenarioError
-from ._simulate import Trajectory, simulate_unjitted
+from .._model._scenario import Scenario
+from .._io._scenario_file import ScenarioError
+from .._simulation._simulate import Trajectory, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
 
@@ -440,7 +440,7 @@ def load_sweep(path: str) -> Sweep:
     import os
     import tomllib
 
-    from ._scenario_file import load_scenario
+    from .._io._scenario_file import load_scenario
 
     source = os.fspath(path)
 
@@ -548,7 +548,7 @@ def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajecto
 
 def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
     """Hub rate and hinge angle envelopes: min-max band, percentile band, median (from `summarize`)."""
-    from ._plot import _plt
+    from .._io._plot import _plt
 
     plt = _plt()
     t = summary["t"]
@@ -590,7 +590,7 @@ def plot_histograms(
     params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png"
 ) -> None:
     """Histograms of the sampled parameters and of peak $|\\omega|$ and final $\\theta$ (successful members)."""
-    from ._plot import _plt
+    from .._io._plot import _plt
 
     plt = _plt()
     ok = np.asarray(traj.success)

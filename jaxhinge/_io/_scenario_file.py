@@ -90,10 +90,10 @@ from typing import Any
 
 import numpy as np
 
-from ._chains import Chain
-from ._loads import Loads, Pulses
-from ._scenario import INTEGRATORS, Scenario, SimulationConfig
-from ._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
+from .._dynamics._chains import Chain
+from .._model._loads import Loads, Pulses
+from .._model._scenario import INTEGRATORS, Scenario, SimulationConfig
+from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
 
 __all__ = [
     "ScenarioError",

@@ -43,8 +43,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._math import m2, tilde
-from ._spacecraft import _f64
+from .._math import m2, tilde
+from .._model._spacecraft import _f64
 
 
 class Chain(eqx.Module):

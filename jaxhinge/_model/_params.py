@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from . import _chains
+from .._dynamics import _chains
 from ._scenario import Scenario
 
 # field -> (kind, owner); kind: "scalar" | "vector" | "inertia" | "rotation"

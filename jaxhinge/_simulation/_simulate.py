@@ -9,12 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._dynamics import state_derivative, state_derivative_held
-from ._energy import diagnostics, initial_state
-from ._math import mrp_shadow
-from ._scenario import Scenario, SimulationConfig
+from .._dynamics._backsub import state_derivative, state_derivative_held
+from .._dynamics._energy import diagnostics, initial_state
+from .._math import mrp_shadow
+from .._model._scenario import Scenario, SimulationConfig
 from ._solver import RK4, MRPSwitch
-from ._spacecraft import State
+from .._model._spacecraft import State
 
 OUTPUT_NAMES = (
     "t",

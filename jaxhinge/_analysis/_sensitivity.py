@@ -74,10 +74,10 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._modes import check_boundary, modes_unjitted
-from ._params import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
-from ._scenario import Scenario
-from ._scenario_file import ScenarioError
-from ._simulate import OUTPUT_NAMES, simulate_unjitted
+from .._model._params import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
+from .._model._scenario import Scenario
+from .._io._scenario_file import ScenarioError
+from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
 
 MODES = ("auto", "forward", "reverse")
 SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time")
@@ -563,7 +563,7 @@ class SensitivityResult:
         """Tornado plot for one scalar output row: horizontal bars of $\\partial\\ln y/\\partial\\ln p$, largest
         $|\\cdot|$ on top (parameters whose normalisation is undefined are listed, without a bar). Draws on `ax`,
         or writes a figure to the file object `f` (format `fmt`); returns the axes (None when written)."""
-        from ._plot import _plt
+        from .._io._plot import _plt
 
         plt = _plt()
         ranked = self.ranking(output)
@@ -607,7 +607,7 @@ def _nan_to_none(x):
 
 
 def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
-    from ._simulate import save_times
+    from .._simulation._simulate import save_times
 
     T = len(save_times(scenario.simulation))
     panels = _panel_names(scenario)
@@ -729,7 +729,7 @@ def sensitivity(
         ok = ok and bool(okg)
     x0 = np.asarray(prep.x0)
     has_hist = any(b.kind == "history" for b in blocks)
-    from ._simulate import save_times
+    from .._simulation._simulate import save_times
 
     t = save_times(scenario.simulation) if has_hist else None
     names = _row_names(blocks, t)
@@ -824,7 +824,7 @@ def load_study(path: str) -> Study:
     import os
     import tomllib
 
-    from ._scenario_file import load_scenario
+    from .._io._scenario_file import load_scenario
 
     source = os.fspath(path)
     try:
@@ -916,7 +916,7 @@ def write_outputs(result: SensitivityResult, study: Study, out_dir: str, atomic_
         f.write(buf.getvalue().encode())
 
     def write_png(f):
-        from ._plot import _plt
+        from .._io._plot import _plt
 
         plt = _plt()
         n = max(len(study.tornado), 1)

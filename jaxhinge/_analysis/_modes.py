@@ -66,11 +66,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
-from . import _chains
-from ._dynamics import accelerations, panel_geometry
-from ._math import mrp_bmat, tilde
-from ._scenario import Scenario
-from ._spacecraft import Spacecraft, State
+from .._dynamics import _chains
+from .._dynamics._backsub import accelerations, panel_geometry
+from .._math import mrp_bmat, tilde
+from .._model._scenario import Scenario
+from .._model._spacecraft import Spacecraft, State
 
 BOUNDARIES = ("free", "clamped")
 HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")
@@ -661,7 +661,7 @@ class ModeMeasurement(eqx.Module):
 @eqx.filter_jit
 def _simulate_batch(scenario: Scenario, initials):
     def one(ini):
-        from ._simulate import simulate_unjitted
+        from .._simulation._simulate import simulate_unjitted
 
         traj = simulate_unjitted(Scenario(scenario.spacecraft, ini, scenario.loads, scenario.simulation))
         return traj.t, traj.theta, traj.success
@@ -751,14 +751,14 @@ def measure_modes(
     save_dt = float(2 * np.pi / w_max / samples_per_period)
     t_end = float(periods * 2 * np.pi / w_min)
     t_end = save_dt * math.ceil(t_end / save_dt)
-    from ._scenario import SimulationConfig
-    from ._spacecraft import InitialState
+    from .._model._scenario import SimulationConfig
+    from .._model._spacecraft import InitialState
 
     cfg = SimulationConfig(t_end=t_end, save_dt=save_dt, integrator=_CHECK_INTEGRATOR, dt=save_dt / 4, rtol=1e-11,
                            atol=1e-14 * amplitude, max_steps=max(100_000, int(200 * t_end / save_dt)))
     z3 = np.zeros((n, 3))
     initials = InitialState(z3, z3, z3, np.asarray(om0), np.asarray(th0), np.asarray(thd0))
-    from ._loads import Loads
+    from .._model._loads import Loads
 
     scen = Scenario(sim_sc, InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
     t, theta, ok = _simulate_batch(scen, initials)

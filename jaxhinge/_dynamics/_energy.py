@@ -8,9 +8,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from . import _chains
-from ._dynamics import mass_properties, panel_geometry
-from ._math import dcm_to_mrp, mrp_to_dcm
-from ._spacecraft import InitialState, Spacecraft, State
+from ._backsub import mass_properties, panel_geometry
+from .._math import dcm_to_mrp, mrp_to_dcm
+from .._model._spacecraft import InitialState, Spacecraft, State
 
 
 class Diagnostics(NamedTuple):

@@ -1,6 +1,6 @@
 """Self-check of the Basilisk reference data in `tests/data/bsk/` (no Basilisk needed).
 
-    python validation/check_references.py [--data tests/data/bsk]
+    python tests/data/bsk/check_references.py [--data tests/data/bsk]
 
 Checks the seed cases against the truth values of /work/shared/reference/basilisk.md section 3 and the
 shared CSV trajectories, the config-log message against the hub state, sample alignment, conservation where
@@ -14,7 +14,7 @@ import tomllib
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 SHARED = pathlib.Path("/work/shared/reference/data")
 FAILS = []
 

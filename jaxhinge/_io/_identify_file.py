@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from ._fit import FitError
+from .._analysis._fit import FitError
 from ._fit_file import write_json, write_output_files
-from ._identify import SOLVERS, IdentifyResult, identify
-from ._scenario import Scenario
+from .._analysis._identify import SOLVERS, IdentifyResult, identify
+from .._model._scenario import Scenario
 from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
 from ._telemetry import Telemetry, load_telemetry
 
@@ -145,7 +145,7 @@ def load_identify(path: str | os.PathLike, data: Mapping | None = None) -> Ident
     csv_path = os.path.normpath(os.path.join(base, d["csv"]))
     tel = load_telemetry(csv_path, d["columns"], d["sigma"], scenario)
     # parse the free list and the remaining options now (errors before any compute)
-    from ._identify import parse_free
+    from .._analysis._identify import parse_free
 
     parse_free(scenario, kwargs["free"])
     out_dir = out_t.get("dir", "out")

@@ -55,10 +55,10 @@ import optimistix as optx
 from jaxtyping import Array, Float, Int
 
 from ._fit import _PROGRESS, FitError, _verbose
-from ._params import _HUB_FIELDS, _PANEL_FIELDS, _nominal, _resolve, apply_parameters, current_value
-from ._scenario import Scenario
-from ._simulate import simulate_unjitted
-from ._telemetry import Telemetry, model_outputs, output_names, panel_names
+from .._model._params import _HUB_FIELDS, _PANEL_FIELDS, _nominal, _resolve, apply_parameters, current_value
+from .._model._scenario import Scenario
+from .._simulation._simulate import simulate_unjitted
+from .._io._telemetry import Telemetry, model_outputs, output_names, panel_names
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
 _LOG_FIELDS = {"k", "c", "mass", "d", "mHub"}

@@ -54,10 +54,10 @@ import optax
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float
 
-from . import _chains
+from .._dynamics import _chains
 from ._modes import ModeMeasurement, Modes, check_boundary, measure_modes, modes, modes_unjitted
-from ._scenario import Scenario
-from ._spacecraft import Spacecraft
+from .._model._scenario import Scenario
+from .._model._spacecraft import Spacecraft
 
 PARAMETER_UNITS = {"k": "N m/rad", "c": "N m s/rad"}
 SOLVERS = ("lm", "adam", "lbfgs")

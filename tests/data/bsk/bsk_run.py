@@ -5,7 +5,7 @@ jaxhinge itself never imports it.
 
 Usage:
 
-    python validation/bsk_run.py SCENARIO.toml OUT.npz
+    python tests/data/bsk/bsk_run.py SCENARIO.toml OUT.npz
 
 or, as a module, `run(scenario_dict) -> dict` where `scenario_dict` is the parsed TOML
 (`load_scenario(path)`).
@@ -446,7 +446,7 @@ def save(out, path):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print("usage: python validation/bsk_run.py SCENARIO.toml OUT.npz", file=sys.stderr)
+        print("usage: python tests/data/bsk/bsk_run.py SCENARIO.toml OUT.npz", file=sys.stderr)
         return 2
     scen = load_scenario(argv[0])
     out = run(scen)

@@ -51,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from ._fit import SOLVERS, FitError, FitResult, fit
-from ._modes import BOUNDARIES, measure_modes
-from ._scenario import Scenario
+from .._analysis._fit import SOLVERS, FitError, FitResult, fit
+from .._analysis._modes import BOUNDARIES, measure_modes
+from .._model._scenario import Scenario
 from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
@@ -269,7 +269,7 @@ def _num(x) -> float | None:
 
 def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any]:
     """The `result.json` content (plain Python; NaN and inf as `null`)."""
-    from . import __version__
+    from .. import __version__
 
     params = {}
     for i, name in enumerate(result.parameter_names):

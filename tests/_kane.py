@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from ._spacecraft import Spacecraft, State
+from jaxhinge._model._spacecraft import Spacecraft, State
 
 # --------------------------------------------------------------------------------------------------------------
 # Small rotation helpers (private to this module on purpose: no code shared with the back-substitution).
