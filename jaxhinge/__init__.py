@@ -1,35 +1,21 @@
 """jaxhinge: a differentiable JAX simulator of a rigid hub with hinged rigid panels, exact to Basilisk's
-`hingedRigidBodyStateEffector`, built for system identification.
+`hingedRigidBodyStateEffector` (and its chain effectors), built for system identification.
 
 Float64 is needed for Basilisk-level accuracy: call `jax.config.update("jax_enable_x64", True)` before
 using jaxhinge (the CLI does this itself).
+
+The public API, by concept (README "Architecture" maps each to its module):
 """
 
-from ._analysis._batch import apply_parameters as apply_parameters
-from ._analysis._batch import check_dispersions as check_dispersions
-from ._analysis._batch import grid_dispersions as grid_dispersions
-from ._analysis._batch import sample_dispersions as sample_dispersions
-from ._analysis._batch import simulate_batch as simulate_batch
-from ._analysis._batch import summarize as summarize
-from ._dynamics._chains import Chain as Chain
-from ._dynamics._backsub import accelerations as accelerations
-from ._dynamics._energy import Diagnostics as Diagnostics
-from ._dynamics._energy import diagnostics as diagnostics
-from ._dynamics._energy import initial_state as initial_state
+# Model: pytrees of array leaves (one stacked Panels tree for single panels and chains)
 from ._model._loads import Loads as Loads
 from ._model._loads import Pulses as Pulses
+from ._model._params import FIELDS as FIELDS
+from ._model._params import ParameterError as ParameterError
+from ._model._params import apply_parameters as apply_parameters
+from ._model._params import parameter_names as parameter_names
 from ._model._scenario import Scenario as Scenario
 from ._model._scenario import SimulationConfig as SimulationConfig
-from ._io._scenario_file import ScenarioError as ScenarioError
-from ._io._scenario_file import dump_scenario as dump_scenario
-from ._io._scenario_file import load_scenario as load_scenario
-from ._io._scenario_file import scenario_from_dict as scenario_from_dict
-from ._io._scenario_file import scenario_to_dict as scenario_to_dict
-from ._simulation._simulate import Trajectory as Trajectory
-from ._simulation._simulate import simulate as simulate
-from ._simulation._simulate import simulate_unjitted as simulate_unjitted
-from ._simulation._solver import RK4 as RK4
-from ._simulation._solver import MRPSwitch as MRPSwitch
 from ._model._spacecraft import Hub as Hub
 from ._model._spacecraft import InitialState as InitialState
 from ._model._spacecraft import Panels as Panels
@@ -37,11 +23,27 @@ from ._model._spacecraft import PointMassGravity as PointMassGravity
 from ._model._spacecraft import Spacecraft as Spacecraft
 from ._model._spacecraft import State as State
 
-__version__ = "0.1.0"
+# Dynamics: the back-substitution vector field and Basilisk's diagnostics
+from ._dynamics._backsub import accelerations as accelerations
+from ._dynamics._energy import Diagnostics as Diagnostics
+from ._dynamics._energy import diagnostics as diagnostics
+from ._dynamics._energy import initial_state as initial_state
+
+# Simulation
+from ._simulation._simulate import Trajectory as Trajectory
+from ._simulation._simulate import simulate as simulate
+from ._simulation._simulate import simulate_unjitted as simulate_unjitted
+from ._simulation._solver import MRPSwitch as MRPSwitch
+
+# Analyses: modes, fits, telemetry identification, sensitivities, batches
+from ._analysis._batch import check_dispersions as check_dispersions
+from ._analysis._batch import grid_dispersions as grid_dispersions
+from ._analysis._batch import sample_dispersions as sample_dispersions
+from ._analysis._batch import simulate_batch as simulate_batch
+from ._analysis._batch import summarize as summarize
 from ._analysis._fit import FitError as FitError
 from ._analysis._fit import FitResult as FitResult
 from ._analysis._fit import fit as fit
-from ._io._fit_file import load_fit as load_fit
 from ._analysis._identify import IdentifyResult as IdentifyResult
 from ._analysis._identify import identify as identify
 from ._analysis._modes import Linearization as Linearization
@@ -52,7 +54,18 @@ from ._analysis._modes import measure_modes as measure_modes
 from ._analysis._modes import modes as modes
 from ._analysis._sensitivity import SensitivityResult as SensitivityResult
 from ._analysis._sensitivity import sensitivity as sensitivity
+
+# Files: scenario, fit and telemetry files
+from ._io._fit_file import load_fit as load_fit
+from ._io._scenario_file import ScenarioError as ScenarioError
+from ._io._scenario_file import dump_scenario as dump_scenario
+from ._io._scenario_file import example_path as example_path
+from ._io._scenario_file import load_scenario as load_scenario
+from ._io._scenario_file import scenario_from_dict as scenario_from_dict
+from ._io._scenario_file import scenario_to_dict as scenario_to_dict
 from ._io._telemetry import Telemetry as Telemetry
 from ._io._telemetry import TelemetryError as TelemetryError
 from ._io._telemetry import load_telemetry as load_telemetry
 from ._io._telemetry import telemetry_from_arrays as telemetry_from_arrays
+
+__version__ = "0.2.0"

@@ -5,9 +5,10 @@ import os
 import sys
 import tempfile
 import time
-from importlib import resources
 
 import numpy as np
+
+from ._io._scenario_file import example_path
 
 EXAMPLE = "two_panel.toml"
 
@@ -20,11 +21,6 @@ def _enable_x64():
     import jax
 
     jax.config.update("jax_enable_x64", True)
-
-
-def example_path(name: str = EXAMPLE) -> str:
-    """Path of a bundled example scenario (`jaxhinge/examples/`)."""
-    return str(resources.files("jaxhinge").joinpath("examples", name))
 
 
 def _check_out_path(path: str | None, suffixes: tuple[str, ...], what: str) -> None:
@@ -62,17 +58,16 @@ def _log(msg: str) -> None:
 
 
 def cmd_simulate(args) -> int:
-    from ._dynamics._chains import chain_panel_names
     from ._io._plot import plot_trajectory, relative_drift
     from ._io._scenario_file import load_scenario
     from ._simulation._simulate import simulate
 
-    path = args.scenario or example_path()
+    path = args.scenario or str(example_path(EXAMPLE))
     _check_out_path(args.out, (".npz",), "--out")
     _check_out_path(args.plot, (".png", ".pdf", ".svg"), "--plot")
     scenario = load_scenario(path)
     cfg = scenario.simulation
-    names = scenario.spacecraft.panels.names + chain_panel_names(scenario.spacecraft.chains)
+    names = scenario.spacecraft.panels.labels
     _log(
         f"jaxhinge: {path}: {len(names)} panel(s), t_end = {cfg.t_end} s, integrator {cfg.integrator}, "
         f"dt = {cfg.dt} s; compiling and running..."
@@ -122,14 +117,13 @@ def cmd_sweep(args) -> int:
         summarize,
         sweep_summary,
     )
-    from ._dynamics._chains import chain_panel_names
 
     sweep = load_sweep(args.sweep)
     out_dir = os.path.abspath(args.out_dir) if args.out_dir else sweep.out_dir
     if args.out_dir and not os.path.isdir(os.path.dirname(out_dir)):
         raise CLIError(f"--out-dir = {args.out_dir!r}: parent directory does not exist")
     params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
-    names = sweep.scenario.spacecraft.panels.names + chain_panel_names(sweep.scenario.spacecraft.chains)
+    names = sweep.scenario.spacecraft.panels.labels
     cfg = sweep.scenario.simulation
     _log(
         f"jaxhinge: {args.sweep}: {sweep.members} members x {len(params)} dispersed parameter(s), "

@@ -262,7 +262,7 @@ def test_fit_recovers_chain_hinge_k_and_c():
 
 
 def test_round_trip_and_order(tmp_path):
-    from jaxhinge._io._scenario_file import example_path
+    from jaxhinge import example_path
 
     for path in (example_path("folding_wing"), os.path.join(BSK, "chain_nhinged_noGravity.toml"),
                  os.path.join(BSK, "chain_dual_mixed.toml")):  # fmt: skip

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._cli import example_path
+from jaxhinge import example_path
 
 EXPECTED = {
     "t": (251,), "r_BN_N": (251, 3), "v_BN_N": (251, 3), "r_CN_N": (251, 3), "v_CN_N": (251, 3),

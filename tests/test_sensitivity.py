@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._cli import example_path, main
+from jaxhinge._cli import main
+from jaxhinge import example_path
 from jaxhinge._math import mrp_to_dcm
 from jaxhinge._analysis._sensitivity import attitude_error, load_study, settling_time
 

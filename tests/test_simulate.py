@@ -124,7 +124,7 @@ def test_vmap_equals_loop_and_no_recompile(monkeypatch):
 
 def test_adaptive_default_within_tolerance_of_converged_reference():
     """tsit5 at rtol 1e-10 vs dopri8 at rtol 1e-13 on the three-panel example (pulses, gravity, 3D)."""
-    from jaxhinge._cli import example_path
+    from jaxhinge import example_path
 
     sc = jh.load_scenario(example_path("spacecraft_three_panels.toml"))
     ref = jh.simulate(sc.with_simulation(integrator="dopri8", rtol=1e-13, atol=1e-15))

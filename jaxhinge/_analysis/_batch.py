@@ -40,23 +40,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._dynamics import _chains
-from .._model._params import (  # noqa: F401  (re-exported: moved to _params, still importable from here)
-    _CHAIN_PANEL_FIELDS,
-    _HUB_FIELDS,
-    _HUB_INITIAL,
-    _PANEL_FIELDS,
-    _PANEL_INITIAL,
-    _default_names,
-    _nominal,
-    _panel_names,
-    _resolve,
-    _rotation,
-    _shape,
+from .._model._params import (
+    FIELDS,
+    ParameterError,
+    anonymous,
     apply_parameters,
+    apply_resolved,
     parameter_names,
+    resolve,
 )
+from .._model._params import nominal as _nominal
 from .._model._scenario import Scenario
+from .._model._spacecraft import strip_labels
 from .._io._scenario_file import ScenarioError
 from .._simulation._simulate import Trajectory, simulate_unjitted
 
@@ -122,17 +117,13 @@ def check_dispersions(
         if not isinstance(name, str):
             raise ck(f'{w}.param = {name!r}: must be a string such as "p0.k" or "hub.mHub"')
         try:
-            kind, _, _ = _resolve(scenario, name)
-        except ValueError:
-            owner = name.partition(".")[0]
-            panels = _panel_names(scenario)
-            cnames = _chains.chain_panel_names(scenario.spacecraft.chains)
-            if owner != "hub" and owner not in panels and owner not in cnames:
-                hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels + cnames) or 'none'})"
-            else:
-                fields = _HUB_FIELDS if owner == "hub" else _PANEL_FIELDS if owner in panels else _CHAIN_PANEL_FIELDS
-                hint = f"allowed {owner} fields are {', '.join(fields)}"
-            raise ck(f"{w}.param = {name!r}: unknown parameter; {hint}") from None
+            par = resolve(scenario, name)
+        except ParameterError as e:
+            raise ck(f"{w}.param = {e}") from None
+        if par.component is not None:
+            raise ck(f"{w}.param = {name!r}: disperse the whole vector {par.base!r} (std or low/high per "
+                     "component)")
+        kind, field = par.field.kind, par.field
         assert name in allowed_names
         if name in seen:
             raise ck(f"{w}.param = {name!r}: already dispersed by dispersions[{seen[name]}]")
@@ -145,7 +136,8 @@ def check_dispersions(
                 raise ck(
                     f"{w}: unknown key {key!r} for dist = {dist!r}; allowed keys are {', '.join(_SPEC_KEYS[dist])}"
                 )
-        shape = _shape(kind)
+        shape = field.shape
+        rule = f"{name} {field.allowed()} ({field.description}, {field.unit})"
         if dist == "uniform":
             for key in ("low", "high"):
                 if key not in spec:
@@ -154,8 +146,9 @@ def check_dispersions(
             high = _as_array(ck, spec["high"], shape, f"{w}.high")
             if np.any(low >= high):
                 raise ck(f"{w}.low = {_fmt(spec['low'])}: must be < high = {_fmt(spec['high'])}")
-            if kind == "inertia" and np.any(low <= 0):
-                raise ck(f"{w}.low = {_fmt(spec['low'])}: inertia scale factors must be > 0")
+            for key, v in (("low", low), ("high", high)):
+                if not np.all(field.admits(v)):
+                    raise ck(f"{w}.{key} = {_fmt(spec[key])}: {rule}")
         elif dist == "normal":
             if ("std" in spec) == ("rel_std" in spec):
                 raise ck(f"{w}: give exactly one of 'std' or 'rel_std' for dist = 'normal'")
@@ -165,8 +158,8 @@ def check_dispersions(
                 raise ck(f"{w}.{key} = {_fmt(spec[key])}: must be > 0")
             if "mean" in spec:
                 mean = _as_array(ck, spec["mean"], shape, f"{w}.mean")
-                if kind == "inertia" and np.any(mean <= 0):
-                    raise ck(f"{w}.mean = {_fmt(spec['mean'])}: inertia scale factors must be > 0")
+                if not np.all(field.admits(mean)):
+                    raise ck(f"{w}.mean = {_fmt(spec['mean'])}: {rule}")
         else:
             if "values" not in spec:
                 raise ck(f"{w}: missing key 'values' (one value per member)")
@@ -180,6 +173,9 @@ def check_dispersions(
                 )
             if not np.all(np.isfinite(a)):
                 raise ck(f"{w}.values = {_fmt(spec['values'])}: must be finite")
+            bad = np.argwhere(~field.admits(a).reshape(members, -1).all(axis=1))
+            if bad.size:
+                raise ck(f"{w}.values: member {int(bad[0, 0])} = {_fmt(a[int(bad[0, 0])])}: {rule}")
 
 
 def sample_dispersions(
@@ -207,8 +203,8 @@ def sample_dispersions(
     out: dict[str, np.ndarray] = {}
     for j, spec in enumerate(dispersions):
         name = spec["param"]
-        kind, field, i = _resolve(scenario, name)
-        shape = (members, *_shape(kind))
+        field = FIELDS[resolve(scenario, name).field.name]
+        shape = (members, *field.shape)
         k = jax.random.fold_in(key, j)
         dist = spec["dist"]
         if dist == "values":
@@ -221,7 +217,7 @@ def sample_dispersions(
             )
             x = low + (high - low) * u
         else:
-            nominal = _nominal(scenario, kind, field, i)
+            nominal = _nominal(scenario, name)
             mean = np.broadcast_to(np.asarray(spec.get("mean", nominal), dtype=float), shape[1:])
             std = (
                 np.asarray(spec["std"], dtype=float)
@@ -232,11 +228,11 @@ def sample_dispersions(
                 jax.random.normal(k, shape, dtype=jnp.float64 if jax.config.jax_enable_x64 else None)
             )
             x = mean + np.broadcast_to(std, shape[1:]) * z
-            if kind == "inertia" and np.any(x <= 0):
-                bad = int(np.argwhere(np.any(x.reshape(members, -1) <= 0, axis=1))[0, 0])
+            if not np.all(field.admits(x)):
+                bad = int(np.argwhere(~field.admits(x).reshape(members, -1).all(axis=1))[0, 0])
                 raise ScenarioError(
-                    f"<dispersions>: dispersions[{j}] ({name}): member {bad} drew a scale factor <= 0; "
-                    "inertia factors must be > 0 (reduce std or use dist = 'uniform')",
+                    f"<dispersions>: dispersions[{j}] ({name}): member {bad} drew {_fmt(x[bad])}; {name} "
+                    f"{field.allowed()} (reduce std, or use dist = 'uniform' within the allowed range)",
                     source="<dispersions>",
                 )
         out[name] = np.asarray(x, dtype=float).reshape(shape)
@@ -256,13 +252,11 @@ def grid_dispersions(grid: Mapping[str, Sequence[Any]]) -> tuple[list[dict[str, 
     return specs, members
 
 
-def _identity(base: None, member: Scenario) -> Scenario:
-    return member
-
-
 @eqx.filter_jit
-def _run_chunk(base, batched, build: Callable) -> Trajectory:
-    return jax.vmap(lambda b: simulate_unjitted(build(base, b)))(batched)
+def _run_chunk(base, batched, pars) -> Trajectory:
+    if pars is None:  # a batched scenario
+        return jax.vmap(simulate_unjitted)(batched)
+    return jax.vmap(lambda b: simulate_unjitted(apply_resolved(base, pars, b)))(batched)
 
 
 def _batch_size(batched) -> int:
@@ -301,13 +295,19 @@ def simulate_batch(
     (`throw=False`): `trajectory.success[m]` is False for a member whose step budget ran out or whose state
     became non-finite, and its `result[m]` holds diffrax's code; other members are unaffected.
     """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"simulate_batch: expected a jaxhinge Scenario, got {type(scenario).__name__}")
     if params is None:
-        base, batched, build = None, scenario, _identity
+        base, batched, pars = None, strip_labels(scenario), None
     else:
-        base, build = scenario, apply_parameters
-        batched = {k: jnp.asarray(v) for k, v in params.items()}
-        if not batched:
+        if not params:
             raise ValueError("simulate_batch: params is empty; give at least one dispersed parameter")
+        try:
+            pars = anonymous([resolve(scenario, k) for k in params])
+        except ParameterError as e:
+            raise ValueError(f"simulate_batch: params: {e}") from None
+        base = strip_labels(scenario)
+        batched = tuple(jnp.asarray(v) for v in params.values())
     members = _batch_size(batched)
     if devices is None:
         devices = jax.local_devices()
@@ -335,7 +335,7 @@ def simulate_batch(
         chunk = jax.tree.map(take, batched)
         if sharding is not None:
             chunk = jax.device_put(chunk, sharding)
-        out = _run_chunk(base, chunk, build)
+        out = _run_chunk(base, chunk, pars)
         chunks.append(jax.tree.map(lambda x, n=stop - start: np.asarray(x)[:n], out))
         if progress is not None:
             progress(stop, members)
@@ -519,7 +519,7 @@ def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajecto
     """The `summary.json` contents: counts, failures (index, reason), parameter statistics, and statistics
     over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
     ok = np.asarray(traj.success)
-    names = _panel_names(sweep.scenario) + _chains.chain_panel_names(sweep.scenario.spacecraft.chains)
+    names = sweep.scenario.spacecraft.panels.labels
     omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
     theta = np.asarray(traj.theta)[ok]
     stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}

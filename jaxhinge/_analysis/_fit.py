@@ -54,10 +54,9 @@ import optax
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float
 
-from .._dynamics import _chains
-from ._modes import ModeMeasurement, Modes, check_boundary, measure_modes, modes, modes_unjitted
+from ._modes import ModeMeasurement, Modes, _relabel, check_boundary, measure_modes, modes, modes_unjitted
 from .._model._scenario import Scenario
-from .._model._spacecraft import Spacecraft
+from .._model._spacecraft import Spacecraft, strip_labels
 
 PARAMETER_UNITS = {"k": "N m/rad", "c": "N m s/rad"}
 SOLVERS = ("lm", "adam", "lbfgs")
@@ -154,15 +153,12 @@ class _Problem(eqx.Module):
     def apply(self, y):
         vals = jnp.exp(y)
         sc = self.spacecraft
-        # hinge indices cover single panels, then chain panels (chain by chain, root first)
-        k, c = _chains.hinge_param(sc, "k"), _chains.hinge_param(sc, "c")
+        k, c = sc.panels.k, sc.panels.c
         if self.k_panels:
             k = k.at[np.array(self.k_panels)].set(vals[np.array(self.k_groups)])
         if self.c_panels:
             c = c.at[np.array(self.c_panels)].set(vals[np.array(self.c_groups)])
-        if not sc.chains:
-            return eqx.tree_at(lambda s: (s.panels.k, s.panels.c), sc, (k, c))
-        return _chains.with_hinge_params(sc, k=k, c=c)
+        return eqx.tree_at(lambda s: (s.panels.k, s.panels.c), sc, (k, c))
 
     def model(self, y) -> Modes:
         return modes_unjitted(self.apply(y), self.boundary)
@@ -378,9 +374,7 @@ def fit(
                            field=f"modes.{name}")
 
     sc = scenario.spacecraft
-    n = sc.panels.count
-    names = tuple(sc.panels.names) if len(sc.panels.names) == n else tuple(f"p{i}" for i in range(n))
-    names = names + _chains.chain_panel_names(sc.chains)  # chain panels are fitted like single panels
+    names = sc.panels.labels
     n = len(names)
     ft = _floats(targets_hz, "modes.targets_hz", positive=True)
     if np.any(np.diff(ft) < 0):
@@ -430,11 +424,9 @@ def fit(
                        "or drop the damping targets", field="modes.damping_ratios")
 
     # initial guesses
-    k0, c0 = np.asarray(_chains.hinge_param(sc, "k"), float), np.asarray(_chains.hinge_param(sc, "c"), float)
-    Itheta = np.asarray(
-        _chains.hinge_param(sc, "IPntS_S")[:, 1, 1] + _chains.hinge_param(sc, "mass") * _chains.hinge_param(sc, "d") ** 2,
-        float,
-    )  # a seed for c only (for chain panels: the panel alone about its own hinge)
+    k0, c0 = np.asarray(sc.panels.k, float), np.asarray(sc.panels.c, float)
+    Itheta = np.asarray(sc.panels.IPntS_S[:, 1, 1] + sc.panels.mass * sc.panels.d**2, float)
+    # a seed for c only (for chain panels: the panel alone about its own hinge)
     initial = []
     notes = []
     for g in groups:
@@ -456,7 +448,7 @@ def fit(
             (kp if g.kind == "k" else cp).append(p)
             (kg if g.kind == "k" else cg).append(j)
     problem = _Problem(
-        spacecraft=sc,
+        spacecraft=strip_labels(sc),
         targets_hz=jnp.asarray(ft),
         damping_ratios=jnp.asarray(zt),
         w_f=jnp.asarray(1.0 / (frequency_sigma * ft)),
@@ -471,7 +463,7 @@ def fit(
 
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
-    m_init = modes(problem.apply(y0), boundary)
+    m_init = _relabel(modes(problem.apply(y0), boundary), sc)
     k_idx = [j for j, g in enumerate(groups) if g.kind == "k"]
     shift = np.zeros(n_par)
     shift[k_idx] = math.log(_REACH_SCALE)
@@ -518,7 +510,7 @@ def fit(
 
     r = np.asarray(_residuals_jit(y, problem))
     J = np.asarray(_jacobian_jit(y, problem))
-    m_fit = modes(problem.apply(y), boundary)
+    m_fit = _relabel(modes(problem.apply(y), boundary), sc)
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]
     ferr = (f_fit - ft) / ft
     derr = (np.asarray(m_fit.damping_ratio)[list(idx)] - zt) / zt if len(zt) else np.zeros(0)
@@ -532,7 +524,8 @@ def fit(
     message = _message(converged, reached, status, int(steps), ferr, derr, nullspace, notes, n_par, n_res, J, r,
                        poor)
 
-    fitted = eqx.tree_at(lambda s: s.spacecraft, scenario, problem.apply(y))
+    fitted = eqx.tree_at(lambda s: (s.spacecraft.panels.k, s.spacecraft.panels.c), scenario,
+                         (problem.apply(y).panels.k, problem.apply(y).panels.c))
     wall = time.perf_counter() - t_start
     measured = None
     if check:

@@ -20,7 +20,7 @@ frees one. Inertias are 3 positive scale factors $s$ ($I' = D I D$, $D = \mathrm
 `"p0.k = p1.k"` fits one value for both (initial guess: geometric/arithmetic mean).
 
 **Coordinates.** Positive quantities (`k`, `c`, `mass`, `d`, `mHub`, inertia factors) are fitted as
-$u = \ln(p/p_0)$; signed ones linearly, $p = p_0 + s\,u$ with a fixed scale $s$ per field (`SCALES`).
+$u = \ln(p/p_0)$; signed ones linearly, $p = p_0 + s\,u$ with a fixed scale $s$ per field (`Field.scale` of the parameter registry).
 
 **Uncertainties.** At the solution, $J = \partial r/\partial u$; $s^2 = \chi^2/\mathrm{dof}$
 ($\mathrm{dof} = $ residuals $-$ parameters) and $\mathrm{cov}_u = s^2 (J^TJ)^{-1}$; the parameter sigmas are
@@ -42,7 +42,6 @@ $\chi^2$ kept.
 
 import dataclasses
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 
@@ -55,27 +54,15 @@ import optimistix as optx
 from jaxtyping import Array, Float, Int
 
 from ._fit import _PROGRESS, FitError, _verbose
-from .._model._params import _HUB_FIELDS, _PANEL_FIELDS, _nominal, _resolve, apply_parameters, current_value
+from .._model._params import ParameterError, anonymous, apply_resolved, expand, nominal
+from .._model._params import Parameter
 from .._model._scenario import Scenario
+from .._model._spacecraft import strip_labels
 from .._simulation._simulate import simulate_unjitted
-from .._io._telemetry import Telemetry, model_outputs, output_names, panel_names
+from .._io._telemetry import Telemetry, model_outputs, output_names
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
-_LOG_FIELDS = {"k", "c", "mass", "d", "mHub"}
-# fixed scale of the linear coordinates (typical size of a change) per field
-SCALES = {
-    "thetaInit": 0.1, "thetaDotInit": 0.1, "thetaRef": 0.1, "thetaDotRef": 0.1, "motorTorque": 1.0,
-    "r_HB_B": 0.1, "dcm_HB": 0.01, "r_BcB_B": 0.1, "r_CN_NInit": 1.0, "v_CN_NInit": 0.1,
-    "sigma_BNInit": 0.1, "omega_BN_BInit": 0.01,
-}
-UNITS = {
-    "k": "N m/rad", "c": "N m s/rad", "mass": "kg", "d": "m", "mHub": "kg", "IPntS_S": "factor",
-    "IHubPntBc_B": "factor", "thetaInit": "rad", "thetaDotInit": "rad/s", "thetaRef": "rad",
-    "thetaDotRef": "rad/s", "motorTorque": "N m", "r_HB_B": "m", "dcm_HB": "rad", "r_BcB_B": "m",
-    "r_CN_NInit": "m", "v_CN_NInit": "m/s", "sigma_BNInit": "-", "omega_BN_BInit": "rad/s",
-}
 _FAIL = 1e6
-_ENTRY_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(\d+)\s*\])?\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +73,7 @@ class Coordinate:
     (`x0`, `scale` travel as arrays)."""
 
     name: str
-    targets: tuple[tuple[str, int | None], ...]
+    targets: tuple[Parameter, ...]
     log: bool
     x0: float
     scale: float
@@ -102,92 +89,64 @@ class Coordinate:
         return f"log({self.name})" if self.log else self.name
 
     def structure(self) -> tuple:
-        return (self.targets, self.log)
+        return (anonymous(self.targets), self.log)
 
 
 def parse_free(scenario: Scenario, free: Sequence[str], field: str = "fit.free") -> tuple[Coordinate, ...]:
-    """The fitted coordinates of the `free` list (syntax: module docstring). **Raises:** `FitError`."""
+    """The fitted coordinates of the `free` list (syntax: module docstring; names resolved by the parameter
+    registry, `jaxhinge._model._params`). **Raises:** `FitError`."""
     if isinstance(free, str) or not isinstance(free, (list, tuple)) or not free:
         raise FitError(f"{field} = {free!r}: must be a non-empty list of names like \"p0.k\", "
                        "\"hub.omega_BN_BInit\" or \"p0.k = p1.k\"", field=field)
     seen: dict[tuple[str, int | None], int] = {}
     out: list[Coordinate] = []
-    panels = panel_names(scenario)
     for i, entry in enumerate(free):
         where = f"{field}[{i}]"
         if not isinstance(entry, str):
             raise FitError(f"{where} = {entry!r}: must be a string like \"p0.k\"", field=where)
         members = []
         for part in entry.split("="):
-            m = _ENTRY_RE.match(part)
-            if not m:
-                raise FitError(f"{where} = {entry!r}: {part.strip()!r} is not \"<panel>.<field>\", "
-                               "\"hub.<field>\" or \"<owner>.<field>[j]\" (j = 1..3)", field=where)
-            owner, fld, comp = m.group(1), m.group(2), m.group(3)
             try:
-                kind, _, pidx = _resolve(scenario, f"{owner}.{fld}")
-            except ValueError:
-                if owner != "hub" and owner not in panels:
-                    hint = f"the prefix must be 'hub' or a panel name ({', '.join(panels)})"
-                else:
-                    hint = f"{owner} fields: {', '.join(_HUB_FIELDS if owner == 'hub' else _PANEL_FIELDS)}"
-                raise FitError(f"{where} = {entry!r}: unknown parameter {owner}.{fld}; {hint}", field=where) from None
-            if comp is not None:
-                if kind == "scalar":
-                    raise FitError(f"{where} = {entry!r}: {owner}.{fld} is a scalar; drop the [{comp}]", field=where)
-                if not 1 <= int(comp) <= 3:
-                    raise FitError(f"{where} = {entry!r}: component [{comp}] out of range; components are "
-                                   "numbered 1, 2, 3", field=where)
-            comps = [None] if kind == "scalar" else ([int(comp) - 1] if comp is not None else [0, 1, 2])
-            nominal = np.asarray(_nominal(scenario, kind, fld, pidx), dtype=float)
-            members.append((owner, fld, kind, comps, nominal))
+                members.append(expand(scenario, part.strip()))
+            except ParameterError as e:
+                raise FitError(f"{where} = {entry!r}: {e}", field=where) from None
         if len(members) > 1:
-            flds = {(m[1], len(m[3])) for m in members}
-            if len(flds) != 1 or any(m[2] != "scalar" and len(m[3]) != 1 for m in members):
+            if len({m[0].field.name for m in members}) != 1 or any(len(m) != 1 for m in members):
                 raise FitError(f"{where} = {entry!r}: only the same field (one number each) can be tied, e.g. "
                                "\"p0.k = p1.k\"", field=where)
-        for j in range(len(members[0][3])):
-            targets, x0s = [], []
-            for owner, fld, kind, comps, nominal in members:
-                c = comps[j]
-                key = (f"{owner}.{fld}", c)
-                nm = f"{owner}.{fld}" + ("" if c is None else f"[{c + 1}]")
-                if key in seen or (key[0], None) in seen or (c is None and any(k[0] == key[0] for k in seen)):
-                    raise FitError(f"{where} = {entry!r}: {nm} is already free (each parameter may appear once)",
+        for j in range(len(members[0])):
+            targets = [m[j] for m in members]
+            for t in targets:
+                key = (t.base, t.component)
+                if key in seen or (t.base, None) in seen or (t.component is None and any(k[0] == t.base for k in seen)):
+                    raise FitError(f"{where} = {entry!r}: {t.name} is already free (each parameter may appear once)",
                                    field=where)
                 seen[key] = i
-                targets.append(key)
-                x0s.append(float(nominal if c is None else nominal[c]))
-            fld, kind = members[0][1], members[0][2]
-            log = fld in _LOG_FIELDS or kind == "inertia"
-            if log:
+            x0s = [float(nominal(scenario, t)) for t in targets]
+            fld = targets[0].field
+            if fld.positive:
                 if any(not x > 0 for x in x0s):
-                    bad = [f"{t[0]}" for t, x in zip(targets, x0s) if not x > 0]
+                    bad = [t.name for t, x in zip(targets, x0s) if not x > 0]
                     raise FitError(f"{where} = {entry!r}: {', '.join(bad)} must start > 0 (it is fitted in log "
                                    "space); give a positive initial guess in the scenario", field=where)
                 x0 = float(np.exp(np.mean(np.log(x0s))))
             else:
                 x0 = float(np.mean(x0s))
-            names = [t[0] + ("" if t[1] is None else f"[{t[1] + 1}]") for t in targets]
-            out.append(Coordinate(name="=".join(names), targets=tuple(targets), log=log, x0=x0,
-                                  scale=SCALES.get(fld, 1.0), field=fld, unit=UNITS.get(fld, "")))
+            out.append(Coordinate(name="=".join(t.name for t in targets), targets=tuple(targets), log=fld.positive,
+                                  x0=x0, scale=fld.scale, field=fld.name, unit=fld.unit))
     return tuple(out)
 
 
 def apply_coordinates(scenario: Scenario, coords: Sequence[Coordinate], u, x0=None, scale=None) -> Scenario:
     """The scenario with the coordinates `u` (P,) applied (traceable; `x0`, `scale` (P,) override the
     coordinates' own initial guesses and scales)."""
-    vals: dict[str, object] = {}
+    pars, vals = [], []
     for j, c in enumerate(coords):
         v = c.value(u[j], None if x0 is None else x0[j], None if scale is None else scale[j])
-        for name, comp in c.targets:
-            if comp is None:
-                vals[name] = v
-            else:
-                if name not in vals:
-                    vals[name] = current_value(scenario, name)
-                vals[name] = vals[name].at[comp].set(v)
-    return apply_parameters(scenario, vals)
+        for t in c.targets:
+            pars.append(t)
+            vals.append(v)
+    return apply_resolved(scenario, pars, vals)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -409,7 +368,7 @@ def _problem(scenario, telemetry: Telemetry, coords) -> _Problem:
     names = output_names(scenario)
     cols = np.array([names.index(c) for c in telemetry.columns])
     w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
-    return _Problem(scenario=scenario, ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values),
+    return _Problem(scenario=strip_labels(scenario), ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values),
                     weight=jnp.asarray(w), cols=jnp.asarray(cols),
                     x0=jnp.asarray([c.x0 for c in coords], dtype=float),
                     scale=jnp.asarray([c.scale for c in coords], dtype=float),

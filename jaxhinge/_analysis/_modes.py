@@ -58,6 +58,7 @@ frequencies; the mode *shapes* inside a degenerate cluster are arbitrary (any ba
 their derivatives are not defined there.
 """
 
+import dataclasses
 import math
 
 import equinox as eqx
@@ -66,11 +67,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
-from .._dynamics import _chains
-from .._dynamics._backsub import accelerations, panel_geometry
+from .._dynamics._backsub import accelerations, hinge_geometry
 from .._math import mrp_bmat, tilde
 from .._model._scenario import Scenario
-from .._model._spacecraft import Spacecraft, State
+from .._model._spacecraft import Spacecraft, State, strip_labels
 
 BOUNDARIES = ("free", "clamped")
 HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")
@@ -123,46 +123,33 @@ class BodyJacobians(eqx.Module):
 
 
 def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
-    """Velocity Jacobians of the hub and of every panel at the rest equilibrium ($\\theta = \\theta_{ref}$)."""
+    """Velocity Jacobians of the hub and of every panel at the rest equilibrium ($\\theta = \\theta_{ref}$).
+
+    Panel i: $v_{S_i} = v_B - \\tilde r_{S_i/B}\\,\\omega + \\sum_k a_{ik}\\hat s_{k,3} w_k$ and
+    $\\omega_{S_i} = \\omega + \\hat s_{i,2} w_i$ with the absolute rates $w = T\\dot\\theta$ (`_backsub`)."""
     hub, p = spacecraft.hub, spacecraft.panels
     n = p.count
+    top = p.topology
     dtype = jnp.result_type(hub.mHub)
-    geom = panel_geometry(p, p.thetaRef)
+    geom = hinge_geometry(p, p.thetaRef, jnp.zeros_like(p.thetaRef))
     eye = jnp.eye(3, dtype=dtype)
-    e = jnp.eye(n, dtype=dtype)  # (panels, panels)
+    T = top.ancestors(jnp.eye(n, dtype=dtype))  # dw/dthetaDot
     hub_v = jnp.concatenate([eye, -tilde(hub.r_BcB_B), jnp.zeros((3, n), dtype)], 1)
     hub_w = jnp.concatenate([jnp.zeros((3, 3), dtype), eye, jnp.zeros((3, n), dtype)], 1)
-    pan_v = jnp.concatenate(
-        [
-            jnp.broadcast_to(eye, (n, 3, 3)),
-            -tilde(geom.r_SB_B),
-            (p.d[:, None] * geom.s3)[:, :, None] * e[:, None, :],
-        ],
-        2,
-    )
+    # dv_S_i/dthetaDot_j = sum_k a_ik s3_k T_kj
+    dv = top.lever(p.d, p.l, geom.s3[:, :, None] * T[:, None, :])
+    pan_v = jnp.concatenate([jnp.broadcast_to(eye, (n, 3, 3)), -tilde(geom.r_SB_B), dv], 2)
     pan_w = jnp.concatenate(
-        [jnp.zeros((n, 3, 3), dtype), jnp.broadcast_to(eye, (n, 3, 3)), geom.s2[:, :, None] * e[:, None, :]], 2
+        [jnp.zeros((n, 3, 3), dtype), jnp.broadcast_to(eye, (n, 3, 3)), geom.s2[:, :, None] * T[:, None, :]], 2
     )
     Is = jnp.diagonal(p.IPntS_S, axis1=-2, axis2=-1)
     IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, Is, geom.dcm_SB)
-    bj = BodyJacobians(
+    return BodyJacobians(
         J_v=jnp.concatenate([hub_v[None], pan_v], 0),
         J_w=jnp.concatenate([hub_w[None], pan_w], 0),
         mass=jnp.concatenate([hub.mHub[None], p.mass]),
         inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0),
     )
-    if spacecraft.chains:  # chain panels: their hinge columns follow the single panels'
-        nC = _chains.chain_count(spacecraft.chains)
-        dof = 6 + n + nC
-        pad = lambda J: jnp.pad(J, ((0, 0), (0, 0), (0, nC)))
-        Jv, Jw, mc, Ic = _chains.chain_body_jacobians(spacecraft.chains, dof, 6 + n)
-        bj = BodyJacobians(
-            J_v=jnp.concatenate([pad(bj.J_v), Jv], 0),
-            J_w=jnp.concatenate([pad(bj.J_w), Jw], 0),
-            mass=jnp.concatenate([bj.mass, mc]),
-            inertia=jnp.concatenate([bj.inertia, Ic], 0),
-        )
-    return bj
 
 
 def mass_matrix(spacecraft: Spacecraft) -> Float[Array, "dof dof"]:
@@ -179,19 +166,15 @@ def _rest_spacecraft(spacecraft: Spacecraft) -> Spacecraft:
     p = spacecraft.panels
     z = jnp.zeros_like(p.k)
     p = eqx.tree_at(lambda q: (q.motorTorque, q.thetaDotRef), p, (z, z))
-    chains = tuple(
-        eqx.tree_at(lambda c: (c.motorTorque, c.thetaDotRef), ch, (jnp.zeros_like(ch.k), jnp.zeros_like(ch.k)))
-        for ch in spacecraft.chains
-    )
-    return Spacecraft(spacecraft.hub, p, None, chains)
+    return Spacecraft(spacecraft.hub, p, None)
 
 
 def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
     """$A = \\partial \\dot z / \\partial z$ at the rest equilibrium, $z = (x_B, \\phi_B, \\delta\\theta, v_B, \\omega,
     \\dot\\theta)$, by forward-mode autodiff of the simulator's `accelerations` ($\\sigma_{BN} = \\phi_B/4$)."""
     sc = _rest_spacecraft(spacecraft)
-    n = sc.panels.count + _chains.chain_count(sc.chains)
-    thetaRef = _chains.hinge_param(sc, "thetaRef")
+    n = sc.panels.count
+    thetaRef = sc.panels.thetaRef
     dof = 6 + n
     dtype = jnp.result_type(sc.hub.mHub)
     zero3 = jnp.zeros(3, dtype)
@@ -215,14 +198,15 @@ def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
 
 @eqx.filter_jit
 def _linearize(sc: Spacecraft) -> Linearization:
-    n = sc.panels.count + _chains.chain_count(sc.chains)
     dtype = jnp.result_type(sc.hub.mHub)
     zeros6 = jnp.zeros(6, dtype)
-    K = jnp.diag(jnp.concatenate([zeros6, _chains.hinge_param(sc, "k")]))
-    C = jnp.diag(jnp.concatenate([zeros6, _chains.hinge_param(sc, "c")]))
-    names = HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in _panel_names(sc))
-    assert len(names) == 6 + n
-    return Linearization(M=mass_matrix(sc), C=C, K=K, A=state_matrix(sc), dof_names=names)
+    K = jnp.diag(jnp.concatenate([zeros6, sc.panels.k]))
+    C = jnp.diag(jnp.concatenate([zeros6, sc.panels.c]))
+    return Linearization(M=mass_matrix(sc), C=C, K=K, A=state_matrix(sc), dof_names=_dof_names(sc))
+
+
+def _dof_names(sc: Spacecraft) -> tuple[str, ...]:
+    return HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in sc.panels.labels)
 
 
 def linearize(model: Scenario | Spacecraft) -> Linearization:
@@ -237,14 +221,9 @@ def linearize(model: Scenario | Spacecraft) -> Linearization:
 
     Compiled once per model structure (`eqx.filter_jit`); differentiable.
     """
-    return _linearize(_spacecraft_of(model))
-
-
-def _panel_names(sc: Spacecraft) -> tuple[str, ...]:
-    n = sc.panels.count
-    names = tuple(sc.panels.names)
-    names = names if len(names) == n else tuple(f"p{i}" for i in range(n))
-    return names + _chains.chain_panel_names(sc.chains)
+    sc = _spacecraft_of(model)
+    lin = _linearize(strip_labels(sc))
+    return dataclasses.replace(lin, dof_names=_dof_names(sc))
 
 
 def reduced_matrices(
@@ -258,7 +237,7 @@ def reduced_matrices(
         Mht = M[:6, 6:]
         Mtt = Mtt - Mht.T @ jnp.linalg.solve(M[:6, :6], Mht)
     Mtt = 0.5 * (Mtt + Mtt.T)
-    return Mtt, jnp.diag(_chains.hinge_param(spacecraft, "c")), jnp.diag(_chains.hinge_param(spacecraft, "k"))
+    return Mtt, jnp.diag(spacecraft.panels.c), jnp.diag(spacecraft.panels.k)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -466,8 +445,8 @@ def _safe_sqrt(x):
 
 
 def _modes(sc: Spacecraft, boundary: str) -> Modes:
-    n = sc.panels.count + _chains.chain_count(sc.chains)
-    names = _panel_names(sc)
+    n = sc.panels.count
+    names = sc.panels.labels
     participants = ("hub_translation", "hub_rotation", *names)
     dof_names = HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in names)
     dtype = jnp.result_type(sc.hub.mHub)
@@ -553,7 +532,15 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
     (`jax.pure_callback`), so it works on every backend and under `vmap`.
     """
     check_boundary(boundary)
-    return _modes_jit(_spacecraft_of(model), boundary)
+    sc = _spacecraft_of(model)
+    return _relabel(_modes_jit(strip_labels(sc), boundary), sc)
+
+
+def _relabel(m: "Modes", sc: Spacecraft) -> "Modes":
+    """`Modes` computed on a label-free model, with the model's panel names."""
+    names = sc.panels.labels
+    return dataclasses.replace(m, panel_names=names, dof_names=_dof_names(sc),
+                               participants=("hub_translation", "hub_rotation", *names))
 
 
 def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
@@ -575,7 +562,7 @@ def complex_mode_state(
     velocity $\\lambda x$ in all $6+N$ coordinates (the hub part condensed so that the total momentum is zero;
     zero when clamped). Used to start a free response in one mode: $z(0) = \\mathrm{Re}(a\\,v)$."""
     sc = _spacecraft_of(model)
-    Mr, Cr, Kr, M = (np.asarray(x) for x in _matrices_jit(sc, boundary))
+    Mr, Cr, Kr, M = (np.asarray(x) for x in _matrices_jit(strip_labels(sc), boundary))
     n = Mr.shape[0]
     A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(Mr, Kr), -np.linalg.solve(Mr, Cr)]])
     lam, vec = np.linalg.eig(A)
@@ -716,8 +703,8 @@ def measure_modes(
     check_boundary(boundary)
     sc = _rest_spacecraft(_spacecraft_of(model))
     m = modes(sc, boundary)
-    n = sc.panels.count + _chains.chain_count(sc.chains)
-    names = _panel_names(sc)
+    n = sc.panels.count
+    names = sc.panels.labels
     f_model = np.asarray(m.frequency_hz)
     z_model = np.asarray(m.damping_ratio)
     nanv = np.full(n, np.nan)
@@ -728,10 +715,9 @@ def measure_modes(
     if boundary == "clamped":
         hub = sc.hub
         sim_sc = Spacecraft(
-            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None,
-            sc.chains,
+            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None
         )
-    thetaRef = np.asarray(_chains.hinge_param(sc, "thetaRef"))
+    thetaRef = np.asarray(sc.panels.thetaRef)
     th0, thd0, om0, panel_idx, osc = [], [], [], [], []
     for j in range(n):
         lam, x, u = complex_mode_state(sc, j, boundary)
@@ -761,7 +747,7 @@ def measure_modes(
     from .._model._loads import Loads
 
     scen = Scenario(sim_sc, InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
-    t, theta, ok = _simulate_batch(scen, initials)
+    t, theta, ok = _simulate_batch(strip_labels(scen), initials)
     t, theta, ok = np.asarray(t), np.asarray(theta), np.asarray(ok)
     f_meas, z_meas, fd_meas, count = nanv.copy(), nanv.copy(), nanv.copy(), np.zeros(n, int)
     for j in range(n):

@@ -5,12 +5,12 @@ output $y$ with respect to every requested parameter $p$ and returns the absolut
 and the normalised one (elasticity) $\partial \ln y / \partial \ln p = (p/y)\,\partial y/\partial p$: the percent
 change of $y$ per percent change of $p$, which makes parameters of different units comparable (tornado plot).
 
-**Parameters** are named like the batch dispersions (`jaxhinge._batch`): `"<panel name>.<field>"` and
-`"hub.<field>"` for every field of `Panels`, `Hub` and `InitialState` (the hub's initial conditions are `hub.`
-fields, as in the scenario file). Scalars (`k`, `c`, `mass`, `d`, `thetaInit`, `hub.mHub`, ...) are one
-parameter each. Vector and matrix fields are differentiated **per component**, with a 0-based index:
-`"hub.omega_BN_BInit[2]"` is the initial hub rate about $\hat b_3$; the bare name `"hub.omega_BN_BInit"` stands
-for its three components. As in the dispersions, an inertia (`IPntS_S`, `hub.IHubPntBc_B`) is parametrised by 3
+**Parameters** are named by the parameter registry (`jaxhinge._model._params`), as everywhere:
+`"<panel name>.<field>"` (any panel, chain panels included) and `"hub.<field>"` for every field of `Panels`,
+`Hub` and `InitialState` (the hub's initial conditions are `hub.` fields, as in the scenario file). Scalars (`k`,
+`c`, `mass`, `d`, `thetaInit`, `hub.mHub`, ...) are one parameter each. Vector and matrix fields are
+differentiated **per component**, with a 1-based index: `"hub.omega_BN_BInit[3]"` is the initial hub rate about
+$\hat b_3$; the bare name `"hub.omega_BN_BInit"` stands for its three components. As in the dispersions, an inertia (`IPntS_S`, `hub.IHubPntBc_B`) is parametrised by 3
 scale factors $s$ of nominal value 1 ($I' = DID$, $D = \mathrm{diag}(\sqrt s)$; for a diagonal inertia $s_i$
 scales the $i$-th principal value, so $\partial\ln y/\partial\ln s_i = \partial y/\partial s_i / y$), and a hinge
 orientation `dcm_HB` by a small rotation vector $\phi$ [rad] of nominal value 0, in the hinge frame. Default
@@ -62,7 +62,6 @@ simulator to their truncation error.
 import dataclasses
 import difflib
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,8 +73,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._modes import check_boundary, modes_unjitted
-from .._model._params import _nominal, _panel_names, _resolve, apply_parameters, parameter_names
+from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario
+from .._model._spacecraft import strip_labels
 from .._io._scenario_file import ScenarioError
 from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
 
@@ -107,28 +107,6 @@ HISTORY_UNITS = {
     "totOrbAngMomPntN_N": "kg m^2/s",
     "totRotAngMomPntC_N": "kg m^2/s",
 }
-PARAMETER_UNITS = {
-    "mass": "kg",
-    "d": "m",
-    "k": "N m/rad",
-    "c": "N m s/rad",
-    "thetaRef": "rad",
-    "thetaDotRef": "rad/s",
-    "motorTorque": "N m",
-    "thetaInit": "rad",
-    "thetaDotInit": "rad/s",
-    "IPntS_S": "1 (inertia scale factor)",
-    "r_HB_B": "m",
-    "dcm_HB": "rad (rotation vector)",
-    "mHub": "kg",
-    "IHubPntBc_B": "1 (inertia scale factor)",
-    "r_BcB_B": "m",
-    "r_CN_NInit": "m",
-    "v_CN_NInit": "m/s",
-    "sigma_BNInit": "1 (MRP)",
-    "omega_BN_BInit": "rad/s",
-}
-_COMPONENT = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<index>\d+)\]$")
 
 
 def _fail(source: str, msg: str) -> ScenarioError:
@@ -148,61 +126,31 @@ def _did_you_mean(name: str, allowed: Sequence[str]) -> str:
 # ------------------------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Param:
-    name: str  # the row label, e.g. "p0.k" or "hub.omega_BN_BInit[2]"
-    base: str  # the dispersion name, e.g. "hub.omega_BN_BInit"
-    index: int | None  # component, or None for a scalar field
-    unit: str
-
-
 def parse_parameters(
     scenario: Scenario, parameters: Sequence[str] | None, source: str = "<sensitivity>"
-) -> tuple[_Param, ...]:
-    """Validate and expand parameter names (module docstring) into one entry per differentiated scalar.
+) -> tuple[Parameter, ...]:
+    """Validate and expand parameter names (module docstring; the parameter registry) into one entry per
+    differentiated scalar.
 
     **Raises:** `ScenarioError` naming the bad name, with the closest valid name when there is one.
     """
     if parameters is None:
-        parameters = [f"{p}.{f}" for f in ("k", "c") for p in _panel_names(scenario)]
+        parameters = [f"{p}.{f}" for f in ("k", "c") for p in scenario.spacecraft.panels.labels]
     if isinstance(parameters, str) or not isinstance(parameters, Sequence):
         raise _fail(source, f'parameters = {parameters!r}: must be a list of names such as "p0.k"')
     if len(parameters) == 0:
         raise _fail(source, "parameters = []: give at least one parameter")
-    allowed = parameter_names(scenario)
-    out: list[_Param] = []
+    out: list[Parameter] = []
     for j, raw in enumerate(parameters):
-        where = f"parameters[{j}]"
-        if not isinstance(raw, str):
-            raise _fail(source, f'{where} = {raw!r}: must be a string such as "p0.k" or "hub.mHub"')
-        m = _COMPONENT.match(raw)
-        base, index = (m["base"], int(m["index"])) if m else (raw, None)
         try:
-            kind, field, _ = _resolve(scenario, base)
-        except ValueError:
-            vectors = [n + "[0]" for n in allowed if _resolve(scenario, n)[0] != "scalar"]
-            raise _fail(
-                source,
-                f"{where} = {raw!r}: unknown parameter{_did_you_mean(raw, list(allowed) + vectors)}; names are "
-                f"'hub.<field>' or '<panel>.<field>' with panels {', '.join(_panel_names(scenario))} "
-                f"(e.g. {', '.join(allowed[:3])}, ...)",
-            ) from None
-        unit = PARAMETER_UNITS[field]
-        if kind == "scalar":
-            if index is not None:
-                raise _fail(source, f"{where} = {raw!r}: {base} is a scalar; drop the index [{index}]")
-            out.append(_Param(raw, base, None, unit))
-        elif index is None:
-            out += [_Param(f"{base}[{c}]", base, c, unit) for c in range(3)]
-        elif index > 2:
-            raise _fail(source, f"{where} = {raw!r}: component index must be 0, 1 or 2")
-        else:
-            out.append(_Param(raw, base, index, unit))
-    seen: dict[str, int] = {}
+            out += expand(scenario, raw)
+        except ParameterError as e:
+            raise _fail(source, f"parameters[{j}] = {e}") from None
+    seen: set[str] = set()
     for p in out:
         if p.name in seen:
             raise _fail(source, f"parameter {p.name!r} is listed twice")
-        seen[p.name] = 1
+        seen.add(p.name)
     return tuple(out)
 
 
@@ -338,16 +286,13 @@ def settling_time(
     return ts, status
 
 
-def _build(scenario: Scenario, x, params: tuple[_Param, ...], bases: Mapping[str, Any]) -> Scenario:
-    values = dict(bases)
-    for j, p in enumerate(params):
-        values[p.base] = x[j] if p.index is None else values[p.base].at[p.index].set(x[j])
-    return apply_parameters(scenario, values)
+def _build(scenario: Scenario, x, params: tuple[Parameter, ...]) -> Scenario:
+    return apply_resolved(scenario, params, [x[j] for j in range(len(params))])
 
 
-def _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint):
+def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
     """x (P,) -> (y (M,), (y, status)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
-    scn = _build(scenario, x, params, bases)
+    scn = _build(scenario, x, params)
     needs_sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
     traj = simulate_unjitted(scn, adjoint) if needs_sim else None
     ys, status = [], []
@@ -380,15 +325,15 @@ def _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint):
 
 
 @eqx.filter_jit
-def _jacobian(scenario, x, bases, sigma0, params, outputs, mode):
+def _jacobian(scenario, x, sigma0, params, outputs, mode):
     """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: a separate program, so
     the simulation's program has no host callback and can live in JAX's persistent compilation cache)."""
     if mode == "forward":
         sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
         adjoint = diffrax.ForwardMode() if sim else None
-        f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, adjoint)
+        f = lambda x: _evaluate(scenario, x, sigma0, params, outputs, adjoint)
         return jax.jacfwd(f, has_aux=True)(x)
-    f = lambda x: _evaluate(scenario, x, bases, sigma0, params, outputs, None)
+    f = lambda x: _evaluate(scenario, x, sigma0, params, outputs, None)
     return jax.jacrev(f, has_aux=True)(x)
 
 
@@ -610,7 +555,7 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
     from .._simulation._simulate import save_times
 
     T = len(save_times(scenario.simulation))
-    panels = _panel_names(scenario)
+    panels = scenario.spacecraft.panels.labels
     N = len(panels)
     out, start = [], 0
     for o in outputs:
@@ -652,7 +597,6 @@ def _row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]
 class _Prepared(eqx.Module):
     scenario: Scenario
     x0: Array
-    bases: dict
     sigma0: Array
     params: tuple = eqx.field(static=True)
     outputs: tuple = eqx.field(static=True)
@@ -663,15 +607,9 @@ def _prepare(scenario: Scenario, outputs, parameters, source: str = "<sensitivit
         raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
     params = parse_parameters(scenario, parameters, source)
     outs = parse_outputs(scenario, outputs, source)
-    bases, x0 = {}, []
-    for p in params:
-        if p.base not in bases:
-            kind, field, i = _resolve(scenario, p.base)
-            bases[p.base] = jnp.asarray(_nominal(scenario, kind, field, i), dtype=jnp.float64)
-        v = bases[p.base]
-        x0.append(v if p.index is None else v[p.index])
+    x0 = jnp.asarray([float(nominal(scenario, p)) for p in params], dtype=jnp.float64)
     sigma0 = jnp.asarray(scenario.initial.sigma_BNInit, dtype=jnp.float64)
-    return _Prepared(scenario, jnp.stack(x0), bases, sigma0, params, outs)
+    return _Prepared(scenario, x0, sigma0, params, outs)
 
 
 def sensitivity(
@@ -716,7 +654,7 @@ def sensitivity(
             continue
         outs = tuple(prep.outputs[i] for i in group)
         Jg, (yg, stg, okg) = _jacobian(
-            prep.scenario, prep.x0, prep.bases, prep.sigma0, prep.params, outs, used
+            strip_labels(prep.scenario), prep.x0, prep.sigma0, anonymous(prep.params), outs, used
         )
         Jg, yg = np.asarray(Jg), np.asarray(yg)
         row = 0

@@ -1,9 +1,42 @@
-"""The back-substitution vector field (Allard, Schaub & Piggott; Basilisk `hingedRigidBodyStateEffector`).
+r"""The back-substitution vector field (Allard, Schaub & Piggott; Basilisk `hingedRigidBodyStateEffector`,
+`nHingedRigidBodyStateEffector`, `dualHingedRigidBodyStateEffector`), one code path for every panel.
 
 Stages, in the order of Basilisk's `Spacecraft::equationsOfMotion`:
-panel geometry -> mass properties -> panel back-substitution contributions (a_theta, b_theta, c_theta and
-A, B, C, D, v_trans, v_rot) -> hub 6x6 solve through the Schur complement (two 3x3 solves) ->
-theta_ddot -> kinematics. Every stage is vectorised over the leading `panels` axis (no Python loop).
+hinge geometry -> mass properties -> hinge back-substitution contributions ($a_\theta, b_\theta, c_\theta$ and
+A, B, C, D, v_trans, v_rot) -> hub 6x6 solve through the Schur complement (two 3x3 solves) -> $\ddot\theta$ ->
+kinematics. Every stage is vectorised over the leading `panels` axis (no Python loop over panels).
+
+**Geometry.** Panel j has the absolute angle $\phi_j = \sum_{k \preceq j}\theta_k$ (itself and its ancestors:
+$\phi = T\theta$, `Topology.T`) and $[S_jB] = M_2(\phi_j)[HB]$ with the frame $[HB]$ of its subtree root (all axes
+of a chain are parallel, as in both Basilisk chain models). Its CoM is
+$r_{S_j/B} = r_{H/B} - \sum_k a_{jk}\hat s_{k,1}$ with the lever matrix $a_{jk} = l_k$ for a strict ancestor k,
+$d_j$ for $k = j$, 0 otherwise ($r_{H/B}$ of the root). With the absolute rates $w = T\dot\theta$:
+$r'_{S_j} = \sum_k a_{jk} w_k \hat s_{k,3}$ and $r''_{S_j} = \sum_k a_{jk}(\dot w_k \hat s_{k,3} + w_k^2 \hat s_{k,1})$.
+A single panel is the case $T = I$, $a = \mathrm{diag}(d)$.
+
+**Panel equations** (Kane, speeds $w$; partial velocity of $S_i$ w.r.t. $w_j$ is $a_{ij}\hat s_{j,3}$, partial
+angular velocity $\delta_{ij}\hat h_2$), projected on the relative speeds with $T^T$:
+
+$$[T^T M_w T]\,\ddot\theta = -[T^T F]\,\ddot r_{B} - [T^T G]\,\dot\omega + Q_\theta - T^T v_w,$$
+
+- $M_{w,jk} = \sum_i m_i a_{ij} a_{ik}\,\hat s_{j,3}\cdot\hat s_{k,3} + \delta_{jk} I_{s_j,2}$,
+- $F_j = (\sum_i m_i a_{ij})\,\hat s_{j,3}$, $G_j = (\sum_i m_i a_{ij} r_{S_i/B})\times\hat s_{j,3} + I_{s_j,2}\hat s_{j,2}$,
+- $v_{w,j} = \hat s_{j,3}\cdot\sum_i m_i a_{ij}(\omega\times\omega\times r_{S_i} + 2\omega\times r'_{S_i}
+  + \textstyle\sum_k a_{ik} w_k^2 \hat s_{k,1} - g) + (I_{s_j,1} - I_{s_j,3})\,\omega_{s_j,1}\omega_{s_j,3}$,
+- $Q_{\theta,j} = u_j - k_j(\theta_j - \theta_{ref,j}) - c_j(\dot\theta_j - \dot\theta_{ref,j})$,
+
+so $\ddot\theta = a_\theta \ddot r_B + b_\theta\dot\omega + c_\theta$. For a single panel these are exactly Basilisk's
+$a_\theta = -(md/I_\theta)\hat s_3$, $b_\theta$, $c_\theta$ ($I_\theta = I_{s2} + md^2$). **Hub contributions** (besides
+the panels' mass terms in $m_{sc}, c, I_{sc}, I'_{sc}$), with $\tilde F = T^T F$, $\tilde G = T^T G$:
+
+$$A \mathrel{+}= \tilde F^T a_\theta,\ B \mathrel{+}= \tilde F^T b_\theta,\ C \mathrel{+}= \tilde G^T a_\theta,\
+D \mathrel{+}= \tilde G^T b_\theta,$$
+$$v_{trans} \mathrel{-}= \tilde F^T c_\theta + \sum_i m_i r''_{S_i,w^2},\quad
+v_{rot} \mathrel{-}= \tilde G^T c_\theta + \sum_i \left[\omega\times(w_i I_{s_i,2}\hat s_{i,2}) + m_i\,\omega\times
+(r_{S_i}\times r'_{S_i}) + m_i\, r_{S_i}\times r''_{S_i,w^2}\right].$$
+
+The hinge-space matrix $T^T M_w T$ is diagonal when every panel hangs from the hub (then the solve is a
+division, as in Basilisk), block diagonal by chains otherwise.
 """
 
 from typing import NamedTuple
@@ -11,7 +44,6 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from . import _chains
 from .._math import m2, mrp_bmat, mrp_to_dcm, tilde
 from .._model._spacecraft import Panels, Spacecraft, State
 
@@ -48,14 +80,51 @@ def _outer(a, b):
     return a[..., :, None] * b[..., None, :]
 
 
-class PanelGeometry(NamedTuple):
-    """Panel frames and positions in B: $[SB] = M_2(\\theta)[HB]$, $\\hat s_i$ its rows, $r_{S/B} = r_{H/B} - d\\hat s_1$."""
+def _cross(a, b):
+    return jnp.stack(
+        [
+            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
+        ],
+        -1,
+    )
 
-    dcm_SB: Float[Array, "panels 3 3"]
+
+class HingeGeometry(NamedTuple):
+    """Panel frames, positions and velocity-level kinematics in B, one row per panel."""
+
+    dcm_SB: Float[Array, "panels 3 3"]  # [S_j B]
     s1: Float[Array, "panels 3"]
     s2: Float[Array, "panels 3"]
     s3: Float[Array, "panels 3"]
-    r_SB_B: Float[Array, "panels 3"]
+    w: Float[Array, " panels"]  # absolute panel rates about h2, relative to B
+    r_HB_B: Float[Array, "panels 3"]  # each panel's hinge point
+    r_SB_B: Float[Array, "panels 3"]  # each panel's CoM
+    rPrime_SB_B: Float[Array, "panels 3"]  # body-frame derivative of r_S/B
+    rDDot_w2: Float[Array, "panels 3"]  # the w^2 part of r''_S/B
+
+
+def panel_inertia_diag(panels: Panels) -> Float[Array, "panels 3"]:
+    """$(I_{s1}, I_{s2}, I_{s3})$: the diagonal of `IPntS_S` (Basilisk assumes it diagonal)."""
+    return jnp.diagonal(panels.IPntS_S, axis1=-2, axis2=-1)
+
+
+def hinge_geometry(
+    panels: Panels, theta: Float[Array, " panels"], thetaDot: Float[Array, " panels"]
+) -> HingeGeometry:
+    """Frames, hinge points, CoMs and their body-frame rates of every panel (module docstring)."""
+    top = panels.topology
+    phi, w = top.ancestors(theta), top.ancestors(thetaDot)
+    dcm_SB = _mm(m2(phi), top.of_root(panels.dcm_HB))
+    s1, s2, s3 = dcm_SB[:, 0, :], dcm_SB[:, 1, :], dcm_SB[:, 2, :]
+    r_root = top.of_root(panels.r_HB_B)
+    d, l = panels.d, panels.l
+    r_HB_B = r_root - top.lever(jnp.zeros_like(d), l, s1)
+    r_SB_B = r_root - top.lever(d, l, s1)
+    rPrime = top.lever(d, l, w[:, None] * s3)
+    rDDot_w2 = top.lever(d, l, (w * w)[:, None] * s1)
+    return HingeGeometry(dcm_SB, s1, s2, s3, w, r_HB_B, r_SB_B, rPrime, rDDot_w2)
 
 
 class MassProps(NamedTuple):
@@ -67,7 +136,50 @@ class MassProps(NamedTuple):
     ISCPntB_B: Float[Array, "3 3"]
     ISCPrimePntB_B: Float[Array, "3 3"]
     IPntS_B: Float[Array, "panels 3 3"]  # panel inertia about S, B frame
-    rPrime_SB_B: Float[Array, "panels 3"]  # body-frame derivative of r_S/B
+
+
+def _rrT(r):
+    """$\\tilde r \\tilde r^T = |r|^2 I - r r^T$ (batched)."""
+    eye = jnp.eye(3, dtype=r.dtype)
+    return _dot(r, r)[..., None, None] * eye - r[..., :, None] * r[..., None, :]
+
+
+def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
+    hub, p = spacecraft.hub, spacecraft.panels
+    Is = panel_inertia_diag(p)
+    m_sc = hub.mHub + jnp.sum(p.mass)
+    c_B = (hub.mHub * hub.r_BcB_B + jnp.sum(p.mass[:, None] * geom.r_SB_B, 0)) / m_sc
+    cPrime_B = jnp.sum(p.mass[:, None] * geom.rPrime_SB_B, 0) / m_sc
+    # [BS] diag(I) [SB] = sum_i I_i s_i s_i^T
+    IPntS_B = (
+        Is[:, 0, None, None] * _outer(geom.s1, geom.s1)
+        + Is[:, 1, None, None] * _outer(geom.s2, geom.s2)
+        + Is[:, 2, None, None] * _outer(geom.s3, geom.s3)
+    )
+    ISC = (
+        hub.IHubPntBc_B
+        + hub.mHub * _rrT(hub.r_BcB_B)
+        + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
+    )
+    s13 = _outer(geom.s1, geom.s3)
+    # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
+    r, rp = geom.r_SB_B, geom.rPrime_SB_B
+    rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
+    ISCPrime = jnp.sum(
+        (geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
+        - p.mass[:, None, None] * rpt_rt,
+        0,
+    )
+    return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B)
+
+
+def gravity_B(spacecraft: Spacecraft, state: State, dcm_BN, c_B) -> Float[Array, "3"]:
+    """Uniform gravity acceleration in B, evaluated at the system CoM (Basilisk's convention)."""
+    if spacecraft.gravity is None:
+        return jnp.zeros(3, dtype=c_B.dtype)
+    r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
+    r2 = _dot(r_CN_N, r_CN_N)
+    return _mv(dcm_BN, -spacecraft.gravity.mu * r_CN_N / (r2 * jnp.sqrt(r2)))
 
 
 class BackSub(NamedTuple):
@@ -84,121 +196,70 @@ class BackSub(NamedTuple):
     cTheta: Float[Array, " panels"]
 
 
-def panel_inertia_diag(panels: Panels) -> Float[Array, "panels 3"]:
-    """$(I_{s1}, I_{s2}, I_{s3})$: the diagonal of `IPntS_S` (Basilisk assumes it diagonal)."""
-    return jnp.diagonal(panels.IPntS_S, axis1=-2, axis2=-1)
-
-
-def panel_geometry(panels: Panels, theta: Float[Array, " panels"]) -> PanelGeometry:
-    dcm_SB = _mm(m2(theta), panels.dcm_HB)
-    s1, s2, s3 = dcm_SB[:, 0, :], dcm_SB[:, 1, :], dcm_SB[:, 2, :]
-    r_SB_B = panels.r_HB_B - panels.d[:, None] * s1
-    return PanelGeometry(dcm_SB, s1, s2, s3, r_SB_B)
-
-
-def _rrT(r):
-    """$\\tilde r \\tilde r^T = |r|^2 I - r r^T$ (batched)."""
-    eye = jnp.eye(3, dtype=r.dtype)
-    return _dot(r, r)[..., None, None] * eye - r[..., :, None] * r[..., None, :]
-
-
-def mass_properties(
-    spacecraft: Spacecraft, geom: PanelGeometry, thetaDot: Float[Array, " panels"]
-) -> MassProps:
-    hub, p = spacecraft.hub, spacecraft.panels
-    Is = panel_inertia_diag(p)
-    m_sc = hub.mHub + jnp.sum(p.mass)
-    c_B = (hub.mHub * hub.r_BcB_B + jnp.sum(p.mass[:, None] * geom.r_SB_B, 0)) / m_sc
-    rPrime_SB_B = (p.d * thetaDot)[:, None] * geom.s3
-    cPrime_B = jnp.sum(p.mass[:, None] * rPrime_SB_B, 0) / m_sc
-    # [BS] diag(I) [SB] = sum_i I_i s_i s_i^T
-    IPntS_B = (
-        Is[:, 0, None, None] * _outer(geom.s1, geom.s1)
-        + Is[:, 1, None, None] * _outer(geom.s2, geom.s2)
-        + Is[:, 2, None, None] * _outer(geom.s3, geom.s3)
-    )
-    ISC = (
-        hub.IHubPntBc_B
-        + hub.mHub * _rrT(hub.r_BcB_B)
-        + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
-    )
-    s13 = _outer(geom.s1, geom.s3)
-    # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
-    r, rp = geom.r_SB_B, rPrime_SB_B
-    rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
-    ISCPrime = jnp.sum(
-        (thetaDot * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
-        - p.mass[:, None, None] * rpt_rt,
-        0,
-    )
-    return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B, rPrime_SB_B)
-
-
-def gravity_B(spacecraft: Spacecraft, state: State, dcm_BN, c_B) -> Float[Array, "3"]:
-    """Uniform gravity acceleration in B, evaluated at the system CoM (Basilisk's convention)."""
-    if spacecraft.gravity is None:
-        return jnp.zeros(3, dtype=c_B.dtype)
-    r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
-    r2 = _dot(r_CN_N, r_CN_N)
-    return _mv(dcm_BN, -spacecraft.gravity.mu * r_CN_N / (r2 * jnp.sqrt(r2)))
-
-
-def panel_contributions(
+def hinge_contributions(
     spacecraft: Spacecraft,
     state: State,
-    geom: PanelGeometry,
+    geom: HingeGeometry,
     g_B: Float[Array, "3"],
     u: Float[Array, " panels"],
 ) -> BackSub:
-    """Per-panel $a_\\theta, b_\\theta, c_\\theta$ and their summed contributions to A, B, C, D, v_trans, v_rot."""
+    """Per-panel $a_\\theta, b_\\theta, c_\\theta$ and their summed contributions to A, B, C, D, v_trans, v_rot
+    (module docstring)."""
     p = spacecraft.panels
+    top = p.topology
     omega = state.omega_BN_B
+    m = p.mass
     Is = panel_inertia_diag(p)
-    md = p.mass * p.d
-    Itheta = Is[:, 1] + md * p.d
-    aTheta = -(md / Itheta)[:, None] * geom.s3
-    bTheta = -(Itheta[:, None] * geom.s2 + md[:, None] * jnp.cross(p.r_HB_B, geom.s3)) / Itheta[:, None]
-    omega_S = _mv(geom.dcm_SB, omega)  # (panels, 3)
-    gravTorquePntH = -p.d[:, None] * jnp.cross(geom.s1, p.mass[:, None] * g_B)
-    w_x_w_x_rH = jnp.cross(omega, jnp.cross(omega, p.r_HB_B))
-    cTheta = (
-        u
-        - p.k * (state.theta - p.thetaRef)
-        - p.c * (state.thetaDot - p.thetaDotRef)
-        + _dot(geom.s2, gravTorquePntH)
-        + (Is[:, 2] - Is[:, 0] + md * p.d) * omega_S[:, 2] * omega_S[:, 0]
-        - md * _dot(geom.s3, w_x_w_x_rH)
-    ) / Itheta
-    f = Is[:, 1:2] * geom.s2 + md[:, None] * jnp.cross(geom.r_SB_B, geom.s3)  # rotThetaFactor
-    mds3 = md[:, None] * geom.s3
-    td2 = state.thetaDot**2
-    A = jnp.sum(_outer(mds3, aTheta), 0)
-    B = jnp.sum(_outer(mds3, bTheta), 0)
-    C = jnp.sum(_outer(f, aTheta), 0)
-    D = jnp.sum(_outer(f, bTheta), 0)
-    v_trans = -jnp.sum((md * td2)[:, None] * geom.s1 + (md * cTheta)[:, None] * geom.s3, 0)
+    g = geom
+    d, l = p.d, p.l
+    F = top.lever_T(d, l, m)[:, None] * g.s3  # (sum_i m_i a_ij) s3_j
+    G = _cross(top.lever_T(d, l, m[:, None] * g.r_SB_B), g.s3) + Is[:, 1:2] * g.s2
+    acc = (
+        _cross(omega, _cross(omega, g.r_SB_B))
+        + 2.0 * _cross(omega, g.rPrime_SB_B)
+        + g.rDDot_w2
+        - g_B
+    )
+    m_acc = m[:, None] * acc
+    omega_S = _mv(g.dcm_SB, omega)
+    vw = _dot(g.s3, top.lever_T(d, l, m_acc)) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
+    Q = u - p.k * (state.theta - p.thetaRef) - p.c * (state.thetaDot - p.thetaDotRef)
+    # M_w = (a^T diag(m) a) o (S3 S3^T) + diag(I_s2); a = lever(d, l, I)
+    a = top.lever(d, l, jnp.eye(p.count, dtype=m.dtype))
+    Mw = top.lever_T(d, l, m[:, None] * a) * (g.s3 @ g.s3.T) + jnp.diag(Is[:, 1])
+    Ft, Gt = top.descendants(F), top.descendants(G)
+    Mth = top.project(Mw)
+    rhs = jnp.concatenate([-Ft, -Gt, (Q - top.descendants(vw))[:, None]], 1)
+    sol = top.solve(Mth, rhs)
+    aTheta, bTheta, cTheta = sol[:, 0:3], sol[:, 3:6], sol[:, 6]
+    v_trans = -jnp.sum(Ft * cTheta[:, None] + m[:, None] * g.rDDot_w2, 0)
     v_rot = -jnp.sum(
-        state.thetaDot[:, None] * jnp.cross(omega, f)
-        + cTheta[:, None] * f
-        + (md * td2)[:, None] * jnp.cross(geom.r_SB_B, geom.s1),
+        Gt * cTheta[:, None]
+        + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
+        + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
+        + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2),
         0,
     )
-    return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
+    return BackSub(
+        A=jnp.sum(_outer(Ft, aTheta), 0),
+        B=jnp.sum(_outer(Ft, bTheta), 0),
+        C=jnp.sum(_outer(Gt, aTheta), 0),
+        D=jnp.sum(_outer(Gt, bTheta), 0),
+        v_trans=v_trans,
+        v_rot=v_rot,
+        aTheta=aTheta,
+        bTheta=bTheta,
+        cTheta=cTheta,
+    )
 
 
 def _cofactors(M: Float[Array, "3 3"]) -> tuple[Float[Array, "3 3"], Float[Array, ""]]:
     """Adjugate and determinant of a 3x3 matrix, closed form (as Eigen's fixed-size `inverse()` used by
     Basilisk): `M^{-1} = adj / det`. No LAPACK call: it fuses with the surrounding elementwise work."""
     a, b, c = M[0], M[1], M[2]
-    adj_T = jnp.stack([jnp.cross(b, c), jnp.cross(c, a), jnp.cross(a, b)])  # rows: cofactor rows
+    adj_T = jnp.stack([_cross(b, c), _cross(c, a), _cross(a, b)])  # rows: cofactor rows
     det = _dot(a, adj_T[0])
     return adj_T.T, det
-
-
-def _solve3(M: Float[Array, "3 3"], rhs: Float[Array, "3 ..."]) -> Float[Array, "3 ..."]:
-    """$M^{-1}$ rhs for a 3x3 `M`, closed form (`rhs` a vector or a 3xk matrix)."""
-    adj, det = _cofactors(M)
-    return (_mv(adj, rhs) if rhs.ndim == 1 else _mm(adj, rhs)) / det
 
 
 def hub_solve(bs: BackSub) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
@@ -209,7 +270,8 @@ def hub_solve(bs: BackSub) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
     adjA, detA = _cofactors(bs.A)
     Ainv_vt = _mv(adjA, bs.v_trans) / detA
     Ainv_B = _mm(adjA, bs.B) / detA
-    omegaDot = _solve3(bs.D - _mm(bs.C, Ainv_B), bs.v_rot - _mv(bs.C, Ainv_vt))
+    adjS, detS = _cofactors(bs.D - _mm(bs.C, Ainv_B))
+    omegaDot = _mv(adjS, bs.v_rot - _mv(bs.C, Ainv_vt)) / detS
     rDDot_B = Ainv_vt - _mv(Ainv_B, omegaDot)
     return rDDot_B, omegaDot
 
@@ -232,29 +294,14 @@ def accelerations(
     - `u_extra` [N m]: hinge motor torque added to `panels.motorTorque`.
 
     **Returns:** `(rDDot_BN_N, omegaDot_BN_B, thetaDDot)`: hub point acceleration (N frame), hub angular
-    acceleration (B frame), hinge angular accelerations.
+    acceleration (B frame), hinge angular accelerations (relative, as `theta`).
     """
     dcm_BN = mrp_to_dcm(state.sigma_BN)
-    chains = spacecraft.chains
-    if chains:  # chain hook (static): single panels first in the hinge vectors, then chain panels
-        nS = spacecraft.panels.count
-        full_state, theta_c, thetaDot_c = state, state.theta[nS:], state.thetaDot[nS:]
-        state = State(state.r_BN_N, state.v_BN_N, state.sigma_BN, state.omega_BN_B,
-                      state.theta[:nS], state.thetaDot[:nS])
-        u_extra = jnp.broadcast_to(jnp.asarray(u_extra, dtype=float), full_state.theta.shape)
-        u_extra, u_c = u_extra[:nS], u_extra[nS:]
-        cgeoms = _chains.chain_geometries(chains, theta_c, thetaDot_c)
-    geom = panel_geometry(spacecraft.panels, state.theta)
-    mp = mass_properties(spacecraft, geom, state.thetaDot)
-    if chains:
-        mp = _chains.add_chain_mass(mp, _chains.chain_mass(chains, cgeoms))
+    geom = hinge_geometry(spacecraft.panels, state.theta, state.thetaDot)
+    mp = mass_properties(spacecraft, geom)
     g_B = gravity_B(spacecraft, state, dcm_BN, mp.c_B)
     u = spacecraft.panels.motorTorque + u_extra
-    bs = panel_contributions(spacecraft, state, geom, g_B, u)
-    if chains:
-        bs, ccoeffs = _chains.chain_contributions(
-            chains, cgeoms, theta_c, thetaDot_c, state.omega_BN_B, g_B, u_c, bs
-        )
+    bs = hinge_contributions(spacecraft, state, geom, g_B, u)
     omega = state.omega_BN_B
     m_sc, c_B, cP = mp.m_sc, mp.c_B, mp.cPrime_B
     ct = tilde(c_B)
@@ -266,28 +313,24 @@ def accelerations(
         C=bs.C + m_sc * ct,
         D=bs.D + mp.ISCPntB_B,
         v_trans=bs.v_trans
-        - 2.0 * m_sc * jnp.cross(omega, cP)
-        - m_sc * jnp.cross(omega, jnp.cross(omega, c_B))
+        - 2.0 * m_sc * _cross(omega, cP)
+        - m_sc * _cross(omega, _cross(omega, c_B))
         + F_B,
         v_rot=bs.v_rot
-        - jnp.cross(omega, _mv(mp.ISCPntB_B, omega))
+        - _cross(omega, _mv(mp.ISCPntB_B, omega))
         - _mv(mp.ISCPrimePntB_B, omega)
-        + jnp.cross(c_B, m_sc * g_B)
+        + _cross(c_B, m_sc * g_B)
         + extTorquePntB_B,
     )
     rDDot_B, omegaDot = hub_solve(bs)
     thetaDDot = _dot(bs.aTheta, rDDot_B) + _dot(bs.bTheta, omegaDot) + bs.cTheta
-    if chains:
-        thetaDDot = jnp.concatenate([thetaDDot, _chains.chain_thetaDDot(ccoeffs, rDDot_B, omegaDot)])
     return _mtv(dcm_BN, rDDot_B), omegaDot, thetaDDot
 
 
 def state_derivative(t, state: State, args) -> State:
-    """The diffrax vector field. `args = (spacecraft, loads, t_hold)`; loads are evaluated at `t_hold`
-    (zero-order hold over an rk4 step, set by `MRPSwitch`) when it is not `None`, else at `t`."""
-    spacecraft, loads, t_hold = args
-    t_load = t if t_hold is None else t_hold
-    f_b, f_n, tq, u = loads.at(t_load)
+    """The diffrax vector field. `args = (spacecraft, loads)`; loads are evaluated at `t`."""
+    spacecraft, loads = args
+    f_b, f_n, tq, u = loads.at(t)
     return state_derivative_held(spacecraft, state, f_b, f_n, tq, u)
 
 

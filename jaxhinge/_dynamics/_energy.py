@@ -7,8 +7,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from . import _chains
-from ._backsub import mass_properties, panel_geometry
+from ._backsub import _cross, hinge_geometry, mass_properties
 from .._math import dcm_to_mrp, mrp_to_dcm
 from .._model._spacecraft import InitialState, Spacecraft, State
 
@@ -31,45 +30,35 @@ class Diagnostics(NamedTuple):
 def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     """Energy and momentum about the system CoM C, CoM state, and panel inertial states, of one state.
 
-    - `totRotEnergy` includes the spring energy $\\frac12 k(\\theta-\\theta_{ref})^2$; gravity potential
-      $-\\mu m/|r_C|$ is in `totOrbEnergy` (as Basilisk).
-    - Chain panels are included everywhere (spring energy on each relative angle) and follow the single
-      panels in the `panel_*` arrays.
+    - `totRotEnergy` includes the spring energy $\\frac12 k(\\theta-\\theta_{ref})^2$ of every hinge (on its
+      relative angle); gravity potential $-\\mu m/|r_C|$ is in `totOrbEnergy` (as Basilisk).
     - `panel_*`: Basilisk's `hingedRigidBodyConfigLogOutMsg` read as "body = panel frame S": CoM position
-      and velocity in N, $\\sigma_{SN}$, $\\omega_{SN}$ in S components.
+      and velocity in N, $\\sigma_{SN}$, $\\omega_{SN}$ in S components, one row per panel.
     """
     hub, p = spacecraft.hub, spacecraft.panels
     dcm_BN = mrp_to_dcm(state.sigma_BN)
     dcm_NB = dcm_BN.T
     omega = state.omega_BN_B
-    nS, chains = p.count, spacecraft.chains
-    theta, thetaDot = state.theta[:nS], state.thetaDot[:nS]
-    geom = panel_geometry(p, theta)
-    mp = mass_properties(spacecraft, geom, thetaDot)
-    if chains:
-        cgeoms = _chains.chain_geometries(chains, state.theta[nS:], state.thetaDot[nS:])
-        mp = _chains.add_chain_mass(mp, _chains.chain_mass(chains, cgeoms))
+    geom = hinge_geometry(p, state.theta, state.thetaDot)
+    mp = mass_properties(spacecraft, geom)
     m_sc, c_B = mp.m_sc, mp.c_B
-    cDot_B = mp.cPrime_B + jnp.cross(omega, c_B)
+    cDot_B = mp.cPrime_B + _cross(omega, c_B)
 
     # hub about its own CoM, shifted to B (Basilisk computes "about C" contributions relative to B, then
     # subtracts the CoM terms below)
-    w_x_rBc = jnp.cross(omega, hub.r_BcB_B)
-    H_B = hub.IHubPntBc_B @ omega + hub.mHub * jnp.cross(hub.r_BcB_B, w_x_rBc)
+    w_x_rBc = _cross(omega, hub.r_BcB_B)
+    H_B = hub.IHubPntBc_B @ omega + hub.mHub * _cross(hub.r_BcB_B, w_x_rBc)
     E_rot = 0.5 * omega @ hub.IHubPntBc_B @ omega + 0.5 * hub.mHub * w_x_rBc @ w_x_rBc
 
-    omega_SN_B = omega + thetaDot[:, None] * geom.s2
-    rDot_SB_B = mp.rPrime_SB_B + jnp.cross(omega, geom.r_SB_B)
+    omega_SN_B = omega + geom.w[:, None] * geom.s2
+    rDot_SB_B = geom.rPrime_SB_B + _cross(omega, geom.r_SB_B)
     Iw = jnp.einsum("nab,nb->na", mp.IPntS_B, omega_SN_B)
-    H_B = H_B + jnp.sum(Iw + p.mass[:, None] * jnp.cross(geom.r_SB_B, rDot_SB_B), 0)
+    H_B = H_B + jnp.sum(Iw + p.mass[:, None] * _cross(geom.r_SB_B, rDot_SB_B), 0)
     E_rot = E_rot + jnp.sum(
         0.5 * jnp.sum(omega_SN_B * Iw, -1)
         + 0.5 * p.mass * jnp.sum(rDot_SB_B * rDot_SB_B, -1)
-        + 0.5 * p.k * (theta - p.thetaRef) ** 2
+        + 0.5 * p.k * (state.theta - p.thetaRef) ** 2
     )
-    if chains:
-        E_c, H_c = _chains.chain_energy_momentum(chains, cgeoms, state.theta[nS:], omega)
-        E_rot, H_B = E_rot + E_c, H_B + H_c
 
     rDot_B = dcm_BN @ state.v_BN_N
     r_CN_N = state.r_BN_N + dcm_NB @ c_B
@@ -78,31 +67,22 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     if spacecraft.gravity is not None:
         E_orb = E_orb - m_sc * spacecraft.gravity.mu / jnp.linalg.norm(r_CN_N)
     E_rot = E_rot - 0.5 * m_sc * cDot_B @ cDot_B
-    H_B = H_B - m_sc * jnp.cross(c_B, cDot_B)
+    H_B = H_B - m_sc * _cross(c_B, cDot_B)
 
-    r_SB_B, dcm_SB = geom.r_SB_B, geom.dcm_SB
-    if chains:  # chain panels follow the single panels
-        r_c, rDot_c, dcm_c, w_c = _chains.chain_panel_states(chains, cgeoms, omega)
-        r_SB_B = jnp.concatenate([r_SB_B, r_c])
-        rDot_SB_B = jnp.concatenate([rDot_SB_B, rDot_c])
-        dcm_SB = jnp.concatenate([dcm_SB, dcm_c])
-        omega_SN_B = jnp.concatenate([omega_SN_B, w_c])
-    panel_r = state.r_BN_N + r_SB_B @ dcm_BN
+    panel_r = state.r_BN_N + geom.r_SB_B @ dcm_BN
     panel_v = state.v_BN_N + rDot_SB_B @ dcm_BN
-    dcm_SN = dcm_SB @ dcm_BN
-    panel_sigma = dcm_to_mrp(dcm_SN)
-    panel_omega = jnp.einsum("nab,nb->na", dcm_SB, omega_SN_B)
+    dcm_SN = geom.dcm_SB @ dcm_BN
     return Diagnostics(
         r_CN_N=r_CN_N,
         v_CN_N=v_CN_N,
         totOrbEnergy=E_orb,
         totRotEnergy=E_rot,
-        totOrbAngMomPntN_N=m_sc * jnp.cross(r_CN_N, v_CN_N),
+        totOrbAngMomPntN_N=m_sc * _cross(r_CN_N, v_CN_N),
         totRotAngMomPntC_N=dcm_NB @ H_B,
         panel_r_SN_N=panel_r,
         panel_v_SN_N=panel_v,
-        panel_sigma_SN=panel_sigma,
-        panel_omega_SN_S=panel_omega,
+        panel_sigma_SN=dcm_to_mrp(dcm_SN),
+        panel_omega_SN_S=jnp.einsum("nab,nb->na", geom.dcm_SB, omega_SN_B),
     )
 
 
@@ -110,13 +90,9 @@ def initial_state(spacecraft: Spacecraft, initial: InitialState) -> State:
     """Hub state from the user's system-CoM initial conditions (Basilisk `Spacecraft::initializeDynamics`):
     $r_{B/N} = r_{C/N} - [NB]c$, $v_{B/N} = v_{C/N} - [NB](c' + \\omega\\times c)$ at the initial angles."""
     dcm_NB = mrp_to_dcm(initial.sigma_BNInit).T
-    nS, chains = spacecraft.panels.count, spacecraft.chains
-    geom = panel_geometry(spacecraft.panels, initial.thetaInit[:nS])
-    mp = mass_properties(spacecraft, geom, initial.thetaDotInit[:nS])
-    if chains:
-        cgeoms = _chains.chain_geometries(chains, initial.thetaInit[nS:], initial.thetaDotInit[nS:])
-        mp = _chains.add_chain_mass(mp, _chains.chain_mass(chains, cgeoms))
-    cDot_B = mp.cPrime_B + jnp.cross(initial.omega_BN_BInit, mp.c_B)
+    geom = hinge_geometry(spacecraft.panels, initial.thetaInit, initial.thetaDotInit)
+    mp = mass_properties(spacecraft, geom)
+    cDot_B = mp.cPrime_B + _cross(initial.omega_BN_BInit, mp.c_B)
     return State(
         r_BN_N=initial.r_CN_NInit - dcm_NB @ mp.c_B,
         v_BN_N=initial.v_CN_NInit - dcm_NB @ cDot_B,

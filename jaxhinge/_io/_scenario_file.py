@@ -90,9 +90,8 @@ from typing import Any
 
 import numpy as np
 
-from .._dynamics._chains import Chain
 from .._model._loads import Loads, Pulses
-from .._model._scenario import INTEGRATORS, Scenario, SimulationConfig
+from .._model._scenario import INTEGRATORS, ConfigError, Scenario, SimulationConfig
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
 
 __all__ = [
@@ -225,7 +224,6 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYM_RTOL = 1e-12  # hub inertia symmetry, relative to max |I_ij|
 _DIAG_RTOL = 1e-12  # panel inertia off-diagonals, relative to max |I_ii|
 _DCM_TOL = 1e-9  # dcm_HB orthonormality and det
-_TICK_RTOL = 1e-9  # rk4: save_dt and t_end multiples of dt
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -690,19 +688,10 @@ def _check_simulation(ck: _Checker, sim: Mapping) -> SimulationConfig:
                 "simulation.max_steps", sim["max_steps"], "must be an integer > 0 (adaptive step budget)"
             )
         kw["max_steps"] = int(v)
-    if kw["integrator"] == "rk4":
-        dt = kw["dt"]
-        for key in ("save_dt", "t_end"):
-            x = kw[key]
-            n = round(x / dt)
-            if n < 1 or abs(x - n * dt) > _TICK_RTOL * x:
-                raise ck.bad(
-                    f"simulation.{key}",
-                    x,
-                    f'must be a whole multiple of dt = {_fmt_float(dt)} with integrator "rk4" '
-                    f"(within {_TICK_RTOL:g} relative; Basilisk samples at task ticks)",
-                )
-    return SimulationConfig(**kw)
+    try:
+        return SimulationConfig(**kw)
+    except ConfigError as e:
+        raise ck.bad(e.field, e.value, e.rule) from None
 
 
 def _check(data: Any, source: str) -> _Parsed:
@@ -795,20 +784,22 @@ def _check_all(data: Any, ck: _Checker) -> _Parsed:
 
 
 def _build(p: _Parsed) -> Scenario:
+    """One `Panels` tree: the single panels in file order, then the chains, chain by chain, root first."""
     hub = Hub(mHub=p.hub["mHub"], IHubPntBc_B=p.hub["IHubPntBc_B"], r_BcB_B=p.hub["r_BcB_B"])
-    panels = Panels(
+    singles = Panels(
         **{k: p.panels[k] for k in _PANEL_KEYS if k not in ("name", "thetaInit", "thetaDotInit")},
         names=p.names,
     )
-    gravity = None if p.mu is None else PointMassGravity(mu=p.mu)
-    chains = tuple(
-        Chain(
-            **{k: a[k] for k in (*_CHAIN_PANEL_KEYS[1:], "r_HB_B", "dcm_HB") if k not in ("thetaInit", "thetaDotInit")},
-            name=cname,
+    chains = [
+        Panels.chain_of(
+            cname, a["r_HB_B"], a["dcm_HB"],
+            **{k: a[k] for k in _CHAIN_PANEL_KEYS[1:] if k not in ("thetaInit", "thetaDotInit")},
             names=pnames,
         )
         for cname, pnames, a in p.chains
-    )
+    ]
+    panels = Panels.concat(singles, *chains) if chains else singles
+    gravity = None if p.mu is None else PointMassGravity(mu=p.mu)
     initial = InitialState(
         r_CN_NInit=p.hub["r_CN_NInit"],
         v_CN_NInit=p.hub["v_CN_NInit"],
@@ -823,7 +814,7 @@ def _build(p: _Parsed) -> Scenario:
         pulses = None if p.pulses is None else Pulses(**p.pulses)
         loads = Loads(**p.loads, pulses=pulses)
     return Scenario(
-        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity, chains=chains),
+        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity),
         initial=initial,
         loads=loads,
         simulation=p.simulation,
@@ -899,7 +890,7 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
 
 def example_path(name: str) -> pathlib.Path:
     """Path of a bundled example scenario, e.g. `example_path("two_panel")` (`.toml` optional)."""
-    folder = pathlib.Path(__file__).parent / "examples"
+    folder = pathlib.Path(__file__).parent.parent / "examples"
     stem = name.removesuffix(".toml")
     path = folder / f"{stem}.toml"
     if not path.is_file():
@@ -946,11 +937,10 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
                 field=f"loads.{fn}",
             )
     pan = sc.panels
-    n = int(np.shape(pan.mass)[-1]) if np.ndim(pan.mass) else -1
-    if n < 0:
+    n_all = pan.count
+    if np.shape(pan.mass) != (n_all,):
         raise ScenarioError("<scenario>: panels.mass must have shape (panels,)", source="<scenario>")
-    names = tuple(pan.names) if len(pan.names) == n else tuple(f"p{i}" for i in range(n))
-
+    names = pan.labels
     hub = {
         "mHub": _host(sc.hub.mHub, (), "hub.mHub"),
         "IHubPntBc_B": _host(sc.hub.IHubPntBc_B, (3, 3), "hub.IHubPntBc_B"),
@@ -960,54 +950,39 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         "sigma_BNInit": _host(ini.sigma_BNInit, (3,), "initial.sigma_BNInit"),
         "omega_BN_BInit": _host(ini.omega_BN_BInit, (3,), "initial.omega_BN_BInit"),
     }
-    n_all = n + sum(int(np.shape(ch.mass)[-1]) for ch in sc.chains)
-    th0 = _host(ini.thetaInit, (n_all,), "initial.thetaInit")
-    thd0 = _host(ini.thetaDotInit, (n_all,), "initial.thetaDotInit")
-    sources = {k: getattr(pan, k) for k in _PANEL_KEYS if k not in ("name", "thetaInit", "thetaDotInit")}
-    sources["thetaInit"] = th0[:n]
-    sources["thetaDotInit"] = thd0[:n]
     columns = {
-        k: _host(v, (n, *({"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}.get(k, ()))), f"panels.{k}")
-        for k, v in sources.items()
+        k: _host(getattr(pan, k), (n_all, *({"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}.get(k, ()))),
+                 f"panels.{k}")
+        for k in (*_PANEL_KEYS[1:], "l") if k not in ("thetaInit", "thetaDotInit")
     }
-    panels = []
-    for i in range(n):
-        panel: dict[str, Any] = {"name": names[i]}
-        for k in _PANEL_KEYS[1:]:
-            panel[k] = columns[k][i]
-        panels.append(panel)
+    columns["thetaInit"] = _host(ini.thetaInit, (n_all,), "initial.thetaInit")
+    columns["thetaDotInit"] = _host(ini.thetaDotInit, (n_all,), "initial.thetaDotInit")
+    panels, chains = [], []
+    for i in range(n_all):
+        if not pan.chain[i]:  # a single panel
+            if pan.parent[i] >= 0 or chains:
+                raise ScenarioError(f"<scenario>: panel {names[i]!r}: a scenario file lists the single panels "
+                                    "(hinged to the hub, chain label \"\") first, then the chains",
+                                    source="<scenario>")
+            panels.append({"name": names[i], **{k: columns[k][i] for k in _PANEL_KEYS[1:]}})
+            continue
+        if pan.parent[i] < 0:  # the root of a new chain
+            chains.append({"name": pan.chain[i], "r_HB_B": columns["r_HB_B"][i], "dcm_HB": columns["dcm_HB"][i],
+                           "panels": []})
+        elif pan.parent[i] != i - 1 or pan.chain[i - 1] != pan.chain[i]:
+            raise ScenarioError(f"<scenario>: panel {names[i]!r} is not hinged to the panel before it; a scenario "
+                                "file holds chains (each panel hinged to the previous one)", source="<scenario>")
+        last = i + 1 == n_all or pan.parent[i + 1] != i
+        row: dict[str, Any] = {"name": names[i]}
+        for k in _CHAIN_PANEL_KEYS[1:]:
+            if k == "l" and last and columns[k][i] == 0.0:
+                continue  # unused on the last panel
+            row[k] = columns[k][i]
+        chains[-1]["panels"].append(row)
 
     out: dict[str, Any] = {"hub": hub}
     if panels:
         out["panels"] = panels
-    chains, i0 = [], n
-    for ci, ch in enumerate(sc.chains):
-        L = int(np.shape(ch.mass)[-1])
-        pnames = tuple(ch.names) if len(ch.names) == L else tuple(f"{ch.name}_{j + 1}" for j in range(L))
-        cols = {
-            k: _host(getattr(ch, k), (L, 3, 3) if k == "IPntS_S" else (L,), f"chains[{ci}].{k}")
-            for k in _CHAIN_PANEL_KEYS[1:]
-            if k not in ("thetaInit", "thetaDotInit")
-        }
-        cols["thetaInit"] = th0[i0 : i0 + L]
-        cols["thetaDotInit"] = thd0[i0 : i0 + L]
-        i0 += L
-        cpanels = []
-        for j in range(L):
-            row: dict[str, Any] = {"name": pnames[j]}
-            for k in _CHAIN_PANEL_KEYS[1:]:
-                if k == "l" and j == L - 1 and cols[k][j] == 0.0:
-                    continue  # unused on the last panel
-                row[k] = cols[k][j]
-            cpanels.append(row)
-        chains.append(
-            {
-                "name": ch.name,
-                "r_HB_B": _host(ch.r_HB_B, (3,), f"chains[{ci}].r_HB_B"),
-                "dcm_HB": _host(ch.dcm_HB, (3, 3), f"chains[{ci}].dcm_HB"),
-                "panels": cpanels,
-            }
-        )
     if chains:
         out["chains"] = chains
     if sc.gravity is not None:

@@ -9,7 +9,7 @@ irregular, all within the scenario's `[0, t_end]`) and any of the measured outpu
 | `sigma_BN_1..3` | hub attitude MRP (star tracker); either MRP set is accepted (the shadow set is matched) |
 | `r_BN_N_1..3`, `v_BN_N_1..3` | hub point B position [m] / velocity [m/s] in N |
 | `r_CN_N_1..3`, `v_CN_N_1..3` | system centre of mass position / velocity in N |
-| `theta_<panel>`, `thetaDot_<panel>` | hinge angle [rad] / rate [rad/s] of the panel named `<panel>` |
+| `theta_<panel>`, `thetaDot_<panel>` | hinge angle [rad] / rate [rad/s] of the panel named `<panel>` (any panel, single or in a chain; relative to its parent) |
 
 Other columns may be present; only the ones asked for are read (and checked). Components are numbered 1..3 as
 in the column names.
@@ -35,16 +35,11 @@ class TelemetryError(FitError):
     """Bad telemetry (file, columns, samples or weights); `str(error)` is one line naming what is wrong."""
 
 
-def panel_names(scenario: Scenario) -> tuple[str, ...]:
-    names = scenario.spacecraft.panels.names
-    return tuple(names) if names else tuple(f"p{i}" for i in range(scenario.spacecraft.panels.count))
-
-
 def output_names(scenario: Scenario) -> tuple[str, ...]:
     """Every telemetry column name this scenario can simulate, in the order of the model's output matrix."""
     names = [f"{v}_{j}" for v in _VECTORS for j in (1, 2, 3)]
     for q in _PANEL_OUTPUTS:
-        names += [f"{q}_{p}" for p in panel_names(scenario)]
+        names += [f"{q}_{p}" for p in scenario.spacecraft.panels.labels]
     return tuple(names)
 
 

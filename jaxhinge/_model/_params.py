@@ -1,112 +1,228 @@
-"""Parameter names shared by dispersions (`_batch`), sensitivities and telemetry fits (`_identify`): one resolver.
+r"""The parameter registry: one name, unit, kind, scale and component convention for every field, used by every
+file format and API (dispersions and sweeps, sensitivities, modal fits, telemetry fits).
 
-Names are `"<panel name>.<field>"` (e.g. `"p0.k"`, `"p0.thetaInit"`) or `"hub.<field>"` (e.g. `"hub.mHub"`,
-`"hub.omega_BN_BInit"`; the hub's initial conditions are `hub.` fields, as in the scenario file). What a value
-means per field kind (`scalar`, `vector` (3,), `inertia` (3 scale factors), `rotation` (rotation vector)) is
-documented in `jaxhinge._batch`.
+**Names.** `"<panel name>.<field>"` (any panel, single or in a chain, e.g. `"p0.k"`, `"wing_2.c"`) and
+`"hub.<field>"` (hub parameters and the initial conditions, e.g. `"hub.mHub"`, `"hub.omega_BN_BInit"`, as in
+the scenario file). A 3-vector field names one component with a **1-based** index, `"hub.omega_BN_BInit[3]"`
+(about $\hat b_3$; as the telemetry columns `omega_BN_B_1..3`); the bare name stands for all three.
+
+**Kinds** (`Field.kind`), and what a value means:
+
+- `scalar`: the value itself (`mass`, `d`, `l`, `k`, `c`, `thetaRef`, ..., `hub.mHub`);
+- `vector`: the 3 components (`r_HB_B`, `hub.r_BcB_B`, `hub.r_CN_NInit`, ...);
+- `inertia`: 3 positive scale factors $s$ (nominal 1) applied as $I' = DID$, $D = \mathrm{diag}(\sqrt s)$: the
+  diagonal entries (principal values of a diagonal inertia) are multiplied by $s$ and $I'$ stays symmetric
+  positive definite (`IPntS_S`, `hub.IHubPntBc_B`);
+- `rotation`: a small rotation vector $\phi$ [rad] (nominal 0) in the hinge frame, $[H'B] = \exp(-[\tilde\phi])[HB]$
+  (`dcm_HB`).
+
+`Field.positive` marks quantities that must be > 0 when fitted (they are fitted as log-ratios); `minimum` is
+the smallest value a dispersion or fit may give (`> minimum`, or `>=` when `inclusive`); `scale` is the typical
+size of a change, the unit of a fit's linear coordinate. `r_HB_B` and `dcm_HB` of a chain belong to its root
+panel (every panel of a chain shares the root's hinge frame).
 """
 
-from collections.abc import Mapping
+import dataclasses
+import difflib
+import re
+from collections.abc import Mapping, Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._dynamics import _chains
 from ._scenario import Scenario
 
-# field -> (kind, owner); kind: "scalar" | "vector" | "inertia" | "rotation"
-_PANEL_FIELDS = {
-    "mass": "scalar",
-    "d": "scalar",
-    "k": "scalar",
-    "c": "scalar",
-    "thetaRef": "scalar",
-    "thetaDotRef": "scalar",
-    "motorTorque": "scalar",
-    "thetaInit": "scalar",
-    "thetaDotInit": "scalar",
-    "IPntS_S": "inertia",
-    "r_HB_B": "vector",
-    "dcm_HB": "rotation",
-}
-_PANEL_INITIAL = ("thetaInit", "thetaDotInit")
-# chain panels ("<chain panel name>.<field>"): per-panel fields; the hinge position/frame belong to the chain
-_CHAIN_PANEL_FIELDS = {f: k for f, k in _PANEL_FIELDS.items() if f not in ("r_HB_B", "dcm_HB")} | {"l": "scalar"}
-_HUB_FIELDS = {
-    "mHub": "scalar",
-    "IHubPntBc_B": "inertia",
-    "r_BcB_B": "vector",
-    "r_CN_NInit": "vector",
-    "v_CN_NInit": "vector",
-    "sigma_BNInit": "vector",
-    "omega_BN_BInit": "vector",
-}
-_HUB_INITIAL = ("r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit")
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One registered field: `owner` (`"hub"` or `"panel"`), `kind`, `unit`, `positive` (fitted in log),
+    `minimum`/`inclusive` (allowed values), `scale` (linear coordinates), `initial` (an `InitialState` field),
+    `description`."""
+
+    name: str
+    owner: str
+    kind: str
+    unit: str
+    description: str
+    positive: bool = False
+    minimum: float | None = None
+    inclusive: bool = False
+    scale: float = 1.0
+    initial: bool = False
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.kind == "scalar" else (3,)
+
+    def allowed(self) -> str:
+        """The value rule in words, e.g. `"must be > 0"`."""
+        if self.minimum is None:
+            return "any finite value"
+        return f"must be {'>=' if self.inclusive else '>'} {self.minimum:g}"
+
+    def admits(self, x) -> np.ndarray:
+        """Element-wise: the values `x` are allowed for this field (finite, and above the minimum)."""
+        x = np.asarray(x, dtype=float)
+        ok = np.isfinite(x)
+        if self.minimum is not None:
+            ok &= (x >= self.minimum) if self.inclusive else (x > self.minimum)
+        return ok
+
+
+def _f(name, owner, kind, unit, description, **kw) -> tuple[str, Field]:
+    return name, Field(name, owner, kind, unit, description, **kw)
+
+
+FIELDS: dict[str, Field] = dict(
+    [
+        _f("mass", "panel", "scalar", "kg", "panel mass", positive=True, minimum=0.0),
+        _f("d", "panel", "scalar", "m", "hinge to panel CoM distance", positive=True, minimum=0.0),
+        _f("l", "panel", "scalar", "m", "hinge to next hinge distance (chains)", positive=True, minimum=0.0,
+           inclusive=True),
+        _f("k", "panel", "scalar", "N m/rad", "hinge stiffness", positive=True, minimum=0.0, inclusive=True),
+        _f("c", "panel", "scalar", "N m s/rad", "hinge damping", positive=True, minimum=0.0, inclusive=True),
+        _f("thetaRef", "panel", "scalar", "rad", "spring reference angle", scale=0.1),
+        _f("thetaDotRef", "panel", "scalar", "rad/s", "damper reference rate", scale=0.1),
+        _f("motorTorque", "panel", "scalar", "N m", "hinge motor torque", scale=1.0),
+        _f("thetaInit", "panel", "scalar", "rad", "initial hinge angle", scale=0.1, initial=True),
+        _f("thetaDotInit", "panel", "scalar", "rad/s", "initial hinge rate", scale=0.1, initial=True),
+        _f("IPntS_S", "panel", "inertia", "1 (inertia scale factor)", "panel inertia", positive=True, minimum=0.0),
+        _f("r_HB_B", "panel", "vector", "m", "hinge point (chain: its root's)", scale=0.1),
+        _f("dcm_HB", "panel", "rotation", "rad (rotation vector)", "hinge frame (chain: its root's)", scale=0.01),
+        _f("mHub", "hub", "scalar", "kg", "hub mass", positive=True, minimum=0.0),
+        _f("IHubPntBc_B", "hub", "inertia", "1 (inertia scale factor)", "hub inertia", positive=True, minimum=0.0),
+        _f("r_BcB_B", "hub", "vector", "m", "hub CoM offset", scale=0.1),
+        _f("r_CN_NInit", "hub", "vector", "m", "initial system CoM position", scale=1.0, initial=True),
+        _f("v_CN_NInit", "hub", "vector", "m/s", "initial system CoM velocity", scale=0.1, initial=True),
+        _f("sigma_BNInit", "hub", "vector", "1 (MRP)", "initial attitude", scale=0.1, initial=True),
+        _f("omega_BN_BInit", "hub", "vector", "rad/s", "initial hub rate", scale=0.01, initial=True),
+    ]
+)
+HUB_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "hub")
+PANEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "panel")
+_ROOT_ONLY = ("r_HB_B", "dcm_HB")
+_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(-?\d+)\s*\])?\s*$")
+
+
+class ParameterError(ValueError):
+    """An unknown or malformed parameter name; `str(error)` is one line naming the name and what is allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """A resolved name: `base` (`"<owner>.<field>"`), `field` (`Field`), `panel` (index, None for the hub) and
+    `component` (0-based index into a 3-vector, None for the whole field or a scalar). `name` is the canonical
+    spelling (1-based component)."""
+
+    base: str
+    field: Field
+    panel: int | None
+    component: int | None
+
+    @property
+    def name(self) -> str:
+        return self.base if self.component is None else f"{self.base}[{self.component + 1}]"
+
+    @property
+    def unit(self) -> str:
+        return self.field.unit
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.component is not None else self.field.shape
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if not close:
+        low = {c.lower(): c for c in choices}
+        close = [low[c] for c in difflib.get_close_matches(word.lower(), list(low), n=1, cutoff=0.6)]
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parameter_names(scenario: Scenario) -> tuple[str, ...]:
-    """Every name a dispersion may use for this scenario: `hub.<field>` and `<panel name>.<field>`."""
-    names = [f"hub.{f}" for f in _HUB_FIELDS]
-    for p in scenario.spacecraft.panels.names or _default_names(scenario):
-        names += [f"{p}.{f}" for f in _PANEL_FIELDS]
-    for p in _chains.chain_panel_names(scenario.spacecraft.chains):
-        names += [f"{p}.{f}" for f in _CHAIN_PANEL_FIELDS]
+    """Every base name of this scenario: `hub.<field>` and `<panel>.<field>` (chain hinge frames: roots only)."""
+    p = scenario.spacecraft.panels
+    names = [f"hub.{f}" for f in HUB_FIELDS]
+    for i, nm in enumerate(p.labels):
+        names += [f"{nm}.{f}" for f in PANEL_FIELDS if f not in _ROOT_ONLY or p.parent[i] < 0]
     return tuple(names)
 
 
-def _default_names(scenario: Scenario) -> tuple[str, ...]:
-    return tuple(f"p{i}" for i in range(scenario.spacecraft.panels.count))
+def resolve(scenario: Scenario, name: str) -> Parameter:
+    """Resolve `name` (module docstring). **Raises:** `ParameterError` naming what is wrong and the right form."""
+    if not isinstance(name, str):
+        raise ParameterError(f"{name!r}: a parameter name must be a string such as \"p0.k\" or \"hub.mHub\"")
+    m = _NAME.match(name)
+    p = scenario.spacecraft.panels
+    labels = p.labels
+    if not m:
+        raise ParameterError(f"{name!r}: not a parameter name; names are \"<panel>.<field>\" or \"hub.<field>\", "
+                             "with \"[j]\" (j = 1, 2, 3) for one component of a vector")
+    owner, fld, comp = m.group(1), m.group(2), m.group(3)
+    if owner == "hub":
+        fields, panel = HUB_FIELDS, None
+    elif owner in labels:
+        fields, panel = PANEL_FIELDS, labels.index(owner)
+    else:
+        raise ParameterError(f"{name!r}: unknown owner {owner!r}{_did_you_mean(owner, ('hub', *labels))}; the "
+                             f"prefix must be 'hub' or a panel name ({', '.join(labels) or 'none'})")
+    if fld not in fields:
+        raise ParameterError(f"{name!r}: unknown field {fld!r}{_did_you_mean(fld, fields)}; {owner} fields are "
+                             f"{', '.join(fields)}")
+    field = FIELDS[fld]
+    if panel is not None and fld in _ROOT_ONLY and p.parent[panel] >= 0:
+        root = labels[int(p.topology.root[panel])]
+        raise ParameterError(f"{name!r}: panel {owner!r} is hinged to panel {labels[p.parent[panel]]!r}; every "
+                             f"panel of a chain shares its root's hinge frame: use \"{root}.{fld}\"")
+    component = None
+    if comp is not None:
+        if field.kind == "scalar":
+            raise ParameterError(f"{name!r}: {owner}.{fld} is a scalar; drop the [{comp}]")
+        j = int(comp)
+        if not 1 <= j <= 3:
+            hint = f" ({owner}.{fld}[1] is the first)" if j == 0 else ""
+            raise ParameterError(f"{name!r}: component [{comp}] out of range; components are numbered 1, 2, 3 "
+                                 f"(b1, b2, b3 axes, as the telemetry columns _1.._3){hint}")
+        component = j - 1
+    return Parameter(f"{owner}.{fld}", field, panel, component)
 
 
-def _panel_names(scenario: Scenario) -> tuple[str, ...]:
-    return scenario.spacecraft.panels.names or _default_names(scenario)
+def expand(scenario: Scenario, name: str) -> tuple[Parameter, ...]:
+    """`name` as scalar parameters: a bare vector name gives its 3 components."""
+    par = resolve(scenario, name)
+    if par.component is None and par.field.kind != "scalar":
+        return tuple(dataclasses.replace(par, component=c) for c in range(3))
+    return (par,)
 
 
-def _resolve(scenario: Scenario, name: str) -> tuple[str, str, int | None]:
-    """`name` -> (kind, field, panel index or None)."""
-    owner, _, field = name.partition(".")
-    if owner == "hub" and field in _HUB_FIELDS:
-        return _HUB_FIELDS[field], field, None
-    panels = _panel_names(scenario)
-    if owner in panels and field in _PANEL_FIELDS:
-        return _PANEL_FIELDS[field], field, panels.index(owner)
-    cnames = _chains.chain_panel_names(scenario.spacecraft.chains)
-    if owner in cnames and field in _CHAIN_PANEL_FIELDS:  # chain panels: hinge index after the single panels
-        return _CHAIN_PANEL_FIELDS[field], field, len(panels) + cnames.index(owner)
-    raise ValueError(name)
+def nominal(scenario: Scenario, par: Parameter | str) -> np.ndarray:
+    """The nominal value of a parameter (NumPy): the field's value; 1s for inertia factors, 0s for rotations;
+    one component when `par` names one."""
+    par = resolve(scenario, par) if isinstance(par, str) else par
+    return np.asarray(current_value(scenario, par), dtype=float)
 
 
-def _chain_of(scenario: Scenario, i: int) -> tuple[int, int]:
-    """Global hinge index `i` of a chain panel -> (chain index, index within the chain)."""
-    j = i - scenario.spacecraft.panels.count
-    for ci, ch in enumerate(scenario.spacecraft.chains):
-        if j < ch.count:
-            return ci, j
-        j -= ch.count
-    raise IndexError(i)
-
-
-def _nominal(scenario: Scenario, kind: str, field: str, i: int | None) -> np.ndarray:
-    """The nominal value of a sample (the value itself; 1 for inertia factors; 0 for rotations)."""
-    if kind == "inertia":
-        return np.ones(3)
-    if kind == "rotation":
-        return np.zeros(3)
+def _base_value(scenario: Scenario, par: Parameter):
+    f = par.field
+    if f.kind == "inertia":
+        return jnp.ones(3)
+    if f.kind == "rotation":
+        return jnp.zeros(3)
     sc, init = scenario.spacecraft, scenario.initial
-    if i is None:
-        src = init if field in _HUB_INITIAL else sc.hub
-        return np.asarray(getattr(src, field), dtype=float)
-    if field not in _PANEL_INITIAL and i >= sc.panels.count:
-        ci, j = _chain_of(scenario, i)
-        return np.asarray(np.asarray(getattr(sc.chains[ci], field), dtype=float)[j])
-    src = init if field in _PANEL_INITIAL else sc.panels
-    return np.asarray(np.asarray(getattr(src, field), dtype=float)[i])
+    src = init if f.initial else (sc.hub if f.owner == "hub" else sc.panels)
+    v = jnp.asarray(getattr(src, f.name), dtype=float)
+    return v if par.panel is None else v[par.panel]
 
 
-def _shape(kind: str) -> tuple[int, ...]:
-    return () if kind == "scalar" else (3,)
+def current_value(scenario: Scenario, par: Parameter | str) -> Float[Array, "..."]:
+    """The value of a parameter in `scenario` (traceable; the `apply_parameters` nominal for inertia factors (1)
+    and rotations (0))."""
+    par = resolve(scenario, par) if isinstance(par, str) else par
+    v = _base_value(scenario, par)
+    return v if par.component is None else v[par.component]
 
 
 def _rotation(phi: Float[Array, "3"]) -> Float[Array, "3 3"]:
@@ -122,67 +238,57 @@ def _rotation(phi: Float[Array, "3"]) -> Float[Array, "3 3"]:
     return jnp.eye(3) - s * tilde + c1 * tilde @ tilde
 
 
-def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Scenario:
-    """One member's scenario: the nominal `scenario` with the sampled values of `params` (one member, no
-    batch axis; names and meanings as in `sample_dispersions`). Pure and traceable: `vmap` it over a batch."""
-    for name, value in params.items():
-        kind, field, i = _resolve(scenario, name)
-        value = jnp.asarray(value)
-        sc = scenario.spacecraft
-        if i is None:
-            if field in _HUB_INITIAL:
-                scenario = eqx.tree_at(lambda s, f=field: getattr(s.initial, f), scenario, value)
-            elif kind == "inertia":
-                d = jnp.sqrt(value)
-                scenario = eqx.tree_at(
-                    lambda s: s.spacecraft.hub.IHubPntBc_B,
-                    scenario,
-                    sc.hub.IHubPntBc_B * d[:, None] * d[None, :],
-                )
-            else:
-                scenario = eqx.tree_at(lambda s, f=field: getattr(s.spacecraft.hub, f), scenario, value)
-            continue
-        if field in _PANEL_INITIAL:
-            old = getattr(scenario.initial, field)
-            scenario = eqx.tree_at(lambda s, f=field: getattr(s.initial, f), scenario, old.at[i].set(value))
-            continue
-        if i >= sc.panels.count:  # a chain panel
-            ci, j = _chain_of(scenario, i)
-            old = getattr(sc.chains[ci], field)
-            if kind == "inertia":
-                d = jnp.sqrt(value)
-                value = old[j] * d[:, None] * d[None, :]
-            scenario = eqx.tree_at(
-                lambda s, f=field, ci=ci: getattr(s.spacecraft.chains[ci], f), scenario, old.at[j].set(value)
-            )
-            continue
-        old = getattr(sc.panels, field)
-        if kind == "inertia":
+def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
+    """`scenario` with the base field of `par` set to `value` (the whole field's value, in registry meaning)."""
+    f, i = par.field, par.panel
+    value = jnp.asarray(value, dtype=float)
+    if f.initial:
+        get = lambda s: getattr(s.initial, f.name)
+        old = get(scenario)
+        return eqx.tree_at(get, scenario, value if i is None else old.at[i].set(value))
+    if f.owner == "hub":
+        get = lambda s: getattr(s.spacecraft.hub, f.name)
+        old = get(scenario)
+        if f.kind == "inertia":
             d = jnp.sqrt(value)
-            new = old[i] * d[:, None] * d[None, :]
-        elif kind == "rotation":
-            new = _rotation(value) @ old[i]
-        else:
-            new = value
-        scenario = eqx.tree_at(
-            lambda s, f=field: getattr(s.spacecraft.panels, f), scenario, old.at[i].set(new)
-        )
+            value = old * d[:, None] * d[None, :]
+        return eqx.tree_at(get, scenario, value)
+    get = lambda s: getattr(s.spacecraft.panels, f.name)
+    old = get(scenario)
+    p = scenario.spacecraft.panels
+    if f.kind == "inertia":
+        d = jnp.sqrt(value)
+        return eqx.tree_at(get, scenario, old.at[i].set(old[i] * d[:, None] * d[None, :]))
+    if f.name in _ROOT_ONLY:  # the whole subtree shares its root's hinge frame
+        new = _rotation(value) @ old[i] if f.kind == "rotation" else value
+        members = np.flatnonzero(p.topology.root == i)
+        return eqx.tree_at(get, scenario, old.at[members].set(new))
+    return eqx.tree_at(get, scenario, old.at[i].set(value))
+
+
+def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Scenario:
+    """One member's scenario: the nominal `scenario` with the values of `params` (names as in the module
+    docstring; a bare name takes the field's whole value (3 numbers for vectors, inertia factors and rotations),
+    a component name one number). Pure and traceable: `vmap` it over a batch. **Raises:** `ParameterError`."""
+    return apply_resolved(scenario, tuple(resolve(scenario, n) for n in params), tuple(params.values()))
+
+
+def anonymous(pars: Sequence[Parameter]) -> tuple[Parameter, ...]:
+    """`pars` without their names (field, panel index and component only): a compile key that does not
+    depend on panel names."""
+    return tuple(dataclasses.replace(p, base=f"{p.field.owner}[{p.panel}].{p.field.name}") for p in pars)
+
+
+def apply_resolved(scenario: Scenario, pars: Sequence[Parameter], values: Sequence[ArrayLike]) -> Scenario:
+    """`apply_parameters` with names already resolved (`resolve`), e.g. inside a compiled batch or fit."""
+    whole: dict[str, tuple[Parameter, object]] = {}
+    for par, value in zip(pars, values):
+        if par.component is None:
+            whole[par.base] = (par, value)
+            continue
+        base_par = dataclasses.replace(par, component=None)
+        cur = whole[par.base][1] if par.base in whole else _base_value(scenario, base_par)
+        whole[par.base] = (base_par, jnp.asarray(cur, dtype=float).at[par.component].set(value))
+    for par, value in whole.values():
+        scenario = _set(scenario, par, value)
     return scenario
-
-
-def current_value(scenario: Scenario, name: str):
-    """The value of parameter `name` in `scenario` as a JAX array (traceable): the field itself for scalars and
-    vectors, 1 (3,) for inertia factors, 0 (3,) for rotation vectors (the `apply_parameters` nominal)."""
-    kind, field, i = _resolve(scenario, name)
-    if kind == "inertia":
-        return jnp.ones(3)
-    if kind == "rotation":
-        return jnp.zeros(3)
-    if i is None:
-        src = scenario.initial if field in _HUB_INITIAL else scenario.spacecraft.hub
-        return jnp.asarray(getattr(src, field), dtype=float)
-    if field not in _PANEL_INITIAL and i >= scenario.spacecraft.panels.count:
-        ci, j = _chain_of(scenario, i)
-        return jnp.asarray(getattr(scenario.spacecraft.chains[ci], field), dtype=float)[j]
-    src = scenario.initial if field in _PANEL_INITIAL else scenario.spacecraft.panels
-    return jnp.asarray(getattr(src, field), dtype=float)[i]

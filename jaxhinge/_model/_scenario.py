@@ -8,6 +8,16 @@ from ._loads import Loads
 from ._spacecraft import InitialState, Spacecraft
 
 INTEGRATORS = ("rk4", "tsit5", "dopri8")
+TICK_RTOL = 1e-9  # rk4: save_dt and t_end must be multiples of dt within this relative tolerance
+
+
+class ConfigError(ValueError):
+    """An invalid simulation setting: `field` (e.g. `"simulation.save_dt"`), `value` and `rule` (what is allowed);
+    `str(error)` is `field = value: rule`."""
+
+    def __init__(self, field: str, value, rule: str):
+        super().__init__(f"{field} = {value!r}: {rule}")
+        self.field, self.value, self.rule = field, value, rule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +27,8 @@ class SimulationConfig:
     - `t_end`: final time [s] (the run starts at t = 0).
     - `save_dt`: output sampling [s]; t = 0 is included, and `t_end` when it is a multiple of `save_dt`.
     - `integrator`: `"rk4"` (fixed step, Basilisk's tableau, MRP switch after each step: step-for-step
-      Basilisk-compatible), `"tsit5"` or `"dopri8"` (adaptive, PID step control).
+      Basilisk-compatible; `t_end` and `save_dt` must be whole multiples of `dt`, as Basilisk samples at task
+      ticks), `"tsit5"` or `"dopri8"` (adaptive, PID step control).
     - `dt`: the rk4 step, or the first step of the adaptive methods [s].
     - `rtol`, `atol`: adaptive tolerances.
     - `max_steps`: step budget of the adaptive methods (a run that needs more is flagged, not raised).
@@ -33,18 +44,29 @@ class SimulationConfig:
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
-            raise ValueError(
-                f"simulation.integrator = {self.integrator!r}: allowed values are {', '.join(INTEGRATORS)}"
-            )
+            raise ConfigError("simulation.integrator", self.integrator,
+                              f"allowed values are {', '.join(INTEGRATORS)}")
         for name in ("t_end", "save_dt", "dt", "rtol", "atol"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and v == v and abs(v) != float("inf") and v > 0):
-                raise ValueError(f"simulation.{name} = {v!r}: must be a finite number > 0")
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and v == v and abs(v) != float("inf") and v > 0):
+                raise ConfigError(f"simulation.{name}", v, "must be a finite number > 0")
+        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
+            raise ConfigError("simulation.max_steps", self.max_steps, "must be an integer > 0 (adaptive step budget)")
+        if self.integrator == "rk4":
+            for name in ("save_dt", "t_end"):
+                x = float(getattr(self, name))
+                n = round(x / self.dt)
+                if n < 1 or abs(x - n * self.dt) > TICK_RTOL * x:
+                    raise ConfigError(
+                        f"simulation.{name}", x,
+                        f'must be a whole multiple of dt = {self.dt!r} with integrator "rk4" (within {TICK_RTOL:g} '
+                        "relative; Basilisk samples at task ticks)")
 
 
 class Scenario(eqx.Module):
     """Everything one run needs. `spacecraft`, `initial` and `loads` are pytrees of array leaves;
-    `simulation` is static."""
+    `simulation` is static. Hinge vectors (`initial.thetaInit`, outputs) follow the order of
+    `spacecraft.panels`."""
 
     spacecraft: Spacecraft
     initial: InitialState

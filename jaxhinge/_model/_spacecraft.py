@@ -1,13 +1,24 @@
 """The model: a rigid hub with N hinged rigid panels, as immutable pytrees.
 
-Every physical parameter is an array leaf (fit it, `vmap` over it, differentiate with respect to it).
-Panels are stacked along a leading `panels` axis so one vectorised code path serves any N. Field names,
-frames and units are Basilisk's (`hingedRigidBodyStateEffector`, `HubEffector`): SI units, radians.
+**One hinge model.** Every panel - a single panel hinged to the hub or a member of a chain of panels hinged edge
+to edge (a folding array) - is one row of one stacked `Panels` tree, with a static topology: `parent[j]` is the
+panel that panel j is hinged to, `-1` for the hub (as MJX's `body_parentid`). A single panel is a chain of
+length 1; the dynamics, diagnostics, linearisation and every analysis go through one code path for any mix.
+
+Every physical parameter is an array leaf (fit it, `vmap` over it, differentiate with respect to it). Names and
+other labels are static metadata that the compiled programs never see (`strip_labels`). Field names, frames and
+units are Basilisk's (`hingedRigidBodyStateEffector`, `nHingedRigidBodyStateEffector`, `HubEffector`): SI
+units, radians.
 """
+
+import dataclasses
+import functools
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
 
 
 def _f64(x):
@@ -27,25 +38,117 @@ class Hub(eqx.Module):
     r_BcB_B: Float[Array, "3"] = eqx.field(converter=_f64)
 
 
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    """Static structure of the hinge tree, derived from `parent` (NumPy, never traced).
+
+    - `parent[j]`: the panel panel j is hinged to, -1 for the hub; parents come before their children.
+    - `root[j]`: the panel of j's subtree that is hinged to the hub (j itself for a single panel).
+    - `T[j, k] = 1` when k is j or an ancestor of j (absolute angle $\\phi = T\\theta$ from relative angles).
+    - `strict = T - I`; `trivial`: every panel is hinged to the hub (T = I, no chain).
+    """
+
+    parent: tuple[int, ...]
+    root: np.ndarray
+    T: np.ndarray
+    strict: np.ndarray
+    trivial: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.parent)
+
+    def ancestors(self, x):
+        """$T x$ over the leading axis: the sum over each panel and its ancestors (relative -> absolute)."""
+        return x if self.trivial else jnp.tensordot(jnp.asarray(self.T, x.dtype), x, 1)
+
+    def descendants(self, x):
+        """$T^T x$ over the leading axis: the sum over each panel and its descendants."""
+        return x if self.trivial else jnp.tensordot(jnp.asarray(self.T.T, x.dtype), x, 1)
+
+    def lever(self, d, l, x):
+        """$a x$ over the leading axis, with the lever matrix $a_{jk} = l_k$ (k a strict ancestor of j), $d_j$
+        ($k = j$), 0 otherwise: $\sum_k a_{jk} x_k$ is the CoM offset of panel j along the panels' $-\hat s_1$."""
+        shape = d.shape + (1,) * (x.ndim - 1)
+        out = d.reshape(shape) * x
+        if self.trivial:
+            return out
+        return out + jnp.tensordot(jnp.asarray(self.strict, x.dtype), l.reshape(shape) * x, 1)
+
+    def lever_T(self, d, l, x):
+        """$a^T x$ over the leading axis (see `lever`)."""
+        shape = d.shape + (1,) * (x.ndim - 1)
+        out = d.reshape(shape) * x
+        if self.trivial:
+            return out
+        return out + l.reshape(shape) * jnp.tensordot(jnp.asarray(self.strict.T, x.dtype), x, 1)
+
+    def project(self, M):
+        """$T^T M T$: a matrix in absolute panel rates projected on the relative hinge rates."""
+        if self.trivial:
+            return M
+        T = jnp.asarray(self.T, M.dtype)
+        return T.T @ M @ T
+
+    def of_root(self, x):
+        """`x[root]`: each panel's value of its subtree root (hinge point and frame of a chain)."""
+        return x if self.trivial else x[self.root]
+
+    def solve(self, M, rhs):
+        """$M^{-1}$ rhs for the hinge mass matrix `M` (N, N) ; diagonal when every panel hangs from the hub."""
+        if self.trivial:
+            d = jnp.diagonal(M)
+            return rhs / d.reshape(d.shape + (1,) * (rhs.ndim - 1))
+        return jnp.linalg.solve(M, rhs)
+
+
+@functools.lru_cache(maxsize=256)
+def topology(parent: tuple[int, ...]) -> Topology:
+    """The `Topology` of a parent tuple (cached: one per model structure)."""
+    n = len(parent)
+    T = np.eye(n)
+    root = np.arange(n)
+    for j, p in enumerate(parent):
+        if not (p == -1 or 0 <= p < j):
+            raise ValueError(f"parent[{j}] = {p}: must be -1 (the hub) or the index of an earlier panel")
+        if p >= 0:
+            T[j] = T[p]
+            T[j, j] = 1.0
+            root[j] = root[p]
+    return Topology(tuple(parent), root, T, T - np.eye(n), bool(all(p == -1 for p in parent)))
+
+
 class Panels(eqx.Module):
-    """Hinged rigid panels (Basilisk `HingedRigidBodyStateEffector`), stacked along a leading axis.
+    """Every hinged rigid panel, stacked along a leading axis (single panels and chain panels alike).
+
+    Basilisk `HingedRigidBodyStateEffector` per panel; chains as `nHingedRigidBodyStateEffector` /
+    `dualHingedRigidBodyStateEffector`, generalised to non-identical panels.
 
     - `mass`: panel mass [kg].
     - `IPntS_S`: inertia about the panel CoM S in the panel frame S [kg m^2]; only its diagonal
       $(I_{s1}, I_{s2}, I_{s3})$ is used, as in Basilisk.
     - `d`: hinge point H to panel CoM S distance [m]; the CoM lies at $r_{H/B} - d\\,\\hat s_1$.
+    - `l`: hinge point H to the hinge point of the panels hinged to this one, along $-\\hat s_1$ [m] (0 when
+      nothing is hinged to it).
     - `k`: torsional spring stiffness [N m/rad]; `c`: torsional damping [N m s/rad].
-    - `r_HB_B`: hinge point H relative to B, B frame [m].
-    - `dcm_HB`: $[HB]$, rows are $\\hat h_1, \\hat h_2, \\hat h_3$ in B components; the hinge axis is $\\hat h_2$
-      and $[SH] = M_2(\\theta)$.
-    - `thetaRef`, `thetaDotRef`: spring and damper reference angle [rad] and rate [rad/s].
-    - `motorTorque`: constant hinge motor torque $u$ about $\\hat h_2$ [N m].
-    - `names`: panel names (static), used for outputs and fit parameter names.
+    - `r_HB_B`: hinge point H relative to B, B frame [m]; `dcm_HB`: $[HB]$, rows $\\hat h_1, \\hat h_2, \\hat h_3$ in
+      B components, hinge axis $\\hat h_2$. Used for panels hinged to the hub; a panel hinged to another panel
+      takes its subtree root's frame (all axes of a chain are parallel) and sits at its parent's hinge point
+      minus $l\\,\\hat s_1$ of the parent (its own entries hold copies of the root's).
+    - `thetaRef`, `thetaDotRef`: spring and damper reference angle [rad] and rate [rad/s]; `motorTorque`: constant
+      hinge motor torque $u$ about $\\hat h_2$ [N m]. Angles are **relative** to the parent (Basilisk):
+      $[S_jB] = M_2(\\phi_j)[HB]$ with $\\phi_j$ the sum of $\\theta$ over j and its ancestors.
+    - `parent` (static): per panel, the index of the panel it is hinged to, -1 for the hub.
+    - `names`, `chain` (static labels, not part of the compiled programs): panel names, and per panel the name
+      of its chain (`""` for a single panel), used by files, outputs and parameter names.
+
+    Order: single panels in file order, then chain panels chain by chain, root first.
     """
 
     mass: Float[Array, " panels"] = eqx.field(converter=_f64)
     IPntS_S: Float[Array, "panels 3 3"] = eqx.field(converter=_f64)
     d: Float[Array, " panels"] = eqx.field(converter=_f64)
+    l: Float[Array, " panels"] = eqx.field(converter=_f64)
     k: Float[Array, " panels"] = eqx.field(converter=_f64)
     c: Float[Array, " panels"] = eqx.field(converter=_f64)
     r_HB_B: Float[Array, "panels 3"] = eqx.field(converter=_f64)
@@ -53,11 +156,109 @@ class Panels(eqx.Module):
     thetaRef: Float[Array, " panels"] = eqx.field(converter=_f64)
     thetaDotRef: Float[Array, " panels"] = eqx.field(converter=_f64)
     motorTorque: Float[Array, " panels"] = eqx.field(converter=_f64)
-    names: tuple[str, ...] = eqx.field(static=True, default=())
+    parent: tuple[int, ...] = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+    chain: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        mass: Float[ArrayLike, " panels"],
+        IPntS_S: Float[ArrayLike, "panels 3 3"],
+        d: Float[ArrayLike, " panels"],
+        k: Float[ArrayLike, " panels"],
+        c: Float[ArrayLike, " panels"],
+        r_HB_B: Float[ArrayLike, "panels 3"],
+        dcm_HB: Float[ArrayLike, "panels 3 3"],
+        thetaRef: Float[ArrayLike, " panels"] | None = None,
+        thetaDotRef: Float[ArrayLike, " panels"] | None = None,
+        motorTorque: Float[ArrayLike, " panels"] | None = None,
+        *,
+        l: Float[ArrayLike, " panels"] | None = None,
+        parent: Sequence[int] | None = None,
+        names: Sequence[str] = (),
+        chain: Sequence[str] | None = None,
+    ):
+        mass = _f64(mass)
+        zeros = jnp.zeros_like(mass)
+        n = mass.shape[-1] if mass.ndim else 0
+        self.mass = mass
+        self.IPntS_S = IPntS_S
+        self.d = d
+        self.l = zeros if l is None else l
+        self.k = k
+        self.c = c
+        self.r_HB_B = r_HB_B
+        self.dcm_HB = dcm_HB
+        self.thetaRef = zeros if thetaRef is None else thetaRef
+        self.thetaDotRef = zeros if thetaDotRef is None else thetaDotRef
+        self.motorTorque = zeros if motorTorque is None else motorTorque
+        self.parent = tuple(int(p) for p in parent) if parent is not None else (-1,) * n
+        self.names = tuple(names)
+        self.chain = tuple(chain) if chain is not None else ("",) * len(self.parent)
+        topology(self.parent)  # validates the parent tuple
+        if len(self.chain) != len(self.parent) or (self.names and len(self.names) != len(self.parent)):
+            raise ValueError(f"Panels: {len(self.parent)} panels but {len(self.names)} names and "
+                             f"{len(self.chain)} chain labels")
 
     @property
     def count(self) -> int:
-        return self.mass.shape[-1]
+        return len(self.parent)
+
+    @property
+    def topology(self) -> Topology:
+        return topology(self.parent)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Panel names: `names`, or the defaults `p0, p1, ...`."""
+        return self.names if len(self.names) == self.count else tuple(f"p{i}" for i in range(self.count))
+
+    @staticmethod
+    def chain_of(
+        name: str,
+        r_HB_B: Float[ArrayLike, "3"],
+        dcm_HB: Float[ArrayLike, "3 3"],
+        mass: Float[ArrayLike, " L"],
+        IPntS_S: Float[ArrayLike, "L 3 3"],
+        d: Float[ArrayLike, " L"],
+        l: Float[ArrayLike, " L"],
+        k: Float[ArrayLike, " L"],
+        c: Float[ArrayLike, " L"] | None = None,
+        thetaRef: Float[ArrayLike, " L"] | None = None,
+        thetaDotRef: Float[ArrayLike, " L"] | None = None,
+        motorTorque: Float[ArrayLike, " L"] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> "Panels":
+        """A chain of L panels hinged edge to edge, the first (root) hinged to the hub at `r_HB_B` with frame
+        `dcm_HB` (every hinge axis is its $\\hat h_2$); `l[j]`: hinge j to hinge j+1 along $-\\hat s_{j,1}$ (the last
+        entry is unused). Names default to `<name>_1 .. <name>_L`."""
+        mass = _f64(mass)
+        L = mass.shape[0]
+        z = jnp.zeros(L)
+        return Panels(
+            mass, IPntS_S, d, k, z if c is None else c,
+            jnp.broadcast_to(_f64(r_HB_B), (L, 3)), jnp.broadcast_to(_f64(dcm_HB), (L, 3, 3)),
+            thetaRef, thetaDotRef, motorTorque,
+            l=l, parent=(-1, *range(L - 1)),
+            names=tuple(names) if names is not None else tuple(f"{name}_{j + 1}" for j in range(L)),
+            chain=(name,) * L,
+        )
+
+    @staticmethod
+    def concat(*parts: "Panels") -> "Panels":
+        """Several `Panels` (e.g. single panels and chains) as one, in the given order."""
+        parent: list[int] = []
+        for p in parts:
+            off = len(parent)
+            parent += [q if q < 0 else q + off for q in p.parent]
+        names = [nm for p in parts for nm in p.labels] if any(p.names for p in parts) else []
+        cat = lambda f: jnp.concatenate([getattr(p, f) for p in parts]) if parts else jnp.zeros(0)
+        return Panels(
+            cat("mass"), cat("IPntS_S").reshape(-1, 3, 3), cat("d"), cat("k"), cat("c"),
+            cat("r_HB_B").reshape(-1, 3), cat("dcm_HB").reshape(-1, 3, 3), cat("thetaRef"), cat("thetaDotRef"),
+            cat("motorTorque"), l=cat("l"), parent=parent, names=names,
+            chain=[ch for p in parts for ch in p.chain],
+        )
 
 
 class PointMassGravity(eqx.Module):
@@ -68,14 +269,11 @@ class PointMassGravity(eqx.Module):
 
 
 class Spacecraft(eqx.Module):
-    """Hub + panels (+ optional gravity) (+ optional chains of panels, a tuple of `_chains.Chain`).
-    Structure (number of panels, chain lengths, gravity on/off) is static. Hinge vectors (`State.theta`, ...)
-    hold the single panels first, then the chain panels chain by chain, root first."""
+    """Hub + panels (+ optional gravity). Structure (panel count, parents, gravity on/off) is static."""
 
     hub: Hub
     panels: Panels
     gravity: PointMassGravity | None = None
-    chains: tuple = ()
 
 
 class InitialState(eqx.Module):
@@ -83,7 +281,7 @@ class InitialState(eqx.Module):
     (`r_CN_NInit`, `v_CN_NInit`, N frame); the hub state is derived from them as Basilisk does.
 
     - `sigma_BNInit`: MRP attitude of B relative to N; `omega_BN_BInit`: body rate, B frame [rad/s].
-    - `thetaInit` [rad], `thetaDotInit` [rad/s]: per panel.
+    - `thetaInit` [rad], `thetaDotInit` [rad/s]: per panel (relative to its parent).
     """
 
     r_CN_NInit: Float[Array, "3"] = eqx.field(converter=_f64)
@@ -96,7 +294,7 @@ class InitialState(eqx.Module):
 
 class State(eqx.Module):
     """Integrated state (the diffrax `y`): hub point B position/velocity in N, MRP $\\sigma_{BN}$,
-    body rate $\\omega_{BN}$ in B, hinge angles and rates."""
+    body rate $\\omega_{BN}$ in B, hinge angles and rates (relative to each panel's parent)."""
 
     r_BN_N: Float[Array, "3"]
     v_BN_N: Float[Array, "3"]
@@ -104,3 +302,22 @@ class State(eqx.Module):
     omega_BN_B: Float[Array, "3"]
     theta: Float[Array, " panels"]
     thetaDot: Float[Array, " panels"]
+
+
+def strip_labels(tree):
+    """`tree` (a Scenario, Spacecraft or Panels) without its static labels (panel and chain names), so that
+    models that differ only by names share one compiled program. Entry points call it before `jit`."""
+    if isinstance(tree, Panels):
+        if not tree.names and not any(tree.chain):
+            return tree
+        out = object.__new__(Panels)
+        for f in dataclasses.fields(Panels):
+            object.__setattr__(out, f.name, getattr(tree, f.name))
+        object.__setattr__(out, "names", ())
+        object.__setattr__(out, "chain", ("",) * len(tree.parent))
+        return out
+    if isinstance(tree, Spacecraft):
+        return Spacecraft(tree.hub, strip_labels(tree.panels), tree.gravity)
+    if hasattr(tree, "spacecraft"):  # a Scenario
+        return eqx.tree_at(lambda s: s.spacecraft, tree, strip_labels(tree.spacecraft))
+    return tree

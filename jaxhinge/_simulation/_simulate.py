@@ -1,4 +1,9 @@
-"""`simulate`: integrate a scenario with diffrax and return Basilisk-named output arrays."""
+"""`simulate`: integrate a scenario and return Basilisk-named output arrays.
+
+Two integration paths, one per kind of integrator: the fixed-step `rk4` (Basilisk's `svIntegratorRK4`) is a
+nested `lax.scan` over a flat state vector, with dense output at arbitrary times; the adaptive `tsit5` and
+`dopri8` are diffrax solvers wrapped in `MRPSwitch`.
+"""
 
 from typing import NamedTuple
 
@@ -13,8 +18,8 @@ from .._dynamics._backsub import state_derivative, state_derivative_held
 from .._dynamics._energy import diagnostics, initial_state
 from .._math import mrp_shadow
 from .._model._scenario import Scenario, SimulationConfig
-from ._solver import RK4, MRPSwitch
-from .._model._spacecraft import State
+from ._solver import MRPSwitch
+from .._model._spacecraft import State, strip_labels
 
 OUTPUT_NAMES = (
     "t",
@@ -94,17 +99,11 @@ class _Solution(NamedTuple):
     num_steps: Int[Array, ""]
 
 
-def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int] | None:
-    """`(K, m, n)` when every save time is the rk4 grid point `k m` (K save intervals of m steps, n steps
-    to t_end), else `None`."""
-    grid, ts = step_times(cfg), save_times(cfg)
-    n, K = len(grid) - 1, len(ts) - 1
+def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int]:
+    """`(K, m, n)`: K save intervals of m rk4 steps each, n steps to t_end (`SimulationConfig` checks that
+    `save_dt` and `t_end` are whole multiples of `dt`)."""
+    n, K = len(step_times(cfg)) - 1, len(save_times(cfg)) - 1
     m = int(round(cfg.save_dt / cfg.dt))
-    if m < 1 or K * m > n:
-        return None
-    tol = 1e-9 * cfg.dt
-    if abs(m * cfg.dt - cfg.save_dt) > tol or np.any(np.abs(grid[np.arange(K + 1) * m] - ts) > tol):
-        return None
     return K, m, n
 
 
@@ -217,16 +216,11 @@ def _rk4_at(scenario: Scenario, ts: Float[Array, " T"]) -> _Solution:
 
 
 def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
-    """rk4: the lean `lax.scan` path (any adjoint: reverse and forward mode both differentiate through it),
-    saving on the step grid, or at given times `ts` by Hermite interpolation between steps. Otherwise diffrax
-    (adaptive methods, or rk4 with `save_dt` off the step grid)."""
+    """rk4: the `lax.scan` path (any adjoint: reverse and forward mode both differentiate through it), saving
+    on the step grid, or at given times `ts` by Hermite interpolation between steps. tsit5/dopri8: diffrax."""
     cfg = scenario.simulation
     if cfg.integrator == "rk4":
-        if ts is not None:
-            return _rk4_at(scenario, ts)
-        blocks = _save_blocks(cfg)
-        if blocks is not None:
-            return _solve_rk4_scan(scenario, blocks)
+        return _solve_rk4_scan(scenario, _save_blocks(cfg)) if ts is None else _rk4_at(scenario, ts)
     sol = _solve_diffrax(scenario, adjoint, ts)
     return _Solution(
         sol.ts, sol.ys, jnp.asarray(sol.result._value), jnp.asarray(sol.stats["num_accepted_steps"])
@@ -243,19 +237,13 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
     # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
     # solvers; our wrapper sets it on the inner solver)
     scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
-    if cfg.integrator == "rk4":
-        grid = step_times(cfg)
-        solver = MRPSwitch(RK4(scan_kind=scan_kind), zoh=True)
-        controller = diffrax.StepTo(ts=jnp.asarray(grid))
-        dt0, max_steps = None, len(grid) - 1
-    else:
-        inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
-        solver = MRPSwitch(inner, zoh=False)
-        controller = diffrax.PIDController(rtol=cfg.rtol, atol=cfg.atol)
-        jumps = loads.jump_times
-        if jumps is not None:
-            controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
-        dt0, max_steps = cfg.dt, cfg.max_steps
+    inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
+    solver = MRPSwitch(inner)
+    controller = diffrax.PIDController(rtol=cfg.rtol, atol=cfg.atol)
+    jumps = loads.jump_times
+    if jumps is not None:
+        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
+    dt0, max_steps = cfg.dt, cfg.max_steps
     kwargs = {} if adjoint is None else {"adjoint": adjoint}
     return diffrax.diffeqsolve(
         term,
@@ -264,7 +252,7 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
         t1=cfg.t_end,
         dt0=dt0,
         y0=y0,
-        args=(sc, loads, None),
+        args=(sc, loads),
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=controller,
         max_steps=max_steps,
@@ -297,6 +285,10 @@ def simulate_unjitted(
 
 
 @eqx.filter_jit
+def _simulate_jit(scenario: Scenario, adjoint, ts) -> Trajectory:
+    return simulate_unjitted(scenario, adjoint, ts)
+
+
 def simulate(
     scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None = None, ts: ArrayLike | None = None
 ) -> Trajectory:
@@ -309,9 +301,8 @@ def simulate(
       step-for-step comparable with Basilisk) or `"tsit5"`/`"dopri8"` (adaptive, PID control with
       `rtol`/`atol`, pulse edges as jump times).
     - `adjoint`: a diffrax adjoint. Default `RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`);
-      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). Ignored by `"rk4"` when the save
-      times lie on its step grid (`save_dt` a multiple of `dt`): that path is a plain `lax.scan`, which
-      `jax.grad` and `jax.jacfwd` both differentiate directly.
+      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). Ignored by `"rk4"`: that path is
+      a plain `lax.scan`, which `jax.grad` and `jax.jacfwd` both differentiate directly.
     - `ts`: optional output times (default: `k * save_dt`), non-decreasing, within `[0, t_end]`, e.g. the
       irregular sample times of telemetry. rk4: every step is kept and the outputs between grid points are
       cubic Hermite interpolated (exact on the `k * dt` grid); tsit5/dopri8: their own dense interpolants.
@@ -319,7 +310,10 @@ def simulate(
     **Returns:** a `Trajectory`. Numerical failure (step budget exhausted, non-finite state) does not
     raise: check `trajectory.success` / `trajectory.result`.
 
-    Compiled once per model structure (number of panels, gravity on/off, loads kinds, simulation
-    settings); jit, `vmap` and `grad` over every array leaf of the scenario.
+    Compiled once per model structure (number of panels and their parents, gravity on/off, loads kinds,
+    simulation settings; panel names do not count); jit, `vmap` and `grad` over every array leaf of the scenario.
     """
-    return simulate_unjitted(scenario, adjoint, ts)
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"simulate: expected a jaxhinge Scenario (from load_scenario or jh.Scenario(...)), got "
+                        f"{type(scenario).__name__}")
+    return _simulate_jit(strip_labels(scenario), adjoint, ts)

@@ -1,56 +1,22 @@
-"""diffrax solvers for jaxhinge: Basilisk's RK4 and a wrapper doing Basilisk's MRP shadow switch.
+"""`MRPSwitch`: a diffrax solver wrapper doing Basilisk's MRP shadow switch, for the adaptive integrators.
 
-- `RK4`: the classic 4-stage Runge-Kutta with Basilisk's tableau (`svIntegratorRK4`), as a
-  `diffrax.AbstractERK`. diffrax has no RK4 class of its own.
-- `MRPSwitch`: wraps any diffrax solver; after every accepted step it maps $\\sigma_{BN}$ to its shadow set
-  when $|\\sigma| > 1$ (as Basilisk's `HubEffector::modifyStates`), and it tells the vector field the step's
-  start time so loads can be zero-order held over the step (`zoh=True`, Basilisk's task-rate semantics).
-  After a switch, FSAL solvers re-evaluate their first stage (the cached derivative belongs to the
-  unswitched $\\sigma$). Dense output is left in the step's own (unswitched) coordinates, which keeps
-  interpolation consistent within a step; outputs are mapped to $|\\sigma| \\le 1$ afterwards.
+After every accepted step it maps $\\sigma_{BN}$ to its shadow set when $|\\sigma| > 1$ (as Basilisk's
+`HubEffector::modifyStates`). After a switch, FSAL solvers re-evaluate their first stage (the cached derivative
+belongs to the unswitched $\\sigma$). Dense output is left in the step's own (unswitched) coordinates, which keeps
+interpolation consistent within a step; outputs are mapped to $|\\sigma| \\le 1$ afterwards. (The fixed-step rk4
+integrator is not a diffrax solver: it is the `lax.scan` of `_simulate.py`.)
 """
-
-from collections.abc import Callable
-from typing import ClassVar
 
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 
 from .._math import mrp_shadow
 
-_rk4_tableau = diffrax.ButcherTableau(
-    a_lower=(np.array([0.5]), np.array([0.0, 0.5]), np.array([0.0, 0.0, 1.0])),
-    b_sol=np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6]),
-    b_error=np.zeros(4),
-    c=np.array([0.5, 0.5, 1.0]),
-)
-
-
-class RK4(diffrax.AbstractERK):
-    """Classic fourth-order Runge-Kutta (Basilisk's `svIntegratorRK4`): $a_{21}=a_{32}=1/2$, $a_{43}=1$,
-    $b = [1/6, 1/3, 1/3, 1/6]$. Fixed step only (no error estimate); third-order Hermite dense output."""
-
-    tableau: ClassVar[diffrax.ButcherTableau] = _rk4_tableau
-    interpolation_cls: ClassVar[Callable[..., diffrax.ThirdOrderHermitePolynomialInterpolation]] = (
-        diffrax.ThirdOrderHermitePolynomialInterpolation.from_k
-    )
-
-    def order(self, terms):
-        del terms
-        return 4
-
-
 class MRPSwitch(diffrax.AbstractWrappedSolver):
-    """Wraps `solver`; shadow-switches the MRP after each step; optionally zero-order-holds loads.
-
-    `args` must be a tuple whose last element is `t_hold`: `None` as given to `diffeqsolve`; with `zoh` the
-    wrapper replaces it by the step's start time, at which the vector field then evaluates loads.
-    """
+    """Wraps `solver`; shadow-switches the MRP after each step."""
 
     solver: diffrax.AbstractSolver
-    zoh: bool = eqx.field(static=True, default=False)
 
     @property
     def scan_kind(self):
@@ -84,9 +50,8 @@ class MRPSwitch(diffrax.AbstractWrappedSolver):
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         inner_state, switched_before = solver_state
-        step_args = args[:-1] + (t0,) if self.zoh else args
         y1, y_error, dense_info, inner_state, result = self.solver.step(
-            terms, t0, t1, y0, step_args, inner_state, made_jump | switched_before
+            terms, t0, t1, y0, args, inner_state, made_jump | switched_before
         )
         sigma = y1.sigma_BN
         switched = jnp.sum(sigma * sigma) > 1.0
