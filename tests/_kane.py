@@ -1,7 +1,8 @@
 r"""Independent equations of motion: the full $(6+N)\times(6+N)$ mass-matrix (Kane) form, built by autodiff.
 
-This module is the cross-check of the back-substitution solver. It shares **no code** with it: it only reads
-the data containers of `_spacecraft.py` and derives everything else from the configuration of the bodies.
+This module is the cross-check of the back-substitution solver (a test reference model, not part of the
+package). It shares **no code** with it: it only reads the data containers of `jaxhinge._model._spacecraft` (the
+parameter arrays and the `parent` tuple) and derives everything else from the configuration of the bodies.
 
 **Formulation.** Generalized coordinates and speeds (Basilisk's integrated state)
 
@@ -25,10 +26,10 @@ $$M = \sum_b J_{v,b}^T m_b J_{v,b} + J_{\omega,b}^T I_b^N J_{\omega,b},$$
 $$M \dot u = Q - \sum_b \left[J_{v,b}^T m_b\,\dot J_{v,b} u
   + J_{\omega,b}^T\left(I_b^N \dot J_{\omega,b} u + \omega_b \times I_b^N \omega_b\right)\right].$$
 
-**Chains** (`Spacecraft.chains`) add one body per chain panel, after the single panels, with the chain's relative
-hinge angles as further coordinates: panel $j$'s attitude is $[S_jB] = M_2(\theta_1 + \dots + \theta_j)[HB]$ and its
-CoM is walked from the hub along the chain (`_chain_poses`); its hinge torque acts between panel $j-1$ (the hub for
-$j = 1$) and panel $j$, so it enters the $\theta_j$ row only.
+**Panels hinged to panels** (chains: `Panels.parent[j] >= 0`) have relative hinge angles: panel $j$'s attitude is
+$[S_jB] = M_2(\theta_j + \theta_{parent} + \dots)[HB]$ and its CoM is walked from the hub along the parents
+(`_poses`); its hinge torque acts between its parent (the hub for a root) and panel $j$, so it enters the
+$\theta_j$ row only.
 
 Generalized forces $Q$ (virtual power):
 
@@ -114,65 +115,42 @@ def _qdot(q: Float[Array, " dof"], u: Float[Array, " dof"]) -> Float[Array, " do
 
 
 def _masses(sc: Spacecraft) -> Float[Array, " bodies"]:
-    return jnp.concatenate([sc.hub.mHub[None], sc.panels.mass, *[ch.mass for ch in sc.chains]])
+    return jnp.concatenate([sc.hub.mHub[None], sc.panels.mass])
 
 
 def _body_inertias(sc: Spacecraft) -> Float[Array, "bodies 3 3"]:
     """Inertia of each body about its own CoM, in its own body frame (B for the hub, $S_i$ for panel i)."""
-    I_panels = [
-        jax.vmap(lambda I: jnp.diag(jnp.diag(I)))(Ip)
-        for Ip in (sc.panels.IPntS_S, *[ch.IPntS_S for ch in sc.chains])
-    ]
-    return jnp.concatenate([sc.hub.IHubPntBc_B[None], *I_panels], axis=0)
-
-
-def _hinge_params(sc: Spacecraft, name: str):
-    """A per-hinge parameter over all hinges (single panels, then chain panels chain by chain)."""
-    return jnp.concatenate([getattr(sc.panels, name), *[getattr(ch, name) for ch in sc.chains]])
-
-
-def _chain_poses(sc: Spacecraft, theta_c, r_BN_N, dcm_NB):
-    r"""Chain panels, walked panel by panel from the hub: panel $j$ has the absolute angle
-    $\phi_j = \phi_{j-1} + \theta_j$, frame $[S_jB] = M_2(\phi_j)[HB]$, CoM at its hinge point minus
-    $d_j\hat s_{j,1}$; the next hinge point is this hinge point minus $l_j\hat s_{j,1}$."""
-    rs, Rs, i = [], [], 0
-    for ch in sc.chains:
-        phi = jnp.zeros(())
-        r_hinge_B = ch.r_HB_B
-        for j in range(ch.count):
-            phi = phi + theta_c[i]
-            i += 1
-            dcm_SB = _M2(phi) @ ch.dcm_HB
-            sHat1_B = dcm_SB[0]
-            rs.append(r_BN_N + dcm_NB @ (r_hinge_B - ch.d[j] * sHat1_B))
-            Rs.append(dcm_NB @ dcm_SB.T)
-            r_hinge_B = r_hinge_B - ch.l[j] * sHat1_B
-    return rs, Rs
+    I_panels = jax.vmap(lambda I: jnp.diag(jnp.diag(I)))(sc.panels.IPntS_S)
+    return jnp.concatenate([sc.hub.IHubPntBc_B[None], I_panels], axis=0)
 
 
 def _poses(
     sc: Spacecraft, q: Float[Array, " dof"]
 ) -> tuple[Float[Array, "bodies 3"], Float[Array, "bodies 3 3"]]:
-    """CoM position (N frame) and attitude $[N b]$ of every body; body 0 is the hub, body $i$ is panel $i$."""
-    n = sc.panels.count
-    r_BN_N, sigma_BN, theta = q[0:3], q[3:6], q[6 : 6 + n]
+    r"""CoM position (N frame) and attitude $[N b]$ of every body; body 0 is the hub, body $i$ is panel $i$.
+
+    Panels are walked one by one from the hub along `panels.parent` (-1: hinged to the hub): panel $j$ has
+    the absolute angle $\phi_j = \phi_{parent} + \theta_j$ and the frame $[S_jB] = M_2(\phi_j)[HB]$ of its hinge
+    frame $[HB]$ (for a panel hinged to a panel: that of the panel at the root of its chain); its hinge point
+    is `r_HB_B` (on the hub) or its parent's hinge point minus $l_{parent}\hat s_{parent,1}$; its CoM is its
+    hinge point minus $d_j\hat s_{j,1}$."""
+    p = sc.panels
+    r_BN_N, sigma_BN, theta = q[0:3], q[3:6], q[6:]
     dcm_NB = _dcm_BN_from_mrp(sigma_BN).T
-
-    r_BcN_N = r_BN_N + dcm_NB @ sc.hub.r_BcB_B
-
-    dcm_SB = jax.vmap(_M2)(theta) @ sc.panels.dcm_HB  # (N, 3, 3): rows s1, s2, s3 in B components
-    sHat1_B = dcm_SB[:, 0, :]
-    r_SB_B = sc.panels.r_HB_B - sc.panels.d[:, None] * sHat1_B
-    r_SN_N = r_BN_N + r_SB_B @ dcm_NB.T
-    dcm_NS = dcm_NB @ jnp.swapaxes(dcm_SB, -1, -2)
-
-    r = jnp.concatenate([r_BcN_N[None], r_SN_N], axis=0)
-    R = jnp.concatenate([dcm_NB[None], dcm_NS], axis=0)
-    if sc.chains:
-        rs, Rs = _chain_poses(sc, q[6 + n :], r_BN_N, dcm_NB)
-        r = jnp.concatenate([r, jnp.stack(rs)], axis=0)
-        R = jnp.concatenate([R, jnp.stack(Rs)], axis=0)
-    return r, R
+    rs, Rs = [r_BN_N + dcm_NB @ sc.hub.r_BcB_B], [dcm_NB]
+    phi, hinge, s1, frame = {}, {}, {}, {}
+    for j, par in enumerate(p.parent):
+        if par < 0:
+            phi[j], hinge[j], frame[j] = theta[j], p.r_HB_B[j], p.dcm_HB[j]
+        else:
+            phi[j] = phi[par] + theta[j]
+            hinge[j] = hinge[par] - p.l[par] * s1[par]
+            frame[j] = frame[par]
+        dcm_SB = _M2(phi[j]) @ frame[j]
+        s1[j] = dcm_SB[0]
+        rs.append(r_BN_N + dcm_NB @ (hinge[j] - p.d[j] * s1[j]))
+        Rs.append(dcm_NB @ dcm_SB.T)
+    return jnp.stack(rs), jnp.stack(Rs)
 
 
 def _velocities(
@@ -247,7 +225,7 @@ def _generalized_forces(
     theta, thetaDot = q[6:], u[6:]
     # Chain hinges: theta is the angle of panel j relative to panel j-1 (to the hub for j = 1), so the pair
     # acts between the two neighbours and its virtual power is again tau_j thetaDot_j.
-    P = lambda name: _hinge_params(sc, name)
+    P = lambda name: getattr(sc.panels, name)
     tau = (
         P("motorTorque")
         + jnp.broadcast_to(jnp.asarray(u_extra, dtype=float), (n,))

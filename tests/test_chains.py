@@ -1,11 +1,12 @@
-"""Chains of hinged panels (`jaxhinge/_chains.py`): non-identical panels, mixed with single panels.
+"""Chains of hinged panels (panels hinged to panels in the one `Panels` tree): non-identical panels, mixed with
+single panels.
 
 References:
 - Basilisk `nHingedRigidBodyStateEffector` (4 + 3 identical panels, its own test configuration) and
   `dualHingedRigidBodyStateEffector` (non-identical pairs) trajectories: `tests/data/bsk/chain_*.{toml,npz}`,
   compared to 1e-9 by `tests/test_basilisk_reference.py` (which runs every case in that folder; not repeated
   here to avoid compiling the same programs twice). Here: that the set is there and what it covers.
-- The independent Kane / autodiff mass-matrix model (`_kane.py`, extended to chains, no shared code).
+- The independent Kane / autodiff mass-matrix model (`tests/_kane.py`, walks the parents, no shared code).
 - Conservation of energy and momentum (long undamped non-identical chain).
 - Known parameters recovered by a modal fit; scenario-file validation and exact round trip.
 """
@@ -19,41 +20,27 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import DATA
-from test_kane import _inertia, _rotation, random_spacecraft, random_state
+from _helpers import _rotation, mixed, random_state
 
-import jaxhinge as jh
-from jaxhinge._dynamics import _chains
 import _kane as kane
-from jaxhinge._analysis._batch import apply_parameters, parameter_names
-from jaxhinge._dynamics._chains import Chain
-from jaxhinge._dynamics._backsub import accelerations
+import jaxhinge as jh
 from jaxhinge._analysis._modes import linearize
-from jaxhinge._model._spacecraft import Spacecraft, State
+from jaxhinge._dynamics._backsub import accelerations
+from jaxhinge._model._params import apply_parameters, parameter_names
+from jaxhinge._model._spacecraft import Panels, Spacecraft, State
 
 BSK = os.path.join(DATA, "bsk")
 
 
-def random_chain(rng, L, name):
-    return Chain(
-        mass=rng.uniform(20.0, 120.0, L),
-        IPntS_S=np.stack([_inertia(rng, 10.0, 100.0, full=False) for _ in range(L)]),
-        d=rng.uniform(0.5, 2.0, L),
-        l=rng.uniform(1.0, 3.0, L),
-        k=rng.uniform(50.0, 500.0, L),
-        c=rng.uniform(0.5, 20.0, L),
-        r_HB_B=rng.normal(size=3),
-        dcm_HB=_rotation(rng),
-        thetaRef=rng.uniform(-0.3, 0.3, L),
-        thetaDotRef=rng.uniform(-0.2, 0.2, L),
-        motorTorque=rng.uniform(-3.0, 3.0, L),
-        name=name,
-    )
-
-
-def mixed(rng, n_single, lengths, gravity=False):
-    sc = random_spacecraft(rng, n_single, gravity=gravity)
-    chains = tuple(random_chain(rng, L, f"c{i}") for i, L in enumerate(lengths))
-    return Spacecraft(sc.hub, sc.panels, sc.gravity, chains)
+def _chains(panels):
+    """Lengths of the chains (runs of panels with a chain label), in order."""
+    out = []
+    for i, ch in enumerate(panels.chain):
+        if ch and panels.parent[i] < 0:
+            out.append(0)
+        if ch:
+            out[-1] += 1
+    return out
 
 
 _acc = eqx.filter_jit(accelerations)
@@ -76,13 +63,16 @@ def test_basilisk_chain_references_present():
     """The nHinged test configuration (4 + 3 identical panels, with and without gravity) and non-identical
     dualHinged pairs are in the reference set that test_basilisk_reference.py compares to 1e-9."""
     s = jh.load_scenario(os.path.join(BSK, "chain_nhinged_noGravity.toml"))
-    assert [ch.count for ch in s.spacecraft.chains] == [4, 3] and s.spacecraft.panels.count == 0
+    p = s.spacecraft.panels
+    assert _chains(p) == [4, 3] and p.parent == (-1, 0, 1, 2, -1, 4, 5)
     assert s.simulation.dt == 1e-4 and s.simulation.integrator == "rk4"
-    for ch in s.spacecraft.chains:  # Basilisk's nHinged test: identical panels, hinge-to-hinge 2d
-        assert np.all(np.asarray(ch.mass) == 50.0) and np.all(np.asarray(ch.l)[:-1] == 1.5)
+    # Basilisk's nHinged test: identical panels, hinge-to-hinge 2d
+    assert np.all(np.asarray(p.mass) == 50.0) and np.all(np.asarray(p.l)[[0, 1, 2, 4, 5]] == 1.5)
     s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
-    for ch in s.spacecraft.chains:  # non-identical pairs
-        assert ch.count == 2 and ch.mass[0] != ch.mass[1] and ch.d[0] != ch.d[1] and np.all(ch.c > 0)
+    p = s.spacecraft.panels
+    assert _chains(p) == [2, 2] and p.parent == (-1, -1, 1, -1, 3)  # a single panel, then two pairs
+    for i in (1, 3):  # non-identical pairs
+        assert p.mass[i] != p.mass[i + 1] and p.d[i] != p.d[i + 1] and np.all(p.c[i:i + 2] > 0)
     ref = np.load(os.path.join(BSK, "chain_dual_mixed.npz"))
     assert ref["theta"].shape[1] == 5 and ref["panel_r_SN_N"].shape[1] == 5
     assert os.path.exists(os.path.join(BSK, "chain_dual_gravity.npz"))
@@ -117,7 +107,7 @@ def test_diagnostics_match_kane():
     body-by-body sums; the initial state puts the system CoM (chain panels included) at r_CN_NInit."""
     rng = np.random.default_rng(7)
     sc = mixed(rng, 2, (3, 2))
-    sc = _chains.with_hinge_params(sc, k=jnp.zeros(7))  # kinetic energy only
+    sc = eqx.tree_at(lambda q: q.panels.k, sc, jnp.zeros(7))  # kinetic energy only
     st = random_state(rng, 7)
     d = jh.diagnostics(sc, st)
     T, H, (r_C, v_C), (v_bodies, _) = _kane_diagnostics(sc, st)
@@ -190,10 +180,9 @@ def test_long_undamped_chain_conserves_energy_and_momentum():
 
 
 def _kane_rest_matrices(sc):
-    nh = sc.panels.count + _chains.chain_count(sc.chains)
     z3 = jnp.zeros(3)
-    st = State(z3, z3, z3, z3, _chains.hinge_param(sc, "thetaRef"), jnp.zeros(nh))
-    return _kM(sc, st), np.diag(np.concatenate([np.zeros(6), _chains.hinge_param(sc, "k")]))
+    st = State(z3, z3, z3, z3, sc.panels.thetaRef, jnp.zeros(sc.panels.count))
+    return _kM(sc, st), np.diag(np.concatenate([np.zeros(6), sc.panels.k]))
 
 
 def test_modes_match_kane_linearisation():
@@ -243,9 +232,9 @@ def test_fit_recovers_chain_hinge_k_and_c():
     s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
     sc = s.spacecraft
     truth = jh.modes(sc, boundary="clamped")
-    k, c = _chains.hinge_param(sc, "k"), _chains.hinge_param(sc, "c")
-    start = _chains.with_hinge_params(sc, k=k * jnp.array([1, 1.3, 0.8, 1.2, 0.9]),
-                                      c=c * jnp.array([1, 1.5, 0.7, 1.3, 1.2]))  # fmt: skip
+    k, c = sc.panels.k, sc.panels.c
+    start = eqx.tree_at(lambda q: (q.panels.k, q.panels.c), sc,
+                        (k * jnp.array([1, 1.3, 0.8, 1.2, 0.9]), c * jnp.array([1, 1.5, 0.7, 1.3, 1.2])))  # fmt: skip
     free = [f"{p}.{q}" for q in ("k", "c") for p in ("wingA_1", "wingA_2", "wingB_1", "wingB_2")]
     r = jh.fit(eqx.tree_at(lambda q: q.spacecraft, s, start), targets_hz=np.asarray(truth.frequency_hz),
                damping_ratios=np.asarray(truth.damping_ratio), free=free, boundary="clamped", check=False)  # fmt: skip
@@ -253,7 +242,7 @@ def test_fit_recovers_chain_hinge_k_and_c():
     for name in free:
         np.testing.assert_allclose(r.parameter(name)[0], want[name], rtol=1e-6)
     fitted = r.scenario.spacecraft
-    np.testing.assert_allclose(_chains.hinge_param(fitted, "k"), k, rtol=1e-6)
+    np.testing.assert_allclose(fitted.panels.k, k, rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -272,8 +261,7 @@ def test_round_trip_and_order(tmp_path):
         for a, b in zip(jax.tree.leaves(s), jax.tree.leaves(s2)):
             assert np.array_equal(np.asarray(a), np.asarray(b))
         assert jax.tree.structure(s) == jax.tree.structure(s2)
-    assert s.spacecraft.panels.names == ("boom",)
-    assert _chains.chain_panel_names(s.spacecraft.chains) == ("wingA_1", "wingA_2", "wingB_1", "wingB_2")
+    assert s.spacecraft.panels.names == ("boom", "wingA_1", "wingA_2", "wingB_1", "wingB_2")
     # theta: single panels first, then chain panels chain by chain, root first
     raw = jh.scenario_to_dict(s)
     want = [raw["panels"][0]["thetaInit"]] + [p["thetaInit"] for ch in raw["chains"] for p in ch["panels"]]
@@ -287,10 +275,13 @@ def test_batch_parameter_names_reach_chain_panels():
     s2 = apply_parameters(
         s, {"wingB_2.k": 77.0, "wingA_2.thetaInit": 0.3, "wingA_1.IPntS_S": np.array([1.0, 4.0, 1.0])}
     )
-    assert float(s2.spacecraft.chains[1].k[1]) == 77.0 and float(s2.initial.thetaInit[2]) == 0.3
-    assert float(s2.spacecraft.chains[0].IPntS_S[0, 1, 1]) == 4.0 * float(
-        s.spacecraft.chains[0].IPntS_S[0, 1, 1]
-    )
+    assert float(s2.spacecraft.panels.k[4]) == 77.0 and float(s2.initial.thetaInit[2]) == 0.3
+    assert float(s2.spacecraft.panels.IPntS_S[1, 1, 1]) == 4.0 * float(s.spacecraft.panels.IPntS_S[1, 1, 1])
+    # the hinge frame of a chain belongs to its root: set there, shared by the whole chain
+    s3 = apply_parameters(s, {"wingA_1.r_HB_B": np.array([1.0, 2.0, 3.0])})
+    np.testing.assert_array_equal(np.asarray(s3.spacecraft.panels.r_HB_B)[1:3], [[1.0, 2.0, 3.0]] * 2)
+    with pytest.raises(jh.ParameterError, match='"wingA_1.dcm_HB"'):
+        apply_parameters(s, {"wingA_2.dcm_HB": np.zeros(3)})
 
 
 def _base():
@@ -357,15 +348,13 @@ def test_chain_parameter_derivatives_match_finite_differences():
     rng = np.random.default_rng(5)
     sc = mixed(rng, 1, (3,))
     st = random_state(rng, 4)
-    ch = sc.chains[0]
     fields = ("mass", "d", "l", "k", "c")
-    p0 = jnp.concatenate([getattr(ch, f) for f in fields])
+    p0 = jnp.concatenate([getattr(sc.panels, f)[1:] for f in fields])
 
     def f(p):
-        new = eqx.tree_at(
-            lambda c: tuple(getattr(c, x) for x in fields), ch, tuple(jnp.split(p, len(fields)))
-        )
-        out = accelerations(Spacecraft(sc.hub, sc.panels, None, (new,)), st, *(jnp.zeros(3),) * 3, 0.0)
+        new = eqx.tree_at(lambda c: tuple(getattr(c, x) for x in fields), sc.panels,
+                          tuple(jnp.concatenate([getattr(sc.panels, x)[:1], v]) for x, v in zip(fields, jnp.split(p, len(fields)))))
+        out = accelerations(Spacecraft(sc.hub, new, None), st, *(jnp.zeros(3),) * 3, 0.0)
         return jnp.concatenate([out[0], out[1], out[2]])
 
     value_and_jvp = jax.jit(lambda p, dp: jax.jvp(f, (p,), (dp,)))  # one compiled program for both

@@ -67,7 +67,7 @@ class Topology:
         return x if self.trivial else jnp.tensordot(jnp.asarray(self.T.T, x.dtype), x, 1)
 
     def lever(self, d, l, x):
-        """$a x$ over the leading axis, with the lever matrix $a_{jk} = l_k$ (k a strict ancestor of j), $d_j$
+        r"""$a x$ over the leading axis, with the lever matrix $a_{jk} = l_k$ (k a strict ancestor of j), $d_j$
         ($k = j$), 0 otherwise: $\sum_k a_{jk} x_k$ is the CoM offset of panel j along the panels' $-\hat s_1$."""
         shape = d.shape + (1,) * (x.ndim - 1)
         out = d.reshape(shape) * x
