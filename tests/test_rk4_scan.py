@@ -1,15 +1,19 @@
-"""The lean `lax.scan` rk4 path equals the diffrax rk4 path (RK4 tableau + StepTo + MRPSwitch), step for step:
-shortened last step, steps after the last save time, MRP shadow switches, zero-order-held pulses and time
-functions. (Both paths are also checked against Basilisk's data in test_basilisk_*.py.)"""
+"""The fixed-step rk4 integrator (the `lax.scan` path, the only one) against a plain step-by-step loop: same
+step grid, zero-order-held pulses and time functions, MRP shadow switch after each step. (It is also checked
+against Basilisk's data in test_basilisk_*.py.) `SimulationConfig` refuses save times off the step grid."""
 
 import _seed
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxhinge as jh
 import jaxhinge._simulation._simulate as _sim
+from jaxhinge._dynamics._backsub import state_derivative_held
 from jaxhinge._math import mrp_shadow
+from jaxhinge._model._scenario import ConfigError
 
 
 def _scenario():
@@ -19,30 +23,47 @@ def _scenario():
                          [[0, 5.0, 0], [1.0, 0, 0]]),
         motorTorque_fn=lambda t: jnp.array([jnp.sin(20 * t), 0.3]),
     )
-    # t_end off the dt grid (last step shortened) and off the save grid (one step after the last save)
-    sim = jh.SimulationConfig(t_end=0.255, save_dt=0.05, integrator="rk4", dt=0.01)
+    sim = jh.SimulationConfig(t_end=0.25, save_dt=0.05, integrator="rk4", dt=0.01)
     return _seed.damping(omega=(0.3, -0.2, 15.0), loads=loads, sim=sim)
 
 
-def test_scan_path_equals_diffrax_path():
+def test_scan_path_equals_a_plain_step_loop():
+    """Each step: k1..k4 with the loads of the step's start time, y + h(k1 + 2k2 + 2k3 + k4)/6, then the shadow
+    switch; written as a Python loop over steps (NumPy state), sharing only the vector field."""
     sc = _scenario()
-    assert _sim._save_blocks(sc.simulation) == (5, 5, 26)
+    assert _sim._save_blocks(sc.simulation) == (5, 5, 25)
     scan = jax.jit(lambda s: _sim._solve(s, None))(sc)
-    ref = jax.jit(lambda s: _sim._solve_diffrax(s, None))(sc)
-    assert int(scan.num_steps) == int(ref.stats["num_accepted_steps"]) == 26
-    np.testing.assert_array_equal(np.asarray(scan.ts), np.asarray(ref.ts))
-    sig = np.asarray(mrp_shadow(ref.ys.sigma_BN))
+    f = eqx.filter_jit(lambda y, t: state_derivative_held(sc.spacecraft, y, *sc.loads.at(t)))
+    y = jh.initial_state(sc.spacecraft, sc.initial)
+    h, want = 0.01, [y]
+    add = lambda a, b, c: jax.tree.map(lambda x, z: x + c * z, a, b)
+    for j in range(25):
+        t0 = j * h
+        k1 = f(y, t0)
+        k2 = f(add(y, k1, h / 2), t0)
+        k3 = f(add(y, k2, h / 2), t0)
+        k4 = f(add(y, k3, h), t0)
+        y = jax.tree.map(lambda x, a, b, c, d: x + h * (a / 6 + b / 3 + c / 3 + d / 6), y, k1, k2, k3, k4)
+        y = eqx.tree_at(lambda s: s.sigma_BN, y, mrp_shadow(y.sigma_BN))
+        if (j + 1) % 5 == 0:
+            want.append(y)
+    assert int(scan.num_steps) == 25
+    np.testing.assert_allclose(np.asarray(scan.ts), np.arange(6) * 0.05, rtol=0, atol=1e-15)
+    sig = np.stack([np.asarray(w.sigma_BN) for w in want])
     assert np.any(np.abs(np.diff(np.sign(sig[:, 2]))) > 0)  # the run went through shadow switches
-    for name in ("r_BN_N", "v_BN_N", "omega_BN_B", "theta", "thetaDot"):
-        a, b = np.asarray(getattr(scan.ys, name)), np.asarray(getattr(ref.ys, name))
+    for name in ("r_BN_N", "v_BN_N", "sigma_BN", "omega_BN_B", "theta", "thetaDot"):
+        a, b = np.asarray(getattr(scan.ys, name)), np.stack([np.asarray(getattr(w, name)) for w in want])
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)), err_msg=name)
-    np.testing.assert_allclose(np.asarray(scan.ys.sigma_BN), sig, rtol=0, atol=1e-12)
 
 
-def test_off_grid_save_times_fall_back_to_diffrax():
-    cfg = jh.SimulationConfig(t_end=0.1, save_dt=0.015, integrator="rk4", dt=0.01)
-    assert _sim._save_blocks(cfg) is None
-    assert _sim._save_blocks(jh.SimulationConfig(t_end=0.1, save_dt=0.005, integrator="rk4", dt=0.01)) is None
+@pytest.mark.parametrize("kw, field", [(dict(save_dt=0.015), "simulation.save_dt"),
+                                       (dict(save_dt=0.005), "simulation.save_dt"),
+                                       (dict(t_end=0.255), "simulation.t_end")])
+def test_save_times_off_the_step_grid_are_refused(kw, field):
+    cfg = dict(t_end=0.1, save_dt=0.02, integrator="rk4", dt=0.01) | kw
+    with pytest.raises(ConfigError, match=rf"^{field} = .*must be a whole multiple of dt = 0.01") as e:
+        jh.SimulationConfig(**cfg)
+    assert e.value.field == field
     assert _sim._save_blocks(jh.SimulationConfig(t_end=10.0, save_dt=0.01, integrator="rk4", dt=0.001)) == (
         1000, 10, 10000)
 

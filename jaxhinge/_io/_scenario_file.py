@@ -938,8 +938,6 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
             )
     pan = sc.panels
     n_all = pan.count
-    if np.shape(pan.mass) != (n_all,):
-        raise ScenarioError("<scenario>: panels.mass must have shape (panels,)", source="<scenario>")
     names = pan.labels
     hub = {
         "mHub": _host(sc.hub.mHub, (), "hub.mHub"),
