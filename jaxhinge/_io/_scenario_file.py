@@ -899,7 +899,7 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
 
 def example_path(name: str) -> pathlib.Path:
     """Path of a bundled example scenario, e.g. `example_path("two_panel")` (`.toml` optional)."""
-    folder = pathlib.Path(__file__).parent / "examples"
+    folder = pathlib.Path(__file__).parent.parent / "examples"
     stem = name.removesuffix(".toml")
     path = folder / f"{stem}.toml"
     if not path.is_file():
