@@ -27,7 +27,6 @@ What a sample means depends on the field (`PARAMETERS` lists them all):
 Sampling takes an explicit `jax.random` key or integer seed; there is no global random state.
 """
 
-import dataclasses
 import math
 import sys
 import time
@@ -41,6 +40,7 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 
 from .._dynamics import _chains
+from .._io._scenario_file import ScenarioError
 from .._model._params import (  # noqa: F401  (re-exported: moved to _params, still importable from here)
     _CHAIN_PANEL_FIELDS,
     _HUB_FIELDS,
@@ -57,7 +57,6 @@ from .._model._params import (  # noqa: F401  (re-exported: moved to _params, st
     parameter_names,
 )
 from .._model._scenario import Scenario
-from .._io._scenario_file import ScenarioError
 from .._simulation._simulate import Trajectory, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
@@ -407,215 +406,3 @@ def stderr_progress(prefix: str = "jaxhinge") -> Callable[[int, int], None]:
         )
 
     return report
-
-
-# ------------------------------------------------------------------------------------------------------------
-# SWEEP files (`jaxhinge sweep SWEEP.toml`)
-# ------------------------------------------------------------------------------------------------------------
-
-_SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "output")
-_OUTPUT_KEYS = ("dir",)
-
-
-@dataclasses.dataclass(frozen=True)
-class Sweep:
-    """A validated SWEEP file: the nominal scenario, dispersions, member count, seed, chunk size, output dir."""
-
-    source: str
-    scenario_path: str
-    scenario: Scenario
-    dispersions: list
-    members: int
-    seed: int
-    chunk_size: int
-    out_dir: str
-
-
-def load_sweep(path: str) -> Sweep:
-    """Read and validate a SWEEP TOML file (format: README, `jaxhinge sweep --help`). Relative paths
-    (`scenario`, `output.dir`) are relative to the SWEEP file. Everything is checked before any compute.
-
-    **Raises:** `ScenarioError` with a one-line message `SWEEP.toml: field = value: what is allowed`.
-    """
-    import os
-    import tomllib
-
-    from .._io._scenario_file import load_scenario
-
-    source = os.fspath(path)
-
-    def ck(msg: str) -> ScenarioError:
-        return ScenarioError(f"{source}: {msg}", source=source)
-
-    try:
-        with open(source, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise ck(f"cannot read sweep file: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ck(f"TOML syntax error: {str(e).splitlines()[0] if str(e) else e}") from None
-    for key in data:
-        if key not in _SWEEP_KEYS:
-            raise ck(f"unknown key {key!r}; allowed keys are {', '.join(_SWEEP_KEYS)}")
-    for key in ("scenario", "members", "dispersions"):
-        if key not in data:
-            raise ck(f"missing key {key!r}")
-    here = os.path.dirname(os.path.abspath(source))
-    scen = data["scenario"]
-    if not isinstance(scen, str) or not scen:
-        raise ck(f"scenario = {scen!r}: must be a path to a scenario TOML file (relative to the sweep file)")
-    for key, default, low in (("members", None, 1), ("seed", 0, 0), ("chunk_size", 256, 1)):
-        v = data.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ck(f"{key} = {v!r}: must be an integer >= {low}")
-    out = data.get("output", {})
-    if not isinstance(out, dict):
-        raise ck(f"output = {out!r}: must be a table with key dir")
-    for key in out:
-        if key not in _OUTPUT_KEYS:
-            raise ck(f"output: unknown key {key!r}; allowed keys are {', '.join(_OUTPUT_KEYS)}")
-    out_dir = out.get("dir", os.path.splitext(os.path.basename(source))[0] + "_out")
-    if not isinstance(out_dir, str) or not out_dir:
-        raise ck(f"output.dir = {out_dir!r}: must be a directory path")
-    out_dir = os.path.join(here, out_dir)
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ck(f"output.dir = {out_dir!r}: exists and is not a directory")
-    parent = os.path.dirname(os.path.abspath(out_dir))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise ck(f"output.dir = {out_dir!r}: parent directory {parent!r} does not exist or is not writable")
-    scenario = load_scenario(os.path.join(here, scen))
-    disp = data["dispersions"]
-    if not isinstance(disp, list) or not disp:
-        raise ck(f"dispersions = {_fmt(disp)}: must be one or more [[dispersions]] tables")
-    check_dispersions(scenario, disp, data["members"], source=source)
-    return Sweep(
-        source,
-        os.path.join(here, scen),
-        scenario,
-        disp,
-        data["members"],
-        data.get("seed", 0),
-        data.get("chunk_size", 256),
-        out_dir,
-    )
-
-
-def _stats(x: np.ndarray) -> dict[str, float]:
-    if x.size == 0:
-        return {}
-    p = np.percentile(x, [5, 50, 95])
-    return {
-        "min": float(x.min()),
-        "p5": float(p[0]),
-        "p50": float(p[1]),
-        "p95": float(p[2]),
-        "max": float(x.max()),
-        "mean": float(x.mean()),
-        "std": float(x.std()),
-    }
-
-
-def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajectory, wall_s: float) -> dict:
-    """The `summary.json` contents: counts, failures (index, reason), parameter statistics, and statistics
-    over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
-    ok = np.asarray(traj.success)
-    names = _panel_names(sweep.scenario) + _chains.chain_panel_names(sweep.scenario.spacecraft.chains)
-    omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
-    theta = np.asarray(traj.theta)[ok]
-    stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}
-    for i, n in enumerate(names):
-        stats[f"final_theta[{n}] [rad]"] = _stats(theta[:, -1, i] if theta.size else theta)
-        stats[f"peak_abs_theta[{n}] [rad]"] = _stats(
-            np.abs(theta[:, :, i]).max(axis=1) if theta.size else theta
-        )
-    return {
-        "sweep": sweep.source,
-        "scenario": sweep.scenario_path,
-        "members": sweep.members,
-        "seed": sweep.seed,
-        "succeeded": int(ok.sum()),
-        "failed": int((~ok).sum()),
-        "failures": [{"member": m, "reason": r} for m, r in failure_reasons(traj)],
-        "wall_s": wall_s,
-        "dispersions": [
-            {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
-            for d in sweep.dispersions
-        ],
-        "parameters": {k: _stats(np.asarray(v).reshape(len(v), -1)[ok].ravel()) for k, v in params.items()},
-        "statistics (successful members)": stats,
-    }
-
-
-def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
-    """Hub rate and hinge angle envelopes: min-max band, percentile band, median (from `summarize`)."""
-    from .._io._plot import _plt
-
-    plt = _plt()
-    t = summary["t"]
-    fig, axes = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for ax, key, labels, scale, unit in (
-        (axes[0], "omega_BN_B", ["x", "y", "z"], 1.0, "rad/s"),
-        (axes[1], "theta", list(panel_names), np.degrees(1.0), "deg"),
-    ):
-        s = summary[key]
-        for j, lab in enumerate(labels):
-            (line,) = ax.plot(
-                t, scale * s["percentiles"][len(s["percentiles"]) // 2][:, j], label=f"{lab} median"
-            )
-            col = line.get_color()
-            ax.fill_between(t, scale * s["min"][:, j], scale * s["max"][:, j], color=col, alpha=0.15, lw=0)
-            ax.fill_between(
-                t,
-                scale * s["percentiles"][0][:, j],
-                scale * s["percentiles"][-1][:, j],
-                color=col,
-                alpha=0.35,
-                lw=0,
-            )
-        ax.set_ylabel(f"{key} [{unit}]")
-        ax.legend(fontsize=8, loc="best")
-        ax.grid(alpha=0.3)
-    p = summary["percentiles"]
-    axes[0].set_title(
-        f"{summary['succeeded']}/{summary['members']} members: min-max (light), "
-        f"p{p[0]:g}-p{p[-1]:g} (dark), median"
-    )
-    axes[1].set_xlabel("t [s]")
-    fig.tight_layout()
-    fig.savefig(f, format=fmt)
-    plt.close(fig)
-
-
-def plot_histograms(
-    params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png"
-) -> None:
-    """Histograms of the sampled parameters and of peak $|\\omega|$ and final $\\theta$ (successful members)."""
-    from .._io._plot import _plt
-
-    plt = _plt()
-    ok = np.asarray(traj.success)
-    items = [
-        (k, np.asarray(v).reshape(len(v), -1)[:, 0] if np.ndim(v) > 1 else np.asarray(v))
-        for k, v in params.items()
-    ]
-    items = [(k + ("[0]" if np.ndim(params[k]) > 1 else ""), v) for k, v in items]
-    if ok.any():
-        items.append(
-            (
-                "peak |omega_BN_B| [rad/s]",
-                np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1).max(axis=1),
-            )
-        )
-        for i, n in enumerate(panel_names):
-            items.append((f"final theta[{n}] [rad]", np.asarray(traj.theta)[ok][:, -1, i]))
-    ncol = 3
-    nrow = math.ceil(len(items) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.8 * nrow), squeeze=False)
-    for ax, (name, x) in zip(axes.flat, items):
-        ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
-        ax.set_title(name, fontsize=9)
-    for ax in list(axes.flat)[len(items) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(f, format=fmt)
-    plt.close(fig)

@@ -68,6 +68,7 @@ from jaxtyping import Array, Bool, Complex, Float, Int
 
 from .._dynamics import _chains
 from .._dynamics._backsub import accelerations, panel_geometry
+from .._io._files import json_number as _num
 from .._math import mrp_bmat, tilde
 from .._model._scenario import Scenario
 from .._model._spacecraft import Spacecraft, State
@@ -453,11 +454,6 @@ class Modes(eqx.Module):
                 }
             )
         return {"boundary": self.boundary, "modes": out}
-
-
-def _num(x) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def _safe_sqrt(x):
