@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 from ._analysis._fit import FitError as FitError
 from ._analysis._fit import FitResult as FitResult
 from ._analysis._fit import fit as fit
-from ._io._fit_files import load_fit_file as load_fit
+from ._io._fit_files import load_fit_file as load_fit  # noqa: F401  (the FIT.toml dispatcher, modal or telemetry)
 from ._analysis._identify import IdentifyResult as IdentifyResult
 from ._analysis._identify import identify as identify
 from ._analysis._modes import Linearization as Linearization

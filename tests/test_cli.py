@@ -19,7 +19,9 @@ EXPECTED = {
 
 
 def run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
 
 
 @pytest.mark.slow

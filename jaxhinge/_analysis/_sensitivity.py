@@ -5,7 +5,7 @@ output $y$ with respect to every requested parameter $p$ and returns the absolut
 and the normalised one (elasticity) $\partial \ln y / \partial \ln p = (p/y)\,\partial y/\partial p$: the percent
 change of $y$ per percent change of $p$, which makes parameters of different units comparable (tornado plot).
 
-**Parameters** are named like the batch dispersions (`jaxhinge._batch`): `"<panel name>.<field>"` and
+**Parameters** are named like the batch dispersions (`jaxhinge._analysis._batch`): `"<panel name>.<field>"` and
 `"hub.<field>"` for every field of `Panels`, `Hub` and `InitialState` (the hub's initial conditions are `hub.`
 fields, as in the scenario file). Scalars (`k`, `c`, `mass`, `d`, `thetaInit`, `hub.mHub`, ...) are one
 parameter each. Vector and matrix fields are differentiated **per component**, with a 0-based index:

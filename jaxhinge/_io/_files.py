@@ -1,10 +1,11 @@
 """The file layer: every input file (scenario, FIT.toml, SWEEP.toml, SENS.toml) is read and checked through
 `_Checker`, and every output file is written through `atomic_write` or `write_output_files`.
 
-Reading: `_Checker(source).read_toml(what)` reads a TOML file with one-line errors (`file:line:col: TOML syntax
-error: ...` for syntax errors); its methods check tables and keys (unknown keys with a "did you mean" hint),
-numbers, arrays and typed scalars (positive integers, finite positive floats, booleans, strings, choices, paths
-relative to the file) and output folders, and raise one-line errors `file: field = value: what is allowed`.
+Reading: `_Checker(source).read_toml(what)` reads a TOML file with one-line errors (`file:line:col: TOML
+syntax error: ...` for syntax errors); its methods check tables and keys (unknown keys with a "did you mean"
+hint), numbers, arrays and typed scalars (positive integers, finite positive floats, booleans, strings,
+choices, paths relative to the file) and output folders, and raise one-line errors
+`file: field = value: what is allowed`.
 
 Writing: `atomic_write(path, write)` (one file) and `write_output_files(folder, writers)` (a set of files in
 one folder, all or nothing) write through temporary files in the target folder, `fsync`, give the file the
@@ -190,16 +191,17 @@ def _suggest(key: str, allowed: Iterable[str], aliases: Mapping[str, str]) -> st
 
 
 def output_dir_problem(path: str | os.PathLike, files: Iterable[str] = ()) -> str | None:
-    """What is wrong with `path` as an output folder, in words, or `None` when it can be used: it exists and is
-    not a folder, it is a folder that is not writable, one of the output `files` in it is an existing folder,
-    or (when it does not exist yet, it is created) its parent folder is missing or not writable."""
+    """What is wrong with `path` as an output folder, in words, or `None` when it can be used: it exists and
+    is not a folder, it is a folder that is not writable, one of the output `files` in it is an existing
+    folder, or (when it does not exist yet, it is created) its parent folder is missing or not writable."""
     path = os.path.abspath(os.fspath(path))
     if os.path.isdir(path):
         if not os.access(path, os.W_OK | os.X_OK):
             return f"the folder {path!r} is not writable"
         for name in files:
-            if os.path.isdir(os.path.join(path, name)):
-                return f"{os.path.join(path, name)!r} is an existing folder; the output file {name} cannot replace it"
+            dest = os.path.join(path, name)
+            if os.path.isdir(dest):
+                return f"{dest!r} is an existing folder; the output file {name} cannot replace it"
         return None
     if os.path.lexists(path):
         return f"{path!r} exists and is not a folder"
@@ -247,7 +249,7 @@ class _Checker:
     - `error`: the exception class, called as `error(message, field=...)`; default `ScenarioError` (with
       `source`). The fit files pass `FitError`.
     - `descriptions`: `{key: what it means}`, added to "missing required key" messages.
-    - `aliases`: `{lower-case misnaming: key}` for the "did you mean" hints of `keys` (default for every call).
+    - `aliases`: `{lower-case misnaming: key}` for the "did you mean" hints of `keys` (default of every call).
     """
 
     def __init__(
@@ -346,7 +348,7 @@ class _Checker:
         required: bool = False,
         aliases: Mapping[str, str] | None = None,
     ) -> Mapping:
-        """The top-level table `[key]` of `data` with its keys checked; `{}` when it is optional and absent."""
+        """The top-level table `[key]` of `data`, its keys checked; `{}` when it is optional and absent."""
         if key not in data:
             if required:
                 raise self.fail(None, f"missing required table [{key}]")
@@ -405,7 +407,9 @@ class _Checker:
 
     def finite_positive(self, value: Any, field: str) -> float:
         """A finite number > 0 (an integer is accepted and returned as a float)."""
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)
+        ):
             raise self.bad(field, value, f"must be a number, got {_kind(value)}")
         try:
             x = float(value)
@@ -447,16 +451,30 @@ class _Checker:
 
     def output_dir(self, value: Any, field: str, files: Iterable[str] = ()) -> str:
         """An output folder (relative to the file's folder), resolved and checked now, before any compute:
-        `output_dir_problem` (not a folder, not writable, output `files` that are folders, parent missing or not
-        writable). The folder itself is created by `write_output_files`."""
+        `output_dir_problem` (not a folder, not writable, output `files` that are folders, parent missing or
+        not writable). The folder itself is created by `write_output_files`."""
         path = self.path(value, field, "a folder name")
         problem = output_dir_problem(path, files)
         if problem:
             raise self.bad(field, value, problem)
         return path
 
+    def output_folder(
+        self, table: Mapping, default: str, files: Iterable[str] = (), override: str | None = None
+    ) -> str:
+        """The output folder of a file with an `[output]` table: `table["dir"]` (default `default`) checked
+        by `output_dir` as `output.dir`; or, when the caller gives an `override` (e.g. the CLI's `--out-dir`),
+        the override checked instead (as `out_dir`), the file's value only checked to be a string."""
+        value = table.get("dir", default)
+        if override is None:
+            return self.output_dir(value, "output.dir", files)
+        self.string(value, "output.dir", "a folder name (a string, relative to this file)")
+        return self.output_dir(os.path.abspath(override), "out_dir", files)
 
-def read_toml(path: str | os.PathLike, what: str = "file", error: Callable[..., Exception] | None = None) -> dict:
+
+def read_toml(
+    path: str | os.PathLike, what: str = "file", error: Callable[..., Exception] | None = None
+) -> dict:
     """`_Checker(path, error=error).read_toml(what)`: a TOML file, or a one-line error."""
     return _Checker(os.fspath(path), error=error).read_toml(what)
 
@@ -499,8 +517,8 @@ def _fsync_folder(folder: str) -> None:
 
 
 def _write_temp(dest: str, write: Callable[[IO[bytes]], Any]) -> str:
-    """Write `dest`'s new content through `write(fileobj)` into a temporary file beside it, fsync it and give it
-    its final mode. **Returns:** the temporary path (the caller renames it); removed again on any exception."""
+    """Write `dest`'s new content through `write(fileobj)` into a temporary file beside it, fsync it and give
+    it its final mode. **Returns:** the temporary path (the caller renames it); removed on any exception."""
     folder, name = os.path.split(dest)
     fd, tmp = tempfile.mkstemp(prefix=f".jaxhinge-{name}.", suffix=".tmp", dir=folder)
     try:
@@ -530,10 +548,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> 
     _fsync_folder(os.path.dirname(dest))
 
 
-def write_output_files(folder: str | os.PathLike, writers: Mapping[str, Callable[[IO[bytes]], Any]]) -> list[str]:
+def write_output_files(
+    folder: str | os.PathLike, writers: Mapping[str, Callable[[IO[bytes]], Any]]
+) -> list[str]:
     """Write a set of files into one output folder, all or nothing: `writers[name](fileobj)` writes each into
     a temporary file in `folder` (created if missing), as `atomic_write` does; only when every one succeeded
-    are they renamed to their names. On any exception no temporary file is left and no output file is replaced.
+    are they renamed to their names. On any exception no temporary file is left and no output file is
+    replaced.
 
     **Returns:** the written paths, in the order of `writers`.
 
@@ -596,8 +617,8 @@ def to_json(obj: Any) -> Any:
 
 
 def write_json(data: Any, file: str | os.PathLike | IO[bytes], *, indent: int | None = 2) -> None:
-    """Write `to_json(data)` as JSON (no NaN: `null`), with a final newline, into a binary file object or, for a
-    path, atomically (`atomic_write`)."""
+    """Write `to_json(data)` as JSON (no NaN: `null`), with a final newline, into a binary file object or,
+    for a path, atomically (`atomic_write`)."""
     payload = (json.dumps(to_json(data), indent=indent, allow_nan=False) + "\n").encode("utf-8")
     if isinstance(file, (str, os.PathLike)):
         atomic_write(file, lambda f: f.write(payload))

@@ -166,11 +166,7 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     elif not isinstance(plot, str) or not plot.lower().endswith((".png", ".pdf", ".svg")) or os.sep in plot:
         raise ck.bad("output.plot", plot, "must be a file name ending in .png, .pdf or .svg, or false")
     files = OUTPUT_FILES + ((plot,) if plot else ())
-    if out_dir is None:
-        out_dir = ck.output_dir(out_t.get("dir", "out"), "output.dir", files)
-    else:
-        ck.string(out_t.get("dir", "out"), "output.dir", "a folder name (a string, relative to this file)")
-        out_dir = ck.output_dir(os.path.abspath(out_dir), "out_dir", files)
+    out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
     return FitSpec(

@@ -26,8 +26,8 @@ def load_fit_file(path: str | os.PathLike, *, out_dir: str | None = None) -> Fit
     - `path`: the FIT.toml file.
     - `out_dir`: an output folder that replaces the file's `[output] dir` (checked instead of it).
 
-    **Returns:** a `FitSpec` (modal fit, schema in `jaxhinge._io._fit_file`) or, for a FIT.toml with a `[data]`
-    table, an `IdentifySpec` (telemetry fit, schema in `jaxhinge._io._identify_file`).
+    **Returns:** a `FitSpec` (modal fit, schema in `jaxhinge._io._fit_file`) or, for a FIT.toml with a
+    `[data]` table, an `IdentifySpec` (telemetry fit, schema in `jaxhinge._io._identify_file`).
 
     **Raises:** `FitError` (`file: field = value: rule`; `TelemetryError` for the data), `ScenarioError` for a
     bad scenario.

@@ -117,11 +117,7 @@ def load_identify(
             kwargs[key] = ck.finite_positive(kwargs[key], f"fit.{key}")
     plots = ck.boolean(out_t.get("plots", True), "output.plots")
     files = OUTPUT_FILES + (PLOT_FILES if plots else ())
-    if out_dir is None:
-        out_dir = ck.output_dir(out_t.get("dir", "out"), "output.dir", files)
-    else:
-        ck.string(out_t.get("dir", "out"), "output.dir", "a folder name (a string, relative to this file)")
-        out_dir = ck.output_dir(os.path.abspath(out_dir), "out_dir", files)
+    out_dir = ck.output_folder(out_t, "out", files, out_dir)
     scenario = load_scenario(scen_path)
     tel = load_telemetry(csv_path, d["columns"], d["sigma"], scenario)
     parse_free(scenario, kwargs["free"])  # the free list too: errors before any compute

@@ -3,7 +3,8 @@
 ```toml
 scenario = "slew_two_panel.toml"   # required; relative to this file
 outputs = ["peak_hub_rate", { name = "settling_time", signal = "theta", threshold = 0.005 }, "theta"]
-                                   # required; names or inline tables {name, options} (`jaxhinge._analysis._sensitivity`)
+                                   # required; names or inline tables {name, options}: see
+                                   # `jaxhinge._analysis._sensitivity`
 parameters = ["p0.k", "hub.omega_BN_BInit[1]"]   # optional; default every panel's k and c
 mode = "auto"                      # "auto" (default), "forward" or "reverse"
 tornado = ["peak_hub_rate"]        # output rows to plot (scalar or modal); default the first such row
@@ -73,8 +74,8 @@ def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
     --help`). Relative paths (`scenario`, `output.dir`) are relative to the SENS file. Everything, the output
     folder included, is checked before any compute.
 
-    **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked instead
-    of it).
+    **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked
+    instead of it).
 
     **Raises:** `ScenarioError` with a one-line message `SENS.toml: field = value: what is allowed`.
     """
@@ -86,11 +87,7 @@ def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
     mode = ck.choice(data.get("mode", "auto"), "mode", MODES)
     out = ck.section(data, "output", _OUTPUT_KEYS)
     default_dir = os.path.splitext(os.path.basename(source))[0] + "_out"
-    if out_dir is None:
-        out_dir = ck.output_dir(out.get("dir", default_dir), "output.dir", OUTPUT_FILES)
-    else:
-        ck.string(out.get("dir", default_dir), "output.dir", "a folder name (a string, relative to this file)")
-        out_dir = ck.output_dir(os.path.abspath(out_dir), "out_dir", OUTPUT_FILES)
+    out_dir = ck.output_folder(out, default_dir, OUTPUT_FILES, out_dir)
     scenario = load_scenario(scen_path)
     params = data.get("parameters")
     parse_parameters(scenario, params, source)
@@ -116,8 +113,8 @@ def run_study(study: Study) -> SensitivityResult:
 
 
 def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None = None) -> list[str]:
-    """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into `out_dir`
-    (default `study.out_dir`), all or nothing. **Returns:** the paths written."""
+    """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
+    `out_dir` (default `study.out_dir`), all or nothing. **Returns:** the paths written."""
     data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
 
     def write_csv(f):

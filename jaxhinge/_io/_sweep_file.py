@@ -16,9 +16,10 @@ high = 120.0
 dir = "out"                    # relative to this file (default "<sweep file name>_out"); created if missing
 ```
 
-Outputs in `dir`: `sweep.npz` (sampled parameters, per-member success and trajectories), `summary.json` (counts,
-failures, parameter and output statistics), `envelopes.png`, `histograms.png`; written to temporary files and
-renamed at the end (`write_output_files`). The sampling and the batched runs are `jaxhinge._analysis._batch`'s.
+Outputs in `dir`: `sweep.npz` (sampled parameters, per-member success and trajectories), `summary.json`
+(counts, failures, parameter and output statistics), `envelopes.png`, `histograms.png`; written to temporary
+files and renamed at the end (`write_output_files`). The sampling and the batched runs are
+`jaxhinge._analysis._batch`'s.
 """
 
 import dataclasses
@@ -39,8 +40,14 @@ from ._scenario_file import load_scenario
 
 _SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "output")
 _OUTPUT_KEYS = ("dir",)
-_ALIASES = {"n": "members", "samples": "members", "runs": "members", "chunk": "chunk_size", "dispersion": "dispersions",
-            "out": "dir"}
+_ALIASES = {
+    "n": "members",
+    "samples": "members",
+    "runs": "members",
+    "chunk": "chunk_size",
+    "dispersion": "dispersions",
+    "out": "dir",
+}
 _DESCRIPTION = {
     "scenario": "the nominal scenario TOML file, relative to this file",
     "members": "number of dispersed runs, an integer > 0",
@@ -64,12 +71,12 @@ class Sweep:
 
 
 def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
-    """Read and validate a SWEEP TOML file (schema: this module's docstring; `jaxhinge sweep --help`). Relative
-    paths (`scenario`, `output.dir`) are relative to the SWEEP file. Everything, the output folder included, is
-    checked before any compute.
+    """Read and validate a SWEEP TOML file (schema: this module's docstring; `jaxhinge sweep --help`).
+    Relative paths (`scenario`, `output.dir`) are relative to the SWEEP file. Everything, the output folder
+    included, is checked before any compute.
 
-    **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked instead
-    of it).
+    **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked
+    instead of it).
 
     **Raises:** `ScenarioError` with a one-line message `SWEEP.toml: field = value: what is allowed`.
     """
@@ -83,11 +90,7 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     chunk_size = ck.integer(data.get("chunk_size", 256), "chunk_size")
     out = ck.section(data, "output", _OUTPUT_KEYS)
     default_dir = os.path.splitext(os.path.basename(source))[0] + "_out"
-    if out_dir is None:
-        out_dir = ck.output_dir(out.get("dir", default_dir), "output.dir", OUTPUT_FILES)
-    else:
-        ck.string(out.get("dir", default_dir), "output.dir", "a folder name (a string, relative to this file)")
-        out_dir = ck.output_dir(os.path.abspath(out_dir), "out_dir", OUTPUT_FILES)
+    out_dir = ck.output_folder(out, default_dir, OUTPUT_FILES, out_dir)
     disp = data["dispersions"]
     if not isinstance(disp, list) or not disp:
         raise ck.bad("dispersions", disp, "must be one or more [[dispersions]] tables")
