@@ -114,6 +114,7 @@ __all__ = [
     "load_scenario",
     "scenario_from_dict",
     "scenario_to_dict",
+    "scenario_toml",
 ]
 
 
