@@ -56,7 +56,7 @@ from ._analysis._sensitivity import SensitivityResult as SensitivityResult
 from ._analysis._sensitivity import sensitivity as sensitivity
 
 # Files: scenario, fit and telemetry files
-from ._io._fit_file import load_fit as load_fit
+from ._io._fit_files import load_fit_file as load_fit
 from ._io._scenario_file import ScenarioError as ScenarioError
 from ._io._scenario_file import dump_scenario as dump_scenario
 from ._io._scenario_file import example_path as example_path

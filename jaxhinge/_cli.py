@@ -3,11 +3,11 @@
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
 
+from ._io._files import atomic_write, output_dir_problem, output_file_problem
 from ._io._scenario_file import example_path
 
 EXAMPLE = "two_panel.toml"
@@ -24,29 +24,23 @@ def _enable_x64():
 
 
 def _check_out_path(path: str | None, suffixes: tuple[str, ...], what: str) -> None:
+    """An output file given on the command line, checked before any compute (`output_file_problem`)."""
     if path is None:
         return
-    if not path.lower().endswith(suffixes):
-        raise CLIError(f"{what} = {path!r}: the file name must end with {' or '.join(suffixes)}")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise CLIError(f"{what} = {path!r}: directory {d!r} does not exist")
-    if not os.access(d, os.W_OK):
-        raise CLIError(f"{what} = {path!r}: directory {d!r} is not writable")
+    problem = output_file_problem(path, suffixes)
+    if problem:
+        raise CLIError(f"{what} = {path!r}: {problem}")
 
 
-def atomic_write(path: str, write) -> None:
-    """Write through `write(fileobj)` to a temporary file beside `path`, then rename: never a half file."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".jaxhinge-", suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _check_out_dir(path: str | None, what: str) -> str | None:
+    """An output folder given on the command line, checked before any compute (`output_dir_problem`);
+    **returns** its absolute path (`None` for none given)."""
+    if path is None:
+        return None
+    problem = output_dir_problem(path)
+    if problem:
+        raise CLIError(f"{what} = {path!r}: {problem}")
+    return os.path.abspath(path)
 
 
 def _fmt(path: str) -> str:
@@ -106,24 +100,11 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    import json
+    from ._analysis._batch import sample_dispersions, simulate_batch, summarize
+    from ._io._sweep_file import load_sweep, sweep_summary, write_outputs
 
-    from ._analysis._batch import (
-        load_sweep,
-        plot_envelopes,
-        plot_histograms,
-        sample_dispersions,
-        simulate_batch,
-        summarize,
-        sweep_summary,
-    )
-
-    sweep = load_sweep(args.sweep)
-    out_dir = os.path.abspath(args.out_dir) if args.out_dir else sweep.out_dir
-    if args.out_dir and not os.path.isdir(os.path.dirname(out_dir)):
-        raise CLIError(f"--out-dir = {args.out_dir!r}: parent directory does not exist")
+    sweep = load_sweep(args.sweep, out_dir=_check_out_dir(args.out_dir, "--out-dir"))
     params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
-    names = sweep.scenario.spacecraft.panels.labels
     cfg = sweep.scenario.simulation
     _log(
         f"jaxhinge: {args.sweep}: {sweep.members} members x {len(params)} dispersed parameter(s), "
@@ -138,29 +119,14 @@ def cmd_sweep(args) -> int:
     wall = time.perf_counter() - t0
     summary = sweep_summary(sweep, params, traj, wall)
     env = summarize(traj, ("omega_BN_B", "theta"))
-    os.makedirs(out_dir, exist_ok=True)
-    arrays = {f"param_{k}": np.asarray(v) for k, v in params.items()}
-    arrays.update(
-        param_names=np.array(list(params), dtype=str), panel_names=np.array(names, dtype=str),
-        success=np.asarray(traj.success), result=np.asarray(traj.result),
-        t=np.asarray(traj.t)[0], theta=np.asarray(traj.theta), thetaDot=np.asarray(traj.thetaDot),
-        omega_BN_B=np.asarray(traj.omega_BN_B), sigma_BN=np.asarray(traj.sigma_BN),
-    )
-    files = {
-        "sweep.npz": lambda f: np.savez(f, **arrays),
-        "summary.json": lambda f: f.write((json.dumps(summary, indent=2, allow_nan=True) + "\n").encode()),
-        "envelopes.png": lambda f: plot_envelopes(env, names, f),
-        "histograms.png": lambda f: plot_histograms(params, traj, names, f),
-    }
-    for name, write in files.items():
-        atomic_write(os.path.join(out_dir, name), write)
-        _log(f"jaxhinge: wrote {os.path.join(out_dir, name)}")
+    for w in write_outputs(sweep, params, traj, summary, env):
+        _log(f"jaxhinge: wrote {w}")
     print(f"sweep               {args.sweep}: {sweep.members} members, {summary['succeeded']} succeeded, "
           f"{summary['failed']} failed, {wall:.2f} s wall (incl. compilation)")
     for key, st in summary["statistics (successful members)"].items():
         if st:
             print(f"{key:<36} p5 {st['p5']: .6e}  p50 {st['p50']: .6e}  p95 {st['p95']: .6e}")
-    print(f"output              {out_dir}")
+    print(f"output              {sweep.out_dir}")
     return 0
 
 
@@ -247,18 +213,14 @@ def _fit_report(result, data: dict, written: list[str]) -> list[str]:
 
 def cmd_fit(args) -> int:
     from ._analysis._fit import FitError
-    from ._io._fit_file import load_fit, result_dict, run_fit, write_outputs
+    from ._io._fit_file import result_dict, run_fit, write_outputs
+    from ._io._fit_files import load_fit_file
+    from ._io._identify_file import IdentifySpec
 
     try:
-        spec = load_fit(args.fit)
-        from ._io._identify_file import IdentifySpec
-
+        spec = load_fit_file(args.fit, out_dir=_check_out_dir(args.out, "--out"))
         if isinstance(spec, IdentifySpec):
             return _cmd_identify(args, spec)
-        if args.out:
-            import dataclasses
-
-            spec = dataclasses.replace(spec, out_dir=os.path.abspath(args.out))
         if args.no_check:
             import dataclasses
 
@@ -281,23 +243,16 @@ def cmd_fit(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from ._analysis._sensitivity import load_study, run_study, write_outputs
+    from ._io._sens_file import load_study, run_study, write_outputs
 
-    study = load_study(args.study)
-    out_dir = os.path.abspath(args.out_dir) if args.out_dir else study.out_dir
-    parent = os.path.dirname(out_dir)
-    where = "--out-dir" if args.out_dir else "output.dir"
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise CLIError(f"{where} = {out_dir!r}: exists and is not a directory")
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise CLIError(f"{where} = {out_dir!r}: parent directory {parent!r} does not exist or is not writable")
+    study = load_study(args.study, out_dir=_check_out_dir(args.out_dir, "--out-dir"))
     cfg = study.scenario.simulation
     _log(f"jaxhinge: {args.study}: {len(study.outputs)} output(s), t_end = {cfg.t_end} s, integrator "
          f"{cfg.integrator}; compiling and differentiating ({study.mode} mode)...")
     t0 = time.perf_counter()
     result = run_study(study)
     wall = time.perf_counter() - t0
-    written = write_outputs(result, study, out_dir, atomic_write)
+    written = write_outputs(result, study)
     for w in written:
         _log(f"jaxhinge: wrote {w}")
     print(f"sensitivity         {args.study}: {len(result.parameter_names)} parameter(s) x "
@@ -312,7 +267,7 @@ def cmd_sensitivity(args) -> int:
             print(f"{r:<32} {result.output_values[i]:14.8g}  {result.output_units[i]:<8}  {top}")
     for note in result.notes:
         print(f"note                {note}")
-    print(f"output              {out_dir}")
+    print(f"output              {study.out_dir}")
     if not result.success:
         _log("jaxhinge: warning: the simulation failed; the sensitivities are not valid")
         return 1
@@ -321,14 +276,10 @@ def cmd_sensitivity(args) -> int:
 
 def _cmd_identify(args, spec) -> int:
     """`jaxhinge fit` for a telemetry FIT.toml (one with a [data] table)."""
-    import dataclasses
-
     from ._analysis._fit import FitError
     from ._io._identify_file import report_lines, run_identify, write_outputs
 
     try:
-        if args.out:
-            spec = dataclasses.replace(spec, out_dir=os.path.abspath(args.out))
         tel = spec.telemetry
         _log(f"jaxhinge: {args.fit}: telemetry {tel.samples} samples x {len(tel.columns)} columns, free: "
              f"{', '.join(map(str, spec.fit_kwargs['free']))}")
@@ -395,10 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit hinge stiffness k and damping c so the model's modes match target frequencies (and "
         "damping ratios), check the fit by simulating the nonlinear model, and write result.json, "
         "fitted_scenario.toml and a plot into the FIT.toml's output folder. A FIT.toml with a [data] table instead "
-        "fits free parameters to telemetry (CSV) by least squares (jaxhinge._identify_file). Exit status 0: converged; "
+        "fits free parameters to telemetry (CSV) by least squares (jaxhinge._io._identify_file). Exit status 0: converged; "
         "1: did not converge (results still written); 2: bad input or unreachable targets.",
     )
-    f.add_argument("fit", help="FIT.toml file (schema: jaxhinge._fit_file)")
+    f.add_argument("fit", help="FIT.toml file (schema: jaxhinge._io._fit_file, jaxhinge._io._identify_file)")
     f.add_argument("--out", help="output folder (overrides [output] dir)")
     f.add_argument("--no-check", action="store_true", help="skip the simulation check")
     f.set_defaults(func=cmd_fit)
@@ -413,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(output rows to plot), [output] dir. Writes sensitivity.json, sensitivity.csv and tornado.png. "
         "Exit status 0: done; 1: the simulation failed (results written, not valid); 2: bad input.",
     )
-    n.add_argument("study", help="SENS.toml file (schema: README, jaxhinge._sensitivity)")
+    n.add_argument("study", help="SENS.toml file (schema: README, jaxhinge._io._sens_file)")
     n.add_argument("--out-dir", help="output directory (overrides [output] dir)")
     n.set_defaults(func=cmd_sensitivity)
     return p

@@ -305,11 +305,16 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
 @pytest.mark.parametrize(
     "edit, match",
     [
-        (("seed = 3", "seed = 3\ncolour = 1"), r"unknown key 'colour'; allowed keys are scenario, members"),
+        (("seed = 3", "seed = 3\ncolour = 1"), r"top level: unknown key 'colour'; allowed keys: scenario, members"),
+        (("seed = 3", "seed = 3\nmember = 1"), r"unknown key 'member' \(did you mean 'members'\?\)"),
         (('dist = "uniform"', 'dist = "lognormal"'), r"dispersions\[0\]\.dist = 'lognormal': allowed values"),
         (("high = 120.0", "high = 70.0"), r"dispersions\[0\]\.low = 80.0: must be < high = 70.0"),
         (("std = 0.2", "std = 0.0"), r"dispersions\[1\]\.std = 0.0: must be > 0"),
-        (("members = 8", "members = 0"), r"members = 0: must be an integer >= 1"),
+        (("members = 8", "members = 0"), r"members = 0: must be an integer > 0"),
+        (("seed = 3", "seed = -1"), r"seed = -1: must be an integer >= 0"),
+        (('scenario = "scen.toml"', 'scenario = "nope.toml"'), r"nope.toml: cannot read scenario file"),
+        (('dir = "out"', 'dir = "a/b"'), r"output.dir = \"a/b\": its parent folder '.*/a' does not exist"),
+        (("[output]", "[output]\nfolder = 1"), r"output: unknown key 'folder'; allowed keys: dir"),
         (('param = "p1.c"', 'param = "wing.c"'), r"dispersions\[1\]\.param = 'wing.c': unknown parameter"),
     ],
 )
@@ -322,3 +327,32 @@ def test_sweep_cli_bad_file(tmp_path, capsys, edit, match):
 
     assert re.search(match, err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_sweep_output_folder_checked_before_compute(tmp_path, capsys):
+    """Reference: an output folder that is an existing file, or an output file name that is an existing folder,
+    is refused before anything is sampled or compiled: exit 2, one line, no progress line, nothing written."""
+    path = _sweep_files(tmp_path, GOOD)
+    (tmp_path / "out").write_text("a file\n")
+    assert main(["sweep", path]) == 2
+    err = capsys.readouterr().err
+    assert err == f"jaxhinge: error: {path}: output.dir = \"out\": '{tmp_path / 'out'}' exists and is not a folder\n"
+    (tmp_path / "res" / "summary.json").mkdir(parents=True)
+    assert main(["sweep", path, "--out-dir", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "summary.json' is an existing folder; the output file summary.json" in err, err
+    assert main(["sweep", path, "--out-dir", str(tmp_path / "x" / "y")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"jaxhinge: error: --out-dir = {str(tmp_path / 'x' / 'y')!r}: its parent folder "
+                   f"{str(tmp_path / 'x')!r} does not exist\n")
+    assert sorted(os.listdir(tmp_path)) == ["out", "res", "scen.toml", "sweep.toml"]
+
+
+def test_sweep_cli_subprocess_contract(tmp_path):
+    """The one subprocess test of `jaxhinge sweep`: exit status 2, one line on stderr, no traceback, no output."""
+    path = _sweep_files(tmp_path, GOOD.replace("members = 8", "members = 0"))
+    r = subprocess.run([sys.executable, "-m", "jaxhinge", "sweep", path], capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert r.returncode == 2
+    assert r.stderr == f"jaxhinge: error: {path}: members = 0: must be an integer > 0\n"
+    assert r.stdout == "" and sorted(os.listdir(tmp_path)) == ["scen.toml", "sweep.toml"]

@@ -1,4 +1,5 @@
-"""`jaxhinge simulate`: the output file contract, the plot, and numerical failure reported in plain words."""
+"""`jaxhinge simulate`: the output file contract (as a process), the plot, output paths checked before compute,
+and numerical failure reported in plain words (in-process: `jaxhinge._cli.main`)."""
 
 import os
 import subprocess
@@ -9,6 +10,7 @@ import pytest
 
 import jaxhinge as jh
 from jaxhinge import example_path
+from jaxhinge._cli import main
 
 EXPECTED = {
     "t": (251,), "r_BN_N": (251, 3), "v_BN_N": (251, 3), "r_CN_N": (251, 3), "v_CN_N": (251, 3),
@@ -18,11 +20,14 @@ EXPECTED = {
 
 
 def run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
 
 
 @pytest.mark.slow
 def test_simulate_bundled_example_writes_contract(tmp_path):
+    """The one subprocess test of `jaxhinge simulate`: exit status 0, the .npz and the plot, nothing else."""
     p = run("simulate", "--out", "traj.npz", "--plot", "traj.png", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     with np.load(tmp_path / "traj.npz") as f:
@@ -38,22 +43,53 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["traj.npz", "traj.png"]  # no temp files left
 
 
-def test_help():
-    p = run("--help", cwd=".")
-    assert p.returncode == 0 and "simulate" in p.stdout
+def test_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0 and "simulate" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag, name", [("--out", "traj.npz"), ("--plot", "traj.png")])
+def test_existing_folder_as_output_file_is_refused_before_compute(tmp_path, capsys, flag, name):
+    """Reference: before the check, an existing folder named like the output file failed with IsADirectoryError
+    after the whole run. Now: exit 2, one line naming the flag, no progress line (nothing ran), nothing written."""
+    (tmp_path / name).mkdir()
+    rc = main(["simulate", flag, str(tmp_path / name)])
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert err.splitlines() == [
+        f"jaxhinge: error: {flag} = {str(tmp_path / name)!r}: {str(tmp_path / name)!r} is an existing folder, not a file"
+    ]
+    assert out == "" and os.listdir(tmp_path) == [name] and os.listdir(tmp_path / name) == []
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--out", "traj.txt"], "--out = 'traj.txt': the file name must end with .npz"),
+        (["--plot", "nope/traj.png"], "--plot = 'nope/traj.png': folder "),
+    ],
+)
+def test_bad_output_file_is_refused_before_compute(tmp_path, capsys, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["simulate", *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"jaxhinge: error: {words}") and err.count("\n") == 1, err
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.slow
-def test_numerical_failure_is_reported_not_raised(tmp_path):
+def test_numerical_failure_is_reported_not_raised(tmp_path, capsys):
     """A hinge far too stiff for rk4 at this step diverges: plain-words error, exit 2, nothing written."""
     sc = jh.load_scenario(example_path("two_panel.toml"))
     d = jh.scenario_to_dict(sc)
     d["panels"][0]["k"] = 1e10  # omega_n * dt ~ 6: outside RK4's stability limit (2.8)
     d["simulation"]["t_end"] = 0.5
     jh.dump_scenario(jh.scenario_from_dict(d), tmp_path / "stiff.toml")
-    p = run("simulate", "stiff.toml", "--out", "traj.npz", cwd=tmp_path)
-    assert p.returncode == 2
-    last = p.stderr.strip().splitlines()[-1]  # after the progress line
+    rc = main(["simulate", str(tmp_path / "stiff.toml"), "--out", str(tmp_path / "traj.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    last = err.strip().splitlines()[-1]  # after the progress line
     assert last.startswith("jaxhinge: error: integration failed") and "non-finite" in last
-    assert "Traceback" not in p.stderr
+    assert "Traceback" not in err
     assert not (tmp_path / "traj.npz").exists()

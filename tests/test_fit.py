@@ -16,8 +16,8 @@ import pytest
 from test_modes import EXAMPLE, REPO, TWO_PI, random_spacecraft, scenario_of
 
 import jaxhinge as jh
-from jaxhinge._cli import main
 from jaxhinge._analysis._fit import FitError, fit, parse_free
+from jaxhinge._cli import main
 from jaxhinge._io._fit_file import load_fit
 
 FITS = os.path.join(REPO, "fits")
@@ -287,7 +287,8 @@ def test_cli_fit_errors_one_line_no_output(tmp_path, capsys, body, fragment):
 
 
 def test_cli_fit_unreachable_subprocess_contract(tmp_path):
-    """As a process: exit status 2, the error last on stderr as one line, no traceback, nothing written."""
+    """The one subprocess test of `jaxhinge fit`: exit status 2, the error last on stderr as one line, no
+    traceback, nothing written."""
     path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.5]\n[fit]\nfree = [\"antenna.k\"]\n")
     proc = _cli("fit", path)
     assert proc.returncode == 2, proc.stderr
@@ -296,13 +297,40 @@ def test_cli_fit_unreachable_subprocess_contract(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["FIT.toml", "spacecraft.toml"]
 
 
-def test_cli_fit_bad_scenario_is_reported(tmp_path):
+def test_cli_fit_bad_scenario_is_reported(tmp_path, capsys):
     path = tmp_path / "FIT.toml"
     path.write_text('scenario = "missing.toml"\n[modes]\ntargets_hz = [0.2]\n[fit]\nfree = ["p0.k"]\n')
-    proc = _cli("fit", str(path))
-    assert proc.returncode == 2
+    rc = main(["fit", str(path)])
+    assert rc == 2
     expected = f"jaxhinge: error: {tmp_path / 'missing.toml'}: cannot read scenario file: No such file or directory"
-    assert proc.stderr.splitlines() == [expected]
+    assert capsys.readouterr().err.splitlines() == [expected]
+
+
+@pytest.mark.parametrize(
+    "body, args, words",
+    [
+        ('[output]\ndir = "taken"\n', [], "output.dir = \"taken\": '{tmp}/taken' exists and is not a folder"),
+        ('[output]\ndir = "a/b"\n', [], "output.dir = \"a/b\": its parent folder '{tmp}/a' does not exist"),
+        ("", ["--out", "{tmp}/taken"], "--out = '{tmp}/taken': '{tmp}/taken' exists and is not a folder"),
+        ("", ["--out", "{tmp}/a/b"], "--out = '{tmp}/a/b': its parent folder '{tmp}/a' does not exist"),
+        ('[output]\nplot = "fit.svg"\n', ["--out", "{tmp}/res"],
+         "out_dir = \"{tmp}/res\": '{tmp}/res/fit.svg' is an existing folder; the output file fit.svg cannot"),
+    ],
+)
+def test_cli_fit_output_folder_checked_before_compute(tmp_path, capsys, body, args, words):
+    """Reference: before the file layer, the output folder was checked only after the fit (and the simulation
+    check) had run. Now: exit 2, one line, no progress line (nothing was computed), nothing written."""
+    (tmp_path / "taken").write_text("a file\n")
+    (tmp_path / "res" / "fit.svg").mkdir(parents=True)
+    path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n" + body)
+    rc = main(["fit", path, *[a.format(tmp=tmp_path) for a in args]])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 2
+    assert len(stderr.splitlines()) == 1 and stderr.startswith("jaxhinge: error: "), stderr
+    assert words.format(tmp=tmp_path) in stderr, stderr
+    assert stdout == ""
+    assert sorted(os.listdir(tmp_path)) == ["FIT.toml", "res", "spacecraft.toml", "taken"]
+    assert os.listdir(tmp_path / "res") == ["fit.svg"]
 
 
 def test_cli_fit_not_converged_exit_1(tmp_path, capsys):
@@ -321,6 +349,14 @@ def test_load_fit_defaults(tmp_path):
     spec = load_fit(path)
     assert spec.out_dir == str(tmp_path / "out") and spec.plot == "fit.png" and spec.check == {}
     assert spec.fit_kwargs == {"boundary": "free", "free": ["antenna.k"]}
+    again = jh.load_fit(path)  # the dispatcher: a FIT.toml without [data] is a modal fit
+    assert type(again) is type(spec) and again.fit_kwargs == spec.fit_kwargs and again.out_dir == spec.out_dir
+
+
+def test_modal_loader_points_telemetry_fits_to_the_dispatcher(tmp_path):
+    path = _fit_file(tmp_path, '[data]\ncsv = "t.csv"\n[fit]\nfree = ["antenna.k"]\n')
+    with pytest.raises(FitError, match=r"FIT.toml: a FIT.toml with a \[data\] table is a telemetry fit"):
+        load_fit(path)
 
 
 # ------------------------------------------------------------------------------------------------------------

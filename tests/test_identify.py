@@ -19,8 +19,8 @@ from conftest import DATA
 
 import jaxhinge as jh
 from jaxhinge._analysis import _identify as I
-from jaxhinge._io import _telemetry as T
 from jaxhinge._cli import main
+from jaxhinge._io import _telemetry as T
 from jaxhinge._model._params import current_value
 
 TEL = os.path.join(DATA, "telemetry")
@@ -315,8 +315,10 @@ def test_cli_telemetry_fit(tmp_path, bsk, capsys):
     tel = _noisy(sc, t, v, 11)
     T.write_telemetry(tmp_path / "tel.csv", tel.t, tel.values, tel.columns)
     path = _fit_toml(tmp_path, extra_fit="starts = 2\nseed = 1")
-    text = open(path).read().replace(BSK_TOML, "guess.toml")
-    open(path, "w").write(text)
+    with open(path) as f:
+        text = f.read().replace(BSK_TOML, "guess.toml")
+    with open(path, "w") as f:
+        f.write(text)
     rc = main(["fit", path])
     out = capsys.readouterr()
     assert rc == 0, out.err
@@ -347,10 +349,53 @@ def test_cli_telemetry_fit(tmp_path, bsk, capsys):
 def test_cli_bad_fit_file(tmp_path, capsys, mutate, words):
     _write_csv(tmp_path / "tel.csv", ["t", *COLS], [[0.0, 0.1, 0.0, 0.0], [0.02, 0.1, 0.0, 0.0]] * 1)
     path = _fit_toml(tmp_path)
-    text = mutate(open(path).read())
-    open(path, "w").write(text)
+    with open(path) as f:
+        text = mutate(f.read())
+    with open(path, "w") as f:
+        f.write(text)
     rc = main(["fit", path])
     err = capsys.readouterr().err
     assert rc == 2 and "jaxhinge: error:" in err and words in err, err
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], "output.dir = \"out\": '{tmp}/out' exists and is not a folder"),
+    (["--out", "{tmp}/x/y"], "--out = '{tmp}/x/y': its parent folder '{tmp}/x' does not exist"),
+])
+def test_cli_output_folder_checked_before_compute(tmp_path, capsys, args, words):
+    """Reference: before the file layer the telemetry fit checked its output folder only after identifying.
+    Now: exit 2, one line, no progress line (nothing was computed), nothing written."""
+    _write_csv(tmp_path / "tel.csv", ["t", *COLS], [[0.0, 0.1, 0.0, 0.0], [0.02, 0.1, 0.0, 0.0]])
+    (tmp_path / "out").write_text("a file named like the output folder\n")
+    path = _fit_toml(tmp_path)
+    rc = main(["fit", path, *[a.format(tmp=tmp_path) for a in args]])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and words.format(tmp=tmp_path) in err, err
+    assert sorted(os.listdir(tmp_path)) == ["FIT.toml", "out", "tel.csv"]
+
+
+def test_load_fit_dispatches_on_data_table(tmp_path):
+    """`jh.load_fit` (one dispatcher, `jaxhinge._io._fit_files`) reads a FIT.toml with [data] as a telemetry fit."""
+    from jaxhinge._io._identify_file import IdentifySpec
+
+    _write_csv(tmp_path / "tel.csv", ["t", *COLS], [[0.0, 0.1, 0.0, 0.0], [0.02, 0.1, 0.0, 0.0]])
+    spec = jh.load_fit(_fit_toml(tmp_path))
+    assert isinstance(spec, IdentifySpec)
+    assert spec.out_dir == str(tmp_path / "out") and spec.csv_path == str(tmp_path / "tel.csv")
+    assert spec.fit_kwargs == {"free": FREE} and spec.plots
+
+
+def test_fit_modules_do_not_import_each_other():
+    import ast
+
+    import jaxhinge._io._fit_file as modal
+    import jaxhinge._io._identify_file as telemetry
+
+    for mod, other in ((modal, "_identify_file"), (telemetry, "_fit_file")):
+        with open(mod.__file__) as f:
+            tree = ast.parse(f.read())
+        names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [n for n in names if n.endswith(other)], (mod.__name__, names)

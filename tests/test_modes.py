@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import _kane
 import _seed
 import equinox as eqx
 import jax
@@ -14,8 +15,6 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-import _kane
-from jaxhinge._dynamics._energy import diagnostics
 from jaxhinge._analysis._modes import (
     _rest_spacecraft,
     body_jacobians,
@@ -27,6 +26,7 @@ from jaxhinge._analysis._modes import (
     modes_unjitted,
     reduced_matrices,
 )
+from jaxhinge._dynamics._energy import diagnostics
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(REPO, "jaxhinge", "examples", "spacecraft_three_panels.toml")
@@ -468,10 +468,11 @@ def _cli(*args):
                           timeout=300, check=False)
 
 
-def test_cli_modes_json():
-    proc = _cli("modes", EXAMPLE, "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)  # exactly one JSON object
+def test_cli_modes_json(capsys):
+    from jaxhinge._cli import main
+
+    assert main(["modes", EXAMPLE, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)  # exactly one JSON object
     f = [mm["frequency_hz"] for mm in data["modes"]]
     assert f == sorted(f) and len(f) == 3
     expected = modes(jh.load_scenario(EXAMPLE))
@@ -494,6 +495,7 @@ def test_cli_modes_table_clamped(capsys):
 
 
 def test_cli_modes_bad_scenario(tmp_path):
+    """The one subprocess test of `jaxhinge modes`: exit status 2, one line on stderr, nothing on stdout."""
     bad = tmp_path / "bad.toml"
     bad.write_text("[hub]\nmHub = -1.0\nIHubPntBc_B = [[1.0,0,0],[0,1.0,0],[0,0,1.0]]\n")
     proc = _cli("modes", str(bad), "--json")

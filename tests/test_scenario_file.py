@@ -7,8 +7,6 @@ import math
 import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import equinox as eqx
 import jax
@@ -18,8 +16,6 @@ import pytest
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxhinge._model._loads import Loads
-from jaxhinge._model._scenario import SimulationConfig
 from jaxhinge._io._scenario_file import (
     ScenarioError,
     dump_scenario,
@@ -28,8 +24,9 @@ from jaxhinge._io._scenario_file import (
     scenario_from_dict,
     scenario_to_dict,
 )
+from jaxhinge._model._loads import Loads
+from jaxhinge._model._scenario import SimulationConfig
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 BAD = pathlib.Path(__file__).resolve().parent / "data" / "scenarios"
 
 # Basilisk's hingedRigidBodyNoGravity test parameters (basilisk.md §3 and §3.2).
@@ -828,28 +825,25 @@ def test_bad_fixture_files(name, fragment):
 
 # ---------------------------------------------------------------------------------------------------------
 # (e) The CLI's error contract: `jaxhinge simulate BAD.toml --out traj.npz` prints one line
-#     "jaxhinge: error: <ScenarioError message>" to stderr, exits 2, no traceback, no output file.
+#     "jaxhinge: error: <ScenarioError message>" to stderr, exits 2, no traceback, no output file (in-process;
+#     the exit status of the process itself: tests/test_cli.py).
 # ---------------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "name", ["bad_mass.toml", "unknown_key.toml", "bad_dcm.toml", "rk4_save_dt.toml", "bad_syntax.toml"]
 )
-def test_cli_reports_scenario_errors(tmp_path, name):
+def test_cli_reports_scenario_errors(tmp_path, capsys, name):
+    from jaxhinge._cli import main
+
     path = BAD / name
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     out = tmp_path / "traj.npz"
-    proc = subprocess.run(
-        [sys.executable, "-m", "jaxhinge", "simulate", str(path), "--out", str(out)],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.splitlines() == [f"jaxhinge: error: {info.value}"], proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout
+    rc = main(["simulate", str(path), "--out", str(out)])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 2, stderr
+    assert stderr.splitlines() == [f"jaxhinge: error: {info.value}"], stderr
+    assert "Traceback" not in stderr + stdout
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._cli import main
 from jaxhinge import example_path
+from jaxhinge._analysis._sensitivity import attitude_error, settling_time
+from jaxhinge._cli import main
+from jaxhinge._io._sens_file import load_study
 from jaxhinge._math import mrp_to_dcm
-from jaxhinge._analysis._sensitivity import attitude_error, load_study, settling_time
 
 # central differences with a relative step 1e-5: truncation ~ (1e-5)^2 * O(1) relative, rounding
 # ~ 1e-16 / 1e-5 = 1e-11 relative; the rk4 solution is a smooth function of the parameters at fixed steps.
@@ -296,19 +297,21 @@ BAD = [
     ),
     ('outputs = [{name = "modal_frequencies", boundary = "pinned"}]', r"boundary = 'pinned'"),
     ('outputs = [{name = "peak_hub_rate", treshold = 1.0}]', r"unknown key 'treshold' for peak_hub_rate"),
-    ('outputs = ["theta"]\ntornado = ["theta"]', r"tornado = 'theta': not a scalar output row"),
+    ('outputs = ["theta"]\ntornado = ["theta"]', r"tornado\[0\] = \"theta\": not a scalar output row"),
     (
         'outputs = ["modal_frequencies"]\ntornado = ["modal_frequencies[mode 3]"]',
         r"not a scalar output row \(did you mean 'modal_frequencies\[mode 2\]'",
     ),
     (
         'outputs = ["peak_hub_rate"]\nmode = "sideways"',
-        r"mode = 'sideways': allowed values are auto, forward, reverse",
+        r'mode = "sideways": allowed values are "auto", "forward", "reverse"',
     ),
     (
         'outputs = ["peak_hub_rate"]\nscenaro = "x.toml"',
         r"unknown key 'scenaro' \(did you mean 'scenario'\?\)",
     ),
+    ('outputs = ["peak_hub_rate"]\ntornado = 3', r'tornado = 3: must be a list of output row names'),
+    ('outputs = "peak_hub_rate"\nmode = 1', r'mode = 1: allowed values are "auto", "forward", "reverse"'),
 ]
 
 
@@ -334,3 +337,46 @@ def test_api_refuses_bad_mode_and_names(study):
         jh.sensitivity(study.scenario, ["peak_hub_rate"], mode="fwd")
     with pytest.raises(jh.ScenarioError, match=r"did you mean 'hub.omega_BN_BInit'"):
         jh.sensitivity(study.scenario, ["peak_hub_rate"], ["hub.omega_BN_Binit"])
+
+
+@pytest.mark.parametrize(
+    "dir_line, args, words",
+    [
+        ('dir = "taken"', [], "output.dir = \"taken\": '{tmp}/taken' exists and is not a folder"),
+        ('dir = "out"', ["--out-dir", "{tmp}/taken"], "--out-dir = '{tmp}/taken': '{tmp}/taken' exists and is not"),
+        ('dir = "a/b"', [], "output.dir = \"a/b\": its parent folder '{tmp}/a' does not exist"),
+        ('dir = "res"', [], "'{tmp}/res/tornado.png' is an existing folder; the output file tornado.png cannot"),
+    ],
+)
+def test_output_folder_checked_before_compute(tmp_path, capsys, dir_line, args, words):
+    """Reference: before the file layer only the CLI checked the folder, and not the output file names in it
+    (an existing folder `tornado.png` failed after the compute). Now the loader refuses it: exit 2, one line, no
+    progress line (nothing compiled), nothing written."""
+    (tmp_path / "taken").write_text("a file\n")
+    (tmp_path / "res" / "tornado.png").mkdir(parents=True)
+    path = tmp_path / "s.toml"
+    path.write_text(f'scenario = "{example_path("slew_two_panel.toml")}"\noutputs = ["peak_hub_rate"]\n'
+                    f"[output]\n{dir_line}\n")
+    assert main(["sensitivity", str(path), *[a.format(tmp=tmp_path) for a in args]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("jaxhinge: error: ") and words.format(tmp=tmp_path) in err, err
+    assert sorted(os.listdir(tmp_path)) == ["res", "s.toml", "taken"] and os.listdir(tmp_path / "res") == ["tornado.png"]
+
+
+def test_cli_subprocess_contract(tmp_path):
+    """The one subprocess test of `jaxhinge sensitivity`: exit status 2, one line on stderr, no traceback, no
+    output folder."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.toml"
+    path.write_text(f'scenario = "{example_path("slew_two_panel.toml")}"\noutputs = ["peak_hub_rat"]\n'
+                    '[output]\ndir = "out"\n')
+    r = subprocess.run([sys.executable, "-m", "jaxhinge", "sensitivity", str(path)], capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    expected = f"jaxhinge: error: {path}: outputs[0] = 'peak_hub_rat': unknown output (did you mean 'peak_hub_rate'?)"
+    assert len(lines) == 1 and lines[0].startswith(expected), r.stderr
+    assert r.stdout == "" and os.listdir(tmp_path) == ["s.toml"]
+

@@ -68,6 +68,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
 from .._dynamics._backsub import accelerations, hinge_geometry
+from .._io._files import json_number as _num
 from .._math import mrp_bmat, tilde
 from .._model._scenario import Scenario
 from .._model._spacecraft import Spacecraft, State, strip_labels
@@ -432,11 +433,6 @@ class Modes(eqx.Module):
                 }
             )
         return {"boundary": self.boundary, "modes": out}
-
-
-def _num(x) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def _safe_sqrt(x):

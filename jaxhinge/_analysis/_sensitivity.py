@@ -73,11 +73,13 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._modes import check_boundary, modes_unjitted
+from .._io._files import to_json
+from .._io._scenario_file import ScenarioError
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario
 from .._model._spacecraft import strip_labels
-from .._io._scenario_file import ScenarioError
 from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
+from ._modes import check_boundary, modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
 SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time")
@@ -462,7 +464,7 @@ class SensitivityResult:
             "outputs": outs,
             "notes": list(self.notes),
         }
-        return _nan_to_none(d)
+        return to_json(d)
 
     def csv_rows(self) -> list[list]:
         """One row per (output row, parameter): output, component, t, value, unit, parameter, parameter value,
@@ -534,16 +536,6 @@ class SensitivityResult:
                 plt.close(fig)
                 return None
         return ax
-
-
-def _nan_to_none(x):
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _nan_to_none(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_nan_to_none(v) for v in x]
-    return x
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -724,156 +716,3 @@ def _block_kind(blocks: Sequence[OutputBlock], row: int) -> str:
         if b.start <= row < b.stop:
             return b.kind
     raise IndexError(row)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# SENS files (`jaxhinge sensitivity SENS.toml`)
-# ------------------------------------------------------------------------------------------------------------
-
-_STUDY_KEYS = ("scenario", "outputs", "parameters", "mode", "tornado", "output")
-
-
-@dataclasses.dataclass(frozen=True)
-class Study:
-    """A validated SENS file: the scenario, outputs, parameters, mode, tornado rows and output folder."""
-
-    source: str
-    scenario_path: str
-    scenario: Scenario
-    outputs: list
-    parameters: list | None
-    mode: str
-    tornado: tuple[str, ...]
-    out_dir: str
-
-
-def _tornado_rows(scenario: Scenario, outputs: tuple[_Output, ...]) -> list[str]:
-    """The row names a tornado plot may show (scalar and modal outputs), without simulating."""
-    blocks = _blocks(scenario, outputs)
-    return _row_names([b for b in blocks if b.kind != "history"], None)
-
-
-def load_study(path: str) -> Study:
-    """Read and validate a SENS TOML file (format: README, `jaxhinge sensitivity --help`). Relative paths
-    (`scenario`, `output.dir`) are relative to the SENS file. Everything is checked before any compute.
-
-    **Raises:** `ScenarioError` with a one-line message `SENS.toml: field = value: what is allowed`.
-    """
-    import os
-    import tomllib
-
-    from .._io._scenario_file import load_scenario
-
-    source = os.fspath(path)
-    try:
-        with open(source, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise _fail(source, f"cannot read sensitivity file: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise _fail(source, f"TOML syntax error: {str(e).splitlines()[0] if str(e) else e}") from None
-    for key in data:
-        if key not in _STUDY_KEYS:
-            raise _fail(
-                source,
-                f"unknown key {key!r}{_did_you_mean(key, _STUDY_KEYS)}; allowed keys are "
-                f"{', '.join(_STUDY_KEYS)}",
-            )
-    for key in ("scenario", "outputs"):
-        if key not in data:
-            raise _fail(source, f"missing key {key!r}")
-    here = os.path.dirname(os.path.abspath(source))
-    scen = data["scenario"]
-    if not isinstance(scen, str) or not scen:
-        raise _fail(
-            source, f"scenario = {scen!r}: must be a path to a scenario TOML file (relative to this file)"
-        )
-    mode = data.get("mode", "auto")
-    if mode not in MODES:
-        raise _fail(source, f"mode = {mode!r}: allowed values are {', '.join(MODES)}")
-    out = data.get("output", {})
-    if not isinstance(out, dict):
-        raise _fail(source, f"output = {out!r}: must be a table with key dir")
-    for key in out:
-        if key != "dir":
-            raise _fail(source, f"output: unknown key {key!r}; allowed keys are dir")
-    out_dir = out.get("dir", os.path.splitext(os.path.basename(source))[0] + "_out")
-    if not isinstance(out_dir, str) or not out_dir:
-        raise _fail(source, f"output.dir = {out_dir!r}: must be a directory path")
-    out_dir = os.path.join(here, out_dir)
-    scenario = load_scenario(os.path.join(here, scen))
-    params = data.get("parameters")
-    parse_parameters(scenario, params, source)
-    outs = parse_outputs(scenario, data["outputs"], source)
-    rows = _tornado_rows(scenario, outs)
-    tornado = data.get("tornado", rows[:1])
-    if isinstance(tornado, str):
-        tornado = [tornado]
-    if not isinstance(tornado, list) or not all(isinstance(r, str) for r in tornado):
-        raise _fail(
-            source, f'tornado = {tornado!r}: must be a list of output row names such as "peak_hub_rate"'
-        )
-    for r in tornado:
-        if r not in rows:
-            allowed = ", ".join(rows) if rows else "none (request a scalar or modal output)"
-            raise _fail(
-                source,
-                f"tornado = {r!r}: not a scalar output row{_did_you_mean(r, rows)}; allowed: {allowed}",
-            )
-    return Study(
-        source,
-        os.path.join(here, scen),
-        scenario,
-        list(data["outputs"]),
-        params,
-        mode,
-        tuple(tornado),
-        out_dir,
-    )
-
-
-def run_study(study: Study) -> SensitivityResult:
-    """`sensitivity` with the study's settings."""
-    return sensitivity(study.scenario, study.outputs, study.parameters, mode=study.mode)
-
-
-def write_outputs(result: SensitivityResult, study: Study, out_dir: str, atomic_write) -> list[str]:
-    """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
-    `out_dir`, each atomically through `atomic_write(path, write)`. **Returns:** the paths written."""
-    import csv
-    import io
-    import json
-    import os
-
-    os.makedirs(out_dir, exist_ok=True)
-    data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
-
-    def write_csv(f):
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows(result.csv_rows())
-        f.write(buf.getvalue().encode())
-
-    def write_png(f):
-        from .._io._plot import _plt
-
-        plt = _plt()
-        n = max(len(study.tornado), 1)
-        P = len(result.parameter_names)
-        fig, axes = plt.subplots(n, 1, figsize=(7.5, n * (0.42 * P + 1.4)), squeeze=False)
-        for ax, row in zip(axes[:, 0], study.tornado):
-            result.plot_tornado(row, ax=ax)
-        fig.tight_layout()
-        fig.savefig(f, format="png", dpi=110)
-        plt.close(fig)
-
-    files = {
-        "sensitivity.json": lambda f: f.write((json.dumps(data, indent=1, allow_nan=False) + "\n").encode()),
-        "sensitivity.csv": write_csv,
-        "tornado.png": write_png,
-    }
-    written = []
-    for name, write in files.items():
-        path = os.path.join(out_dir, name)
-        atomic_write(path, write)
-        written.append(path)
-    return written

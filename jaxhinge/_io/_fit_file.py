@@ -28,7 +28,7 @@ periods = 30                        # free-response length, in periods of the sl
 amplitude_rad = 1e-4                # initial hinge amplitude [rad]
 
 [output]                            # optional
-dir = "out"                         # relative to this file (default "out"); created if missing
+dir = "out"                         # relative to this file (default "out"); created if missing (not its parent)
 plot = "fit.png"                    # file name in dir (.png, .pdf, .svg), or false for no plot
 ```
 
@@ -39,13 +39,8 @@ end: a failed run leaves no partial output.
 """
 
 import dataclasses
-import json
-import math
 import os
-import pathlib
-import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -54,7 +49,9 @@ import numpy as np
 from .._analysis._fit import SOLVERS, FitError, FitResult, fit
 from .._analysis._modes import BOUNDARIES, measure_modes
 from .._model._scenario import Scenario
-from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
+from ._files import _Checker, _kind, write_json, write_output_files
+from ._files import json_number as _num
+from ._scenario_file import load_scenario, scenario_toml
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma")
@@ -74,6 +71,12 @@ _ALIASES = {
     "out": "dir",
     "modes": "mode_numbers",
 }
+_DESCRIPTION = {
+    "scenario": "the model's scenario TOML file, relative to this file",
+    "targets_hz": "target frequencies in Hz, ascending",
+    "free": 'e.g. free = ["p0.k", "p0.c"]',
+}
+OUTPUT_FILES = ("result.json", "fitted_scenario.toml")  # and the plot, when there is one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,134 +96,77 @@ class FitSpec:
     plot: str | None
 
 
-def _err(path: str, field: str | None, msg: str) -> FitError:
-    return FitError(f"{path}: {field}: {msg}" if field else f"{path}: {msg}", field=field)
+def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None) -> FitSpec:
+    """Read and validate a modal FIT.toml file (schema: this module's docstring) and load its scenario. Every
+    check, the output folder's included, happens here, before any compute.
 
+    A FIT.toml with a `[data]` table is a telemetry fit: read any FIT.toml with `jaxhinge.load_fit`
+    (`jaxhinge._io._fit_files.load_fit_file`), which dispatches.
 
-def _bad(path: str, field: str, value: Any, rule: str) -> FitError:
-    return FitError(f"{path}: {field} = {_fmt(value)}: {rule}", field=field)
+    **Arguments:**
 
-
-def _keys(path: str, table: Mapping, where: str, allowed: tuple[str, ...]) -> None:
-    for key in table:
-        if key not in allowed:
-            hint = _suggest(str(key), allowed, _ALIASES)
-            hint = f" (did you mean {hint!r}?)" if hint else ""
-            raise _err(path, where, f"unknown key {key!r}{hint}; allowed keys: {', '.join(allowed)}")
-
-
-def _table(path: str, data: Mapping, key: str, required: bool) -> Mapping:
-    if key not in data:
-        if required:
-            raise _err(path, None, f"missing required table [{key}]")
-        return {}
-    t = data[key]
-    if not isinstance(t, Mapping):
-        raise _bad(path, key, t, f"must be a table ([{key}]), got {_kind(t)}")
-    return t
-
-
-def _number(path, field, value, *, integer=False, positive=True) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
-        raise _bad(path, field, value, f"must be {'an integer' if integer else 'a number'}, got {_kind(value)}")
-    if not math.isfinite(value) or (positive and not value > 0):
-        raise _bad(path, field, value, "must be an integer > 0" if integer else "must be a finite number > 0")
-    return value
-
-
-def load_fit(path: str | os.PathLike) -> FitSpec:
-    """Read and validate a FIT.toml file (schema: this module's docstring) and load its scenario.
-
-    A FIT.toml with a `[data]` table is a telemetry fit: the result is then a
-    `jaxhinge._identify_file.IdentifySpec` (schema in that module).
+    - `path`: the FIT.toml file (names the file in errors; relative paths are relative to its folder).
+    - `data`: its parsed content, when already read (else `path` is read).
+    - `out_dir`: an output folder that replaces `[output] dir` (checked instead of it).
 
     **Raises:** `FitError` (`file: field = value: rule`) for a bad FIT.toml, `ScenarioError` for a bad scenario.
     """
     source = os.fspath(path)
-    try:
-        text = pathlib.Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise FitError(f"{source}: cannot read fit file: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise FitError(f"{source}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise FitError(f"{source}: TOML syntax error: {str(e).splitlines()[0]}") from None
-    if isinstance(data, dict) and "data" in data:  # a telemetry fit (jaxhinge._identify_file)
-        from ._identify_file import load_identify
+    ck = _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    if data is None:
+        data = ck.read_toml("fit file")
+    if "data" in data:
+        raise ck.fail(None, "a FIT.toml with a [data] table is a telemetry fit: read it with jaxhinge.load_fit")
+    ck.keys(data, None, _TOP, ("scenario",))
+    scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
 
-        return load_identify(source, data)  # type: ignore[return-value]
-    _keys(source, data, "top level", _TOP)
-    if "scenario" not in data:
-        raise _err(source, None, "missing required key 'scenario' (the model's scenario TOML file, relative to "
-                                 "this file)")
-    if not isinstance(data["scenario"], str) or not data["scenario"]:
-        raise _bad(source, "scenario", data["scenario"], "must be a file name (string)")
-    base = os.path.dirname(os.path.abspath(source))
-    scen_path = os.path.normpath(os.path.join(base, data["scenario"]))
-
-    modes_t = _table(source, data, "modes", True)
-    _keys(source, modes_t, "modes", _MODES)
-    fit_t = _table(source, data, "fit", True)
-    _keys(source, fit_t, "fit", _FIT)
-    check_t = _table(source, data, "check", False)
-    _keys(source, check_t, "check", _CHECK)
-    out_t = _table(source, data, "output", False)
-    _keys(source, out_t, "output", _OUTPUT)
+    modes_t = ck.section(data, "modes", _MODES, required=True)
+    fit_t = ck.section(data, "fit", _FIT, required=True)
+    check_t = ck.section(data, "check", _CHECK)
+    out_t = ck.section(data, "output", _OUTPUT)
 
     kw: dict[str, Any] = {}
-    boundary = modes_t.get("boundary", "free")
-    if boundary not in BOUNDARIES:
-        raise _bad(source, "modes.boundary", boundary, 'allowed values are "free", "clamped"')
-    kw["boundary"] = boundary
-    if "targets_hz" not in modes_t:
-        raise _err(source, "modes", "missing required key 'targets_hz' (target frequencies in Hz, ascending)")
+    kw["boundary"] = ck.choice(modes_t.get("boundary", "free"), "modes.boundary", BOUNDARIES)
+    ck.keys(modes_t, "modes", _MODES, ("targets_hz",))
     targets = modes_t["targets_hz"]
     if not isinstance(targets, list):
-        raise _bad(source, "modes.targets_hz", targets, f"must be a list of numbers, got {_kind(targets)}")
+        raise ck.bad("modes.targets_hz", targets, f"must be a list of numbers, got {_kind(targets)}")
     for key in ("damping_ratios", "mode_numbers"):
         if key in modes_t:
             if not isinstance(modes_t[key], list):
-                raise _bad(source, f"modes.{key}", modes_t[key], f"must be a list, got {_kind(modes_t[key])}")
+                raise ck.bad(f"modes.{key}", modes_t[key], f"must be a list, got {_kind(modes_t[key])}")
             kw[key] = modes_t[key]
     for key in ("frequency_sigma", "damping_sigma"):
         if key in modes_t:
-            kw[key] = _number(source, f"modes.{key}", modes_t[key])
-    if "free" not in fit_t:
-        raise _err(source, "fit", "missing required key 'free' (e.g. free = [\"p0.k\", \"p0.c\"])")
+            kw[key] = ck.finite_positive(modes_t[key], f"modes.{key}")
+    ck.keys(fit_t, "fit", _FIT, ("free",))
     kw["free"] = fit_t["free"]
     if "solver" in fit_t:
-        if fit_t["solver"] not in SOLVERS:
-            raise _bad(source, "fit.solver", fit_t["solver"], f"allowed values are {', '.join(SOLVERS)}")
-        kw["solver"] = fit_t["solver"]
+        kw["solver"] = ck.choice(fit_t["solver"], "fit.solver", SOLVERS)
     if "max_steps" in fit_t:
-        kw["max_steps"] = int(_number(source, "fit.max_steps", fit_t["max_steps"], integer=True))
+        kw["max_steps"] = ck.integer(fit_t["max_steps"], "fit.max_steps")
     for key in ("rtol", "atol", "learning_rate", "reach_rtol"):
         if key in fit_t:
-            kw[key] = float(_number(source, f"fit.{key}", fit_t[key]))
+            kw[key] = ck.finite_positive(fit_t[key], f"fit.{key}")
 
     check: dict[str, Any] | None = {}
-    simulate = check_t.get("simulate", True)
-    if not isinstance(simulate, bool):
-        raise _bad(source, "check.simulate", simulate, "must be true or false")
+    simulate = ck.boolean(check_t.get("simulate", True), "check.simulate")
     if "periods" in check_t:
-        check["periods"] = float(_number(source, "check.periods", check_t["periods"]))
+        check["periods"] = ck.finite_positive(check_t["periods"], "check.periods")
         if check["periods"] < 3:
-            raise _bad(source, "check.periods", check_t["periods"], "must be >= 3 (zero crossings are counted)")
+            raise ck.bad("check.periods", check_t["periods"], "must be >= 3 (zero crossings are counted)")
     if "amplitude_rad" in check_t:
-        check["amplitude"] = float(_number(source, "check.amplitude_rad", check_t["amplitude_rad"]))
+        check["amplitude"] = ck.finite_positive(check_t["amplitude_rad"], "check.amplitude_rad")
     if not simulate:
         check = None
 
-    out_dir = out_t.get("dir", "out")
-    if not isinstance(out_dir, str) or not out_dir:
-        raise _bad(source, "output.dir", out_dir, "must be a folder name (string)")
     plot = out_t.get("plot", "fit.png")
     if plot is False:
         plot = None
     elif not isinstance(plot, str) or not plot.lower().endswith((".png", ".pdf", ".svg")) or os.sep in plot:
-        raise _bad(source, "output.plot", plot, "must be a file name ending in .png, .pdf or .svg, or false")
+        raise ck.bad("output.plot", plot, "must be a file name ending in .png, .pdf or .svg, or false")
+    files = OUTPUT_FILES + ((plot,) if plot else ())
+    out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
     return FitSpec(
@@ -231,7 +177,7 @@ def load_fit(path: str | os.PathLike) -> FitSpec:
         targets_hz=targets,
         fit_kwargs=kw,
         check=check,
-        out_dir=os.path.normpath(os.path.join(base, out_dir)),
+        out_dir=out_dir,
         plot=plot,
     )
 
@@ -260,11 +206,6 @@ def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tup
 # ------------------------------------------------------------------------------------------------------------
 # Outputs
 # ------------------------------------------------------------------------------------------------------------
-
-
-def _num(x) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any]:
@@ -389,60 +330,16 @@ def plot_fit(result: FitResult, path, fmt: str | None = None, title: str = "") -
     plt.close(fig)
 
 
-def write_output_files(out_dir: str, writers: Mapping[str, Callable[[str], None]]) -> list[str]:
-    """Write every file of a fit's output folder, all or nothing: each `writers[name](tmp_path)` writes a
-    temporary file in `out_dir`; only when all succeeded are they renamed to their names. Used by the modal
-    and the telemetry fits. Returns the written paths; raises `FitError` for an unusable folder."""
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        raise FitError(f"output.dir = {out_dir!r}: cannot create the folder: {e.strerror or e}") from None
-    if not os.access(out_dir, os.W_OK):
-        raise FitError(f"output.dir = {out_dir!r}: the folder is not writable")
-    tmps: dict[str, str] = {}
-    try:
-        for name in writers:
-            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".jaxhinge-", suffix=os.path.splitext(name)[1])
-            os.close(fd)
-            tmps[name] = tmp
-        for name, write in writers.items():
-            write(tmps[name])
-        mask = os.umask(0)
-        os.umask(mask)
-        written = []
-        for name, tmp in tmps.items():
-            os.chmod(tmp, 0o666 & ~mask)
-            dest = os.path.join(out_dir, name)
-            os.replace(tmp, dest)
-            written.append(dest)
-        return written
-    finally:
-        for tmp in tmps.values():
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-
-
-def write_json(data: Mapping[str, Any], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, allow_nan=False)
-        f.write("\n")
-
-
 def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -> list[str]:
     """Write result.json, fitted_scenario.toml and the plot into `spec.out_dir` (all or nothing)."""
     data = result_dict(result, spec)
     if extra:
         data["timing_s"].update(extra)
     writers = {
-        "result.json": lambda path: write_json(data, path),
-        "fitted_scenario.toml": lambda path: dump_scenario(result.scenario, path),
+        "result.json": lambda f: write_json(data, f),
+        "fitted_scenario.toml": lambda f: f.write(scenario_toml(result.scenario, os.path.join(spec.out_dir, "fitted_scenario.toml")).encode("utf-8")),
     }
     if spec.plot:
         fmt = os.path.splitext(spec.plot)[1].lstrip(".").lower()
-
-        def plot(path):
-            with open(path, "wb") as f:
-                plot_fit(result, f, fmt=fmt, title=os.path.basename(spec.path))
-
-        writers[spec.plot] = plot
+        writers[spec.plot] = lambda f: plot_fit(result, f, fmt=fmt, title=os.path.basename(spec.path))
     return write_output_files(spec.out_dir, writers)

@@ -32,7 +32,6 @@ and renamed at the end (a failed run leaves no partial output).
 """
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,10 +39,11 @@ from typing import Any
 import numpy as np
 
 from .._analysis._fit import FitError
-from ._fit_file import write_json, write_output_files
-from .._analysis._identify import SOLVERS, IdentifyResult, identify
+from .._analysis._identify import SOLVERS, IdentifyResult, identify, parse_free
 from .._model._scenario import Scenario
-from ._scenario_file import _fmt, _kind, _suggest, dump_scenario, load_scenario
+from ._files import _Checker, write_json, write_output_files
+from ._files import json_number as _num
+from ._scenario_file import load_scenario, scenario_toml
 from ._telemetry import Telemetry, load_telemetry
 
 _TOP = ("scenario", "data", "fit", "output")
@@ -53,6 +53,15 @@ _FIT = ("free", "solver", "max_steps", "rtol", "atol", "starts", "spread", "seed
 _OUTPUT = ("dir", "plots")
 _ALIASES = {"file": "csv", "path": "csv", "noise": "sigma", "parameters": "free", "method": "solver",
             "iterations": "max_steps", "out": "dir", "plot": "plots", "multistart": "starts"}
+_DESCRIPTION = {
+    "scenario": "the model's scenario TOML file, relative to this file",
+    "csv": "the telemetry CSV file, relative to this file",
+    "columns": "the measured columns, e.g. columns = [\"omega_BN_B_3\", \"theta_p0\"]",
+    "sigma": "1-sigma noise per column, or one number",
+    "free": 'e.g. free = ["p0.k", "p0.c"]',
+}
+OUTPUT_FILES = ("result.json", "fitted_scenario.toml")
+PLOT_FILES = ("fit.png", "residuals.png")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,101 +80,53 @@ class IdentifySpec:
     plots: bool
 
 
-def _err(path, field, msg):
-    return FitError(f"{path}: {field}: {msg}" if field else f"{path}: {msg}", field=field)
+def load_identify(
+    path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None
+) -> IdentifySpec:
+    """Read and validate a telemetry FIT.toml (schema: module docstring), its scenario and its CSV; every check,
+    the output folder's included, happens here, before any compute.
 
+    **Arguments:** `path` (the file), `data` (its parsed content, when already read), `out_dir` (an output
+    folder that replaces `[output] dir`, checked instead of it).
 
-def _keys(path, table: Mapping, where: str, allowed):
-    for key in table:
-        if key not in allowed:
-            hint = _suggest(str(key), allowed, _ALIASES)
-            hint = f" (did you mean {hint!r}?)" if hint else ""
-            raise _err(path, where, f"unknown key {key!r}{hint}; allowed keys: {', '.join(allowed)}")
-
-
-def _table(path, data: Mapping, key: str, required: bool) -> Mapping:
-    if key not in data:
-        if required:
-            raise _err(path, None, f"missing required table [{key}]")
-        return {}
-    t = data[key]
-    if not isinstance(t, Mapping):
-        raise _err(path, key, f"must be a table ([{key}]), got {_kind(t)}")
-    return t
-
-
-def load_identify(path: str | os.PathLike, data: Mapping | None = None) -> IdentifySpec:
-    """Read and validate a telemetry FIT.toml (schema: module docstring), its scenario and its CSV; every check
-    happens here, before any compute. **Raises:** `FitError` (`TelemetryError` for the data), `ScenarioError`."""
-    import tomllib
-
+    **Raises:** `FitError` (`TelemetryError` for the data), `ScenarioError`.
+    """
     source = os.fspath(path)
+    ck = _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
     if data is None:
-        try:
-            with open(source, "rb") as f:
-                data = tomllib.load(f)
-        except OSError as e:
-            raise FitError(f"{source}: cannot read fit file: {e.strerror or e}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise FitError(f"{source}: TOML syntax error: {str(e).splitlines()[0]}") from None
-    _keys(source, data, "top level", _TOP)
-    if not isinstance(data.get("scenario"), str) or not data["scenario"]:
-        raise _err(source, "scenario", "missing or not a file name (the model's scenario TOML, relative to this file)")
-    base = os.path.dirname(os.path.abspath(source))
-    scen_path = os.path.normpath(os.path.join(base, data["scenario"]))
-    d = _table(source, data, "data", True)
-    _keys(source, d, "data", _DATA)
-    fit_t = _table(source, data, "fit", True)
-    _keys(source, fit_t, "fit", _FIT)
-    out_t = _table(source, data, "output", False)
-    _keys(source, out_t, "output", _OUTPUT)
-    for key in _DATA:
-        if key not in d:
-            raise _err(source, f"data.{key}", "missing required key")
-    if not isinstance(d["csv"], str) or not d["csv"]:
-        raise _err(source, "data.csv", f"{_fmt(d['csv'])}: must be a file name (string)")
-    if "free" not in fit_t:
-        raise _err(source, "fit.free", "missing required key (e.g. free = [\"p0.k\", \"p0.c\"])")
+        data = ck.read_toml("fit file")
+    ck.keys(data, None, _TOP, ("scenario",))
+    scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
+    d = ck.section(data, "data", _DATA, required=True)
+    fit_t = ck.section(data, "fit", _FIT, required=True)
+    out_t = ck.section(data, "output", _OUTPUT)
+    ck.keys(d, "data", _DATA, _DATA)
+    csv_path = ck.path(d["csv"], "data.csv", "a CSV file name")
+    ck.keys(fit_t, "fit", _FIT, ("free",))
     kwargs: dict[str, Any] = {"free": fit_t["free"]}
     for key in _FIT[1:]:
         if key in fit_t:
             kwargs[key] = fit_t[key]
-    if "solver" in kwargs and kwargs["solver"] not in SOLVERS:
-        raise _err(source, "fit.solver", f"{kwargs['solver']!r}: allowed values are {', '.join(SOLVERS)}")
+    if "solver" in kwargs:
+        ck.choice(kwargs["solver"], "fit.solver", SOLVERS)
     for key in ("max_steps", "starts", "seed"):
-        v = kwargs.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "seed" else 1)):
-            raise _err(source, f"fit.{key}", f"{_fmt(v)}: must be an integer >= {0 if key == 'seed' else 1}")
+        if key in kwargs:
+            kwargs[key] = ck.integer(kwargs[key], f"fit.{key}", 0 if key == "seed" else 1)
     for key in ("rtol", "atol", "spread", "ident_rtol", "warn_rtol"):
-        v = kwargs.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                              or v <= 0):
-            raise _err(source, f"fit.{key}", f"{_fmt(v)}: must be a finite number > 0")
+        if key in kwargs:
+            kwargs[key] = ck.finite_positive(kwargs[key], f"fit.{key}")
+    plots = ck.boolean(out_t.get("plots", True), "output.plots")
+    files = OUTPUT_FILES + (PLOT_FILES if plots else ())
+    out_dir = ck.output_folder(out_t, "out", files, out_dir)
     scenario = load_scenario(scen_path)
-    csv_path = os.path.normpath(os.path.join(base, d["csv"]))
     tel = load_telemetry(csv_path, d["columns"], d["sigma"], scenario)
-    # parse the free list and the remaining options now (errors before any compute)
-    from .._analysis._identify import parse_free
-
-    parse_free(scenario, kwargs["free"])
-    out_dir = out_t.get("dir", "out")
-    if not isinstance(out_dir, str) or not out_dir:
-        raise _err(source, "output.dir", f"{_fmt(out_dir)}: must be a folder name (string)")
-    plots = out_t.get("plots", True)
-    if not isinstance(plots, bool):
-        raise _err(source, "output.plots", f"{_fmt(plots)}: must be true or false")
+    parse_free(scenario, kwargs["free"])  # the free list too: errors before any compute
     return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,
-                        csv_path=csv_path, telemetry=tel, fit_kwargs=kwargs,
-                        out_dir=os.path.normpath(os.path.join(base, out_dir)), plots=plots)
+                        csv_path=csv_path, telemetry=tel, fit_kwargs=kwargs, out_dir=out_dir, plots=plots)
 
 
 def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = None) -> IdentifyResult:
     return identify(spec.scenario, spec.telemetry, progress=progress, **spec.fit_kwargs)
-
-
-def _num(x) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dict[str, Any]:
@@ -244,17 +205,14 @@ def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
     """Write result.json, fitted_scenario.toml and the plots into `spec.out_dir` (all or nothing)."""
     data = result_dict(result, spec)
     writers = {
-        "result.json": lambda path: write_json(data, path),
-        "fitted_scenario.toml": lambda path: dump_scenario(result.scenario, path),
+        "result.json": lambda f: write_json(data, f),
+        "fitted_scenario.toml": lambda f: f.write(
+            scenario_toml(result.scenario, os.path.join(spec.out_dir, "fitted_scenario.toml")).encode("utf-8")
+        ),
     }
     if spec.plots:
-        for name, kind in (("fit.png", "fit"), ("residuals.png", "resid")):
-
-            def plot(path, kind=kind):
-                with open(path, "wb") as f:
-                    plot_identify(result, f, kind)
-
-            writers[name] = plot
+        writers["fit.png"] = lambda f: plot_identify(result, f, "fit")
+        writers["residuals.png"] = lambda f: plot_identify(result, f, "resid")
     return write_output_files(spec.out_dir, writers)
 
 

@@ -77,14 +77,10 @@ max_steps = 1000000
 """
 
 import dataclasses
-import datetime
-import difflib
 import math
 import os
 import pathlib
 import re
-import tempfile
-import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,6 +89,22 @@ import numpy as np
 from .._model._loads import Loads, Pulses
 from .._model._scenario import INTEGRATORS, ConfigError, Scenario, SimulationConfig
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
+from ._files import (  # noqa: F401  (the checker and its helpers live in the file layer, shared by every loader)
+    ScenarioError,
+    _Checker,
+    _fmt,
+    _fmt_float,
+    _fmt_key,
+    _fmt_shape,
+    _kind,
+    _shape_of,
+    _shape_words,
+    _suggest,
+    _toml_str,
+    _unwrap,
+    atomic_write,
+    toml_text,
+)
 
 __all__ = [
     "ScenarioError",
@@ -101,21 +113,8 @@ __all__ = [
     "load_scenario",
     "scenario_from_dict",
     "scenario_to_dict",
+    "scenario_toml",
 ]
-
-
-class ScenarioError(ValueError):
-    """A scenario file or dict that cannot be used. `str(error)` is one line:
-    `source: field = value: what is allowed`.
-
-    Attributes: `source` (file name or `"<dict>"`), `field` (dotted path such as `panels[1] ("p1").dcm_HB`,
-    or `None` for file-level errors).
-    """
-
-    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
-        super().__init__(message)
-        self.source = source
-        self.field = field
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -227,213 +226,8 @@ _DCM_TOL = 1e-9  # dcm_HB orthonormality and det
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Formatting helpers (every message stays on one line)
-# ------------------------------------------------------------------------------------------------------------
-
-
-def _toml_str(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _fmt_float(x: float) -> str:
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return repr(float(x))
-
-
-def _fmt(value: Any, limit: int = 240) -> str:
-    """A value as it would be written in TOML (on one line, shortened past `limit` characters)."""
-
-    def rec(v):
-        if isinstance(v, (bool, np.bool_)):
-            return "true" if v else "false"
-        if isinstance(v, (int, np.integer)):
-            return str(int(v))
-        if isinstance(v, (float, np.floating)):
-            return _fmt_float(float(v))
-        if isinstance(v, str):
-            return _toml_str(v)
-        if isinstance(v, Mapping):
-            return "{" + ", ".join(f"{_fmt_key(str(k))} = {rec(x)}" for k, x in v.items()) + "}"
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(rec(x) for x in v) + "]"
-        if isinstance(v, np.ndarray):
-            return rec(v.tolist())
-        return _toml_str(str(v)) if not isinstance(v, (datetime.date, datetime.time)) else v.isoformat()
-
-    s = rec(value)
-    return s if len(s) <= limit else s[: limit - 5] + " ...]"
-
-
-def _fmt_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a table"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, (datetime.date, datetime.time)):
-        return "a date/time"
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return "a number"
-    return f"a {type(value).__name__}"
-
-
-def _fmt_shape(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _shape_words(shape: tuple[int, ...]) -> str:
-    if shape == ():
-        return "a number"
-    if len(shape) == 1:
-        return f"a list of {shape[0]} numbers"
-    return f"{shape[0]} rows of {shape[1]} numbers"
-
-
-# ------------------------------------------------------------------------------------------------------------
 # Validation (pure Python / NumPy; nothing is built until everything has passed)
 # ------------------------------------------------------------------------------------------------------------
-
-
-class _Checker:
-    def __init__(self, source: str):
-        self.source = source
-
-    def fail(self, field: str | None, message: str) -> ScenarioError:
-        """`source: field: message`."""
-        where = f"{self.source}: {field}" if field else self.source
-        return ScenarioError(f"{where}: {message}", source=self.source, field=field)
-
-    def bad(self, field: str, value: Any, rule: str) -> ScenarioError:
-        """`source: field = value: rule`."""
-        return ScenarioError(
-            f"{self.source}: {field} = {_fmt(value)}: {rule}", source=self.source, field=field
-        )
-
-    # -- structure
-
-    def table(self, value: Any, field: str, header: str) -> Mapping:
-        if not isinstance(value, Mapping):
-            raise self.bad(field, value, f"must be a table ({header}), got {_kind(value)}")
-        return value
-
-    def keys(
-        self, table: Mapping, field: str | None, allowed: tuple[str, ...], required: tuple[str, ...], aliases
-    ):
-        where = field if field is not None else "top level"
-        for key in table:
-            if not isinstance(key, str) or key not in allowed:
-                key_s = str(key)
-                hint = _suggest(key_s, allowed, aliases)
-                hint = f" (did you mean {hint!r}?)" if hint else ""
-                raise self.fail(where, f"unknown key {key_s!r}{hint}; allowed keys: {', '.join(allowed)}")
-        for key in required:
-            if key not in table:
-                desc = f" ({_DESCRIPTION[key]})" if key in _DESCRIPTION else ""
-                raise self.fail(where, f"missing required key {key!r}{desc}")
-
-    # -- numbers and arrays
-
-    def number(self, value: Any, field: str) -> float:
-        value = _unwrap(value)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)
-        ):
-            raise self.bad(field, value, f"must be a number, got {_kind(value)}")
-        try:
-            x = float(value)
-        except OverflowError:
-            raise self.bad(field, value, "too large for a float64") from None
-        if not math.isfinite(x):
-            raise self.bad(field, value, "must be a finite number (nan and inf are not allowed)")
-        return x
-
-    def array(self, value: Any, field: str, shape: tuple[int, ...]) -> np.ndarray:
-        value = _unwrap(value)
-        given = _shape_of(value)
-        if given != shape:
-            got = "a ragged nested array" if given is None else f"shape {_fmt_shape(given)}"
-            if given == ():
-                got = _kind(value)
-            raise self.bad(
-                field, value, f"expected shape {_fmt_shape(shape)} ({_shape_words(shape)}), got {got}"
-            )
-        out = np.empty(shape)
-        for idx in np.ndindex(*shape):
-            elem = value
-            for i in idx:
-                elem = elem[i]
-            out[idx] = self.number(elem, field + "".join(f"[{i}]" for i in idx))
-        return out
-
-    def positive(self, value: Any, field: str, unit: str) -> float:
-        x = self.number(value, field)
-        if not x > 0:
-            raise self.bad(field, value, f"must be > 0 ({unit})")
-        return x
-
-    def nonnegative(self, value: Any, field: str, unit: str) -> float:
-        x = self.number(value, field)
-        if not x >= 0:
-            raise self.bad(field, value, f"must be >= 0 ({unit})")
-        return x
-
-
-def _unwrap(value: Any) -> Any:
-    """NumPy / JAX arrays (e.g. from `scenario_to_dict` edits in code) as nested lists; tuples as lists."""
-    if isinstance(value, np.ndarray) or (
-        hasattr(value, "__array__") and not isinstance(value, (list, tuple, str, Mapping))
-    ):
-        value = np.asarray(value).tolist()
-    if isinstance(value, tuple):
-        value = list(value)
-    return value
-
-
-def _shape_of(value: Any) -> tuple[int, ...] | None:
-    value = _unwrap(value)
-    if not isinstance(value, list):
-        return ()
-    shapes = {_shape_of(v) for v in value}
-    if len(shapes) > 1 or None in shapes:
-        return None
-    inner = shapes.pop() if shapes else ()
-    return (len(value), *inner)
-
-
-def _suggest(key: str, allowed: tuple[str, ...], aliases: Mapping[str, str]) -> str | None:
-    """The closest allowed key: same key in another case, a known misnaming, or a difflib match (among the
-    allowed keys and the known misnamings)."""
-    low = {a.lower(): a for a in allowed}
-    low.update({alias: target for alias, target in aliases.items() if alias not in low})
-    close = difflib.get_close_matches(key.lower(), list(low), n=1, cutoff=0.6)
-    return low[close[0]] if close else None
 
 
 @dataclasses.dataclass
@@ -697,7 +491,7 @@ def _check_simulation(ck: _Checker, sim: Mapping) -> SimulationConfig:
 def _check(data: Any, source: str) -> _Parsed:
     # Huge (finite) inputs may overflow in the checks; the checks then fail, with a message, not a warning.
     with np.errstate(all="ignore"):
-        return _check_all(data, _Checker(source))
+        return _check_all(data, _Checker(source, descriptions=_DESCRIPTION))
 
 
 def _check_all(data: Any, ck: _Checker) -> _Parsed:
@@ -842,10 +636,6 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
     return _build(_check(data, source))
 
 
-_TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
-
-
 def load_scenario(path: str | os.PathLike) -> Scenario:
     """Read, validate and build a scenario TOML file (schema: this module's docstring).
 
@@ -859,32 +649,7 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
     invalid value (`file: field = value: what is allowed`).
     """
     source = os.fspath(path)
-    try:
-        raw = pathlib.Path(path).read_bytes()
-    except OSError as e:
-        raise ScenarioError(
-            f"{source}: cannot read scenario file: {e.strerror or e}", source=source
-        ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ScenarioError(
-            f"{source}: not a UTF-8 text file ({e.reason} at byte {e.start})", source=source
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        msg = str(e).splitlines()[0] if str(e) else "invalid TOML"
-        m = _TOML_POS.search(msg)
-        end = _TOML_END.search(msg)
-        if m:
-            msg = f"{source}:{m.group(1)}:{m.group(2)}: TOML syntax error: {msg[: m.start()]}"
-        elif end:
-            last = len(text.rstrip("\n").split("\n"))
-            msg = f"{source}:{last}: TOML syntax error: {msg[: end.start()]} (at end of file)"
-        else:
-            msg = f"{source}: TOML syntax error: {msg}"
-        raise ScenarioError(msg, source=source) from None
+    data = _Checker(source).read_toml("scenario file")
     return scenario_from_dict(data, source=source)
 
 
@@ -1013,105 +778,25 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     return out
 
 
-def _toml_float(x: float) -> str:
-    """Exact (round-trips bit for bit): `repr`, or for |x| >= 1e6 the shortest exact scientific form when it
-    is shorter (`3.986004415e14`, not `398600441500000.0`)."""
-    text = _fmt_float(x)
-    if not math.isfinite(x) or abs(x) < 1e6:
-        return text
-    mantissa, exponent = np.format_float_scientific(x, unique=True, trim="-").split("e")
-    sci = f"{mantissa}e{int(exponent)}"
-    return sci if len(sci) < len(text) and float(sci) == x else text
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return _toml_float(v)
-    if isinstance(v, str):
-        return _toml_str(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
-
-
-def _is_table_array(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
-
-
-def _dumps(data: Mapping[str, Any], header: str = "") -> str:
-    """A small TOML writer for this schema: tables, arrays of tables, numbers, strings, nested lists."""
-    lines: list[str] = [header] if header else []
-
-    def table(t: Mapping[str, Any], path: list[str], array: bool):
-        if path:
-            if lines:
-                lines.append("")
-            name = ".".join(_fmt_key(p) for p in path)
-            lines.append(f"[[{name}]]" if array else f"[{name}]")
-        subtables = []
-        for k, v in t.items():
-            if isinstance(v, Mapping) or _is_table_array(v):
-                subtables.append((k, v))
-            else:
-                lines.append(f"{_fmt_key(k)} = {_toml_value(v)}")
-        for k, v in subtables:
-            if isinstance(v, Mapping):
-                table(v, [*path, k], False)
-            else:
-                for item in v:
-                    table(item, [*path, k], True)
-
-    table(data, [], False)
-    return "\n".join(lines) + "\n"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomic(path: pathlib.Path, text: str) -> None:
-    folder = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+def scenario_toml(scenario: Scenario, source: str = "<scenario>") -> str:
+    """The text of the scenario file `dump_scenario` writes (validated first: an invalid scenario raises
+    `ScenarioError` naming `source`)."""
+    data = scenario_to_dict(scenario)
+    _check(data, source)  # never write a file that would not load
+    return toml_text(data, header="# jaxhinge scenario (SI units, radians; Basilisk names and frames)")
 
 
 def dump_scenario(scenario: Scenario, path: str | os.PathLike) -> None:
     """Write `scenario` as a TOML scenario file that `load_scenario` reads back to identical leaves.
 
     The scenario is validated first (an invalid one raises `ScenarioError` and leaves `path` untouched); the
-    file is written to a temporary file in the same folder and moved into place with `os.replace`.
+    file is written to a temporary file in the same folder and moved into place with `os.replace`
+    (`jaxhinge._io._files.atomic_write`).
 
     **Arguments:**
 
     - `scenario`: a single `Scenario` without function loads.
     - `path`: the `.toml` file to (over)write.
     """
-    path = pathlib.Path(path)
-    data = scenario_to_dict(scenario)
-    _check(data, os.fspath(path))  # never write a file that would not load
-    text = _dumps(data, header="# jaxhinge scenario (SI units, radians; Basilisk names and frames)")
-    if tomllib.loads(text) != data:  # pragma: no cover - a writer bug, not a user error
-        raise AssertionError("internal error: the TOML writer does not round-trip this scenario")
-    _write_atomic(path, text)
+    text = scenario_toml(scenario, os.fspath(path))
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))

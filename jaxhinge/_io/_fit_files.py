@@ -1,0 +1,39 @@
+"""FIT.toml files of both kinds, in one place: a FIT.toml with a `[data]` table is a telemetry fit
+(`jaxhinge._io._identify_file`), any other a modal fit (`jaxhinge._io._fit_file`). The two modules do not
+import each other; what they share comes from `jaxhinge._io._files`."""
+
+import os
+
+from .._analysis._fit import FitError
+from ._files import read_toml
+from ._fit_file import FitSpec, load_fit
+from ._identify_file import IdentifySpec, load_identify
+
+__all__ = ["is_telemetry_fit", "load_fit_file"]
+
+
+def is_telemetry_fit(data) -> bool:
+    """Whether the parsed FIT.toml `data` describes a telemetry fit (it has a `[data]` table)."""
+    return isinstance(data, dict) and "data" in data
+
+
+def load_fit_file(path: str | os.PathLike, *, out_dir: str | None = None) -> FitSpec | IdentifySpec:
+    """Read and validate any FIT.toml and load what it names (scenario, telemetry); every check, the output
+    folder's included, happens here, before any compute. `jaxhinge.load_fit` is this function.
+
+    **Arguments:**
+
+    - `path`: the FIT.toml file.
+    - `out_dir`: an output folder that replaces the file's `[output] dir` (checked instead of it).
+
+    **Returns:** a `FitSpec` (modal fit, schema in `jaxhinge._io._fit_file`) or, for a FIT.toml with a
+    `[data]` table, an `IdentifySpec` (telemetry fit, schema in `jaxhinge._io._identify_file`).
+
+    **Raises:** `FitError` (`file: field = value: rule`; `TelemetryError` for the data), `ScenarioError` for a
+    bad scenario.
+    """
+    source = os.fspath(path)
+    data = read_toml(source, "fit file", FitError)
+    if is_telemetry_fit(data):
+        return load_identify(source, data, out_dir=out_dir)
+    return load_fit(source, data, out_dir=out_dir)

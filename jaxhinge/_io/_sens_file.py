@@ -1,0 +1,143 @@
+"""SENS files (`jaxhinge sensitivity SENS.toml`): a sensitivity study of a scenario, and its outputs.
+
+```toml
+scenario = "slew_two_panel.toml"   # required; relative to this file
+outputs = ["peak_hub_rate", { name = "settling_time", signal = "theta", threshold = 0.005 }, "theta"]
+                                   # required; names or inline tables {name, options}: see
+                                   # `jaxhinge._analysis._sensitivity`
+parameters = ["p0.k", "hub.omega_BN_BInit[1]"]   # optional; default every panel's k and c
+mode = "auto"                      # "auto" (default), "forward" or "reverse"
+tornado = ["peak_hub_rate"]        # output rows to plot (scalar or modal); default the first such row
+
+[output]                           # optional
+dir = "sensitivity_out"            # relative to this file (default "<file name>_out"); created if missing
+```
+
+Outputs in `dir`: `sensitivity.json` (`SensitivityResult.as_dict`, with the file and scenario paths),
+`sensitivity.csv` (`SensitivityResult.csv_rows`) and `tornado.png` (one panel per tornado row); written to
+temporary files and renamed at the end (`write_output_files`). The Jacobians are
+`jaxhinge._analysis._sensitivity.sensitivity`'s.
+"""
+
+import csv
+import dataclasses
+import io
+import os
+
+from .._analysis._sensitivity import (
+    MODES,
+    SensitivityResult,
+    _blocks,
+    _did_you_mean,
+    _Output,
+    _row_names,
+    parse_outputs,
+    parse_parameters,
+    sensitivity,
+)
+from .._model._scenario import Scenario
+from ._files import _Checker, _fmt, write_json, write_output_files
+from ._scenario_file import load_scenario
+
+_STUDY_KEYS = ("scenario", "outputs", "parameters", "mode", "tornado", "output")
+_OUTPUT_KEYS = ("dir",)
+_ALIASES = {"output_names": "outputs", "params": "parameters", "out": "dir"}
+_DESCRIPTION = {
+    "scenario": "the scenario TOML file, relative to this file",
+    "outputs": 'output names or tables, e.g. outputs = ["peak_hub_rate"]',
+}
+OUTPUT_FILES = ("sensitivity.json", "sensitivity.csv", "tornado.png")
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A validated SENS file: the scenario, outputs, parameters, mode, tornado rows and output folder."""
+
+    source: str
+    scenario_path: str
+    scenario: Scenario
+    outputs: list
+    parameters: list | None
+    mode: str
+    tornado: tuple[str, ...]
+    out_dir: str
+
+
+def _tornado_rows(scenario: Scenario, outputs: tuple[_Output, ...]) -> list[str]:
+    """The row names a tornado plot may show (scalar and modal outputs), without simulating."""
+    blocks = _blocks(scenario, outputs)
+    return _row_names([b for b in blocks if b.kind != "history"], None)
+
+
+def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
+    """Read and validate a SENS TOML file (schema: this module's docstring, README, `jaxhinge sensitivity
+    --help`). Relative paths (`scenario`, `output.dir`) are relative to the SENS file. Everything, the output
+    folder included, is checked before any compute.
+
+    **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked
+    instead of it).
+
+    **Raises:** `ScenarioError` with a one-line message `SENS.toml: field = value: what is allowed`.
+    """
+    source = os.fspath(path)
+    ck = _Checker(source, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    data = ck.read_toml("sensitivity file")
+    ck.keys(data, None, _STUDY_KEYS, ("scenario", "outputs"))
+    scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
+    mode = ck.choice(data.get("mode", "auto"), "mode", MODES)
+    out = ck.section(data, "output", _OUTPUT_KEYS)
+    default_dir = os.path.splitext(os.path.basename(source))[0] + "_out"
+    out_dir = ck.output_folder(out, default_dir, OUTPUT_FILES, out_dir)
+    scenario = load_scenario(scen_path)
+    params = data.get("parameters")
+    parse_parameters(scenario, params, source)
+    outs = parse_outputs(scenario, data["outputs"], source)
+    rows = _tornado_rows(scenario, outs)
+    tornado = data.get("tornado", rows[:1])
+    if isinstance(tornado, str):
+        tornado = [tornado]
+    if not isinstance(tornado, list) or not all(isinstance(r, str) for r in tornado):
+        raise ck.bad("tornado", tornado, 'must be a list of output row names such as "peak_hub_rate"')
+    for j, r in enumerate(tornado):
+        if r not in rows:
+            allowed = ", ".join(_fmt(x) for x in rows) if rows else "none (request a scalar or modal output)"
+            raise ck.bad(
+                f"tornado[{j}]", r, f"not a scalar output row{_did_you_mean(r, rows)}; allowed: {allowed}"
+            )
+    return Study(source, scen_path, scenario, list(data["outputs"]), params, mode, tuple(tornado), out_dir)
+
+
+def run_study(study: Study) -> SensitivityResult:
+    """`sensitivity` with the study's settings."""
+    return sensitivity(study.scenario, study.outputs, study.parameters, mode=study.mode)
+
+
+def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None = None) -> list[str]:
+    """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
+    `out_dir` (default `study.out_dir`), all or nothing. **Returns:** the paths written."""
+    data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
+
+    def write_csv(f):
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(result.csv_rows())
+        f.write(buf.getvalue().encode())
+
+    def write_png(f):
+        from ._plot import _plt
+
+        plt = _plt()
+        n = max(len(study.tornado), 1)
+        P = len(result.parameter_names)
+        fig, axes = plt.subplots(n, 1, figsize=(7.5, n * (0.42 * P + 1.4)), squeeze=False)
+        for ax, row in zip(axes[:, 0], study.tornado):
+            result.plot_tornado(row, ax=ax)
+        fig.tight_layout()
+        fig.savefig(f, format="png", dpi=110)
+        plt.close(fig)
+
+    files = {
+        "sensitivity.json": lambda f: write_json(data, f, indent=1),
+        "sensitivity.csv": write_csv,
+        "tornado.png": write_png,
+    }
+    return write_output_files(study.out_dir if out_dir is None else out_dir, files)
