@@ -8,33 +8,6 @@ The public API, by concept (README "Architecture" maps each to its module):
 """
 
 # Model: pytrees of array leaves (one stacked Panels tree for single panels and chains)
-from ._model._loads import Loads as Loads
-from ._model._loads import Pulses as Pulses
-from ._model._params import FIELDS as FIELDS
-from ._model._params import ParameterError as ParameterError
-from ._model._params import apply_parameters as apply_parameters
-from ._model._params import parameter_names as parameter_names
-from ._model._scenario import Scenario as Scenario
-from ._model._scenario import SimulationConfig as SimulationConfig
-from ._model._spacecraft import Hub as Hub
-from ._model._spacecraft import InitialState as InitialState
-from ._model._spacecraft import Panels as Panels
-from ._model._spacecraft import PointMassGravity as PointMassGravity
-from ._model._spacecraft import Spacecraft as Spacecraft
-from ._model._spacecraft import State as State
-
-# Dynamics: the back-substitution vector field and Basilisk's diagnostics
-from ._dynamics._backsub import accelerations as accelerations
-from ._dynamics._energy import Diagnostics as Diagnostics
-from ._dynamics._energy import diagnostics as diagnostics
-from ._dynamics._energy import initial_state as initial_state
-
-# Simulation
-from ._simulation._simulate import Trajectory as Trajectory
-from ._simulation._simulate import simulate as simulate
-from ._simulation._simulate import simulate_unjitted as simulate_unjitted
-from ._simulation._solver import MRPSwitch as MRPSwitch
-
 # Analyses: modes, fits, telemetry identification, sensitivities, batches
 from ._analysis._batch import check_dispersions as check_dispersions
 from ._analysis._batch import grid_dispersions as grid_dispersions
@@ -55,8 +28,14 @@ from ._analysis._modes import modes as modes
 from ._analysis._sensitivity import SensitivityResult as SensitivityResult
 from ._analysis._sensitivity import sensitivity as sensitivity
 
+# Dynamics: the back-substitution vector field and Basilisk's diagnostics
+from ._dynamics._backsub import accelerations as accelerations
+from ._dynamics._energy import Diagnostics as Diagnostics
+from ._dynamics._energy import diagnostics as diagnostics
+from ._dynamics._energy import initial_state as initial_state
+
 # Files: scenario, fit and telemetry files
-from ._io._fit_files import load_fit_file as load_fit
+from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
 from ._io._scenario_file import ScenarioError as ScenarioError
 from ._io._scenario_file import dump_scenario as dump_scenario
 from ._io._scenario_file import example_path as example_path
@@ -67,5 +46,25 @@ from ._io._telemetry import Telemetry as Telemetry
 from ._io._telemetry import TelemetryError as TelemetryError
 from ._io._telemetry import load_telemetry as load_telemetry
 from ._io._telemetry import telemetry_from_arrays as telemetry_from_arrays
+from ._model._loads import Loads as Loads
+from ._model._loads import Pulses as Pulses
+from ._model._params import FIELDS as FIELDS
+from ._model._params import ParameterError as ParameterError
+from ._model._params import apply_parameters as apply_parameters
+from ._model._params import parameter_names as parameter_names
+from ._model._scenario import Scenario as Scenario
+from ._model._scenario import SimulationConfig as SimulationConfig
+from ._model._spacecraft import Hub as Hub
+from ._model._spacecraft import InitialState as InitialState
+from ._model._spacecraft import Panels as Panels
+from ._model._spacecraft import PointMassGravity as PointMassGravity
+from ._model._spacecraft import Spacecraft as Spacecraft
+from ._model._spacecraft import State as State
+
+# Simulation
+from ._simulation._simulate import Trajectory as Trajectory
+from ._simulation._simulate import simulate as simulate
+from ._simulation._simulate import simulate_unjitted as simulate_unjitted
+from ._simulation._solver import MRPSwitch as MRPSwitch
 
 __version__ = "0.2.0"

@@ -14,20 +14,20 @@ References:
 import os
 import re
 
+import _kane as kane
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import DATA
 from _helpers import _rotation, mixed, random_state
+from conftest import DATA
 
-import _kane as kane
 import jaxhinge as jh
 from jaxhinge._analysis._modes import linearize
 from jaxhinge._dynamics._backsub import accelerations
 from jaxhinge._model._params import apply_parameters, parameter_names
-from jaxhinge._model._spacecraft import Panels, Spacecraft, State
+from jaxhinge._model._spacecraft import Spacecraft, State
 
 BSK = os.path.join(DATA, "bsk")
 

@@ -138,7 +138,8 @@ def test_toml_text_floats_are_bit_exact():
 
 def test_toml_text_header_and_arrays_of_tables():
     text = toml_text({"a": {"k": 1.0}, "p": [{"n": "x"}, {"n": "y", "v": [1.0, 2.0, 3.0] * 20}]}, header="# hi")
-    assert text.startswith("# hi\n[a]\n")
+    assert text.startswith("# hi\n\n[a]\nk = 1.0\n")
+    assert "v = [1.0, 2.0, 3.0, 1.0" in text  # arrays inline, one line
     assert tomllib.loads(text)["p"][1]["v"] == [1.0, 2.0, 3.0] * 20
 
 

@@ -12,14 +12,22 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import _kane as kane
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _helpers import (  # noqa: F401
+    MU_EARTH,
+    ZERO3,
+    _inertia,
+    _rotation,
+    random_loads,
+    random_spacecraft,
+    random_state,
+    zero_loads,
+)
 
-import _kane as kane
 from jaxhinge._model._spacecraft import Hub, Panels, PointMassGravity, Spacecraft, State
-
-from _helpers import MU_EARTH, ZERO3, _inertia, _rotation, random_loads, random_spacecraft, random_state, zero_loads  # noqa: F401
 
 
 def _B_mrp(s):

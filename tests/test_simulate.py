@@ -7,7 +7,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import jaxhinge as jh
 import jaxhinge._simulation._simulate as _sim

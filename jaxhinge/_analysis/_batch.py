@@ -44,7 +44,6 @@ from .._model._params import (
     FIELDS,
     ParameterError,
     anonymous,
-    apply_parameters,
     apply_resolved,
     parameter_names,
     resolve,
@@ -52,7 +51,6 @@ from .._model._params import (
 from .._model._params import nominal as _nominal
 from .._model._scenario import Scenario
 from .._model._spacecraft import strip_labels
-from .._io._scenario_file import ScenarioError
 from .._simulation._simulate import Trajectory, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
@@ -123,7 +121,7 @@ def check_dispersions(
         if par.component is not None:
             raise ck(f"{w}.param = {name!r}: disperse the whole vector {par.base!r} (std or low/high per "
                      "component)")
-        kind, field = par.field.kind, par.field
+        field = par.field
         assert name in allowed_names
         if name in seen:
             raise ck(f"{w}.param = {name!r}: already dispersed by dispersions[{seen[name]}]")

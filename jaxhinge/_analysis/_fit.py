@@ -54,9 +54,9 @@ import optax
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float
 
-from ._modes import ModeMeasurement, Modes, _relabel, check_boundary, measure_modes, modes, modes_unjitted
 from .._model._scenario import Scenario
 from .._model._spacecraft import Spacecraft, strip_labels
+from ._modes import ModeMeasurement, Modes, _relabel, check_boundary, measure_modes, modes, modes_unjitted
 
 PARAMETER_UNITS = {"k": "N m/rad", "c": "N m s/rad"}
 SOLVERS = ("lm", "adam", "lbfgs")

@@ -53,13 +53,12 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int
 
-from ._fit import _PROGRESS, FitError, _verbose
-from .._model._params import ParameterError, anonymous, apply_resolved, expand, nominal
-from .._model._params import Parameter
+from .._io._telemetry import Telemetry, model_outputs, output_names
+from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario
 from .._model._spacecraft import strip_labels
 from .._simulation._simulate import simulate_unjitted
-from .._io._telemetry import Telemetry, model_outputs, output_names
+from ._fit import _PROGRESS, FitError, _verbose
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
 _FAIL = 1e6

@@ -72,7 +72,6 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._modes import check_boundary, modes_unjitted
 from .._io._files import to_json
 from .._io._scenario_file import ScenarioError
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal

@@ -7,9 +7,9 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._backsub import _cross, hinge_geometry, mass_properties
 from .._math import dcm_to_mrp, mrp_to_dcm
 from .._model._spacecraft import InitialState, Spacecraft, State
+from ._backsub import _cross, hinge_geometry, mass_properties
 
 
 class Diagnostics(NamedTuple):

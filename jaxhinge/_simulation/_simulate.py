@@ -18,8 +18,8 @@ from .._dynamics._backsub import state_derivative, state_derivative_held
 from .._dynamics._energy import diagnostics, initial_state
 from .._math import mrp_shadow
 from .._model._scenario import Scenario, SimulationConfig
-from ._solver import MRPSwitch
 from .._model._spacecraft import State, strip_labels
+from ._solver import MRPSwitch
 
 OUTPUT_NAMES = (
     "t",

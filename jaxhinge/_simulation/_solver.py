@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from .._math import mrp_shadow
 
+
 class MRPSwitch(diffrax.AbstractWrappedSolver):
     """Wraps `solver`; shadow-switches the MRP after each step."""
 
