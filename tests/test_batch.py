@@ -117,13 +117,15 @@ def test_failing_members_are_flagged_and_isolated(scenario, params, singles):
 def test_chunked_equals_unchunked_one_trace(scenario, params, monkeypatch):
     traces = []
 
-    def counting(s, p):  # called once per trace of the batched program
+    apply = _batch.apply_resolved
+
+    def counting(s, pars, values):  # called once per trace of the batched program
         traces.append(1)
-        return jh.apply_parameters(s, p)
+        return apply(s, pars, values)
 
     unchunked = jh.simulate_batch(scenario, params, chunk_size=6)
-    monkeypatch.setattr(_batch, "apply_parameters", counting)
-    chunked = jh.simulate_batch(scenario, params, chunk_size=4)  # 2 chunks, the last one padded
+    monkeypatch.setattr(_batch, "apply_resolved", counting)
+    chunked = jh.simulate_batch(scenario, params, chunk_size=5)  # 2 chunks, the last one padded (a new size)
     assert len(traces) == 1  # one compilation serves every chunk
     for f in FIELDS:
         np.testing.assert_allclose(
@@ -209,7 +211,14 @@ def test_grid_dispersions(scenario):
             {"param": "p9.k", "dist": "uniform", "low": 1.0, "high": 2.0},
             r"dispersions\[0\]\.param = 'p9.k'.*p0, p1",
         ),
-        ({"param": "p0.kk", "dist": "uniform", "low": 1.0, "high": 2.0}, r"allowed p0 fields are mass, d, k"),
+        ({"param": "p0.kk", "dist": "uniform", "low": 1.0, "high": 2.0},
+         r"'p0.kk': unknown field 'kk' \(did you mean 'k'\?\); p0 fields are mass, d, l, k"),
+        # values a scenario file would refuse are refused in a dispersion too (the registry's rule)
+        ({"param": "p0.mass", "dist": "uniform", "low": -100.0, "high": -50.0},
+         r"low = -100.0: p0.mass must be > 0 \(panel mass, kg\)"),
+        ({"param": "p0.k", "dist": "uniform", "low": -1.0, "high": 2.0}, r"low = -1.0: p0.k must be >= 0"),
+        ({"param": "p0.d", "dist": "values", "values": [1.0, 2.0, -1.0, 1.0]},
+         r"values: member 2 = -1.0: p0.d must be > 0"),
         (
             {"param": "p0.k", "dist": "poisson"},
             r"dist = 'poisson': allowed values are uniform, normal, values",
@@ -219,7 +228,7 @@ def test_grid_dispersions(scenario):
         ({"param": "p0.k", "dist": "normal", "std": 1.0, "sigma": 1.0}, r"unknown key 'sigma'"),
         (
             {"param": "hub.IHubPntBc_B", "dist": "uniform", "low": 0.0, "high": 2.0},
-            r"scale factors must be > 0",
+            r"low = 0.0: hub.IHubPntBc_B must be > 0",
         ),
         (
             {"param": "p0.k", "dist": "values", "values": [1.0, 2.0]},

@@ -25,6 +25,7 @@ class Diagnostics(NamedTuple):
     panel_v_SN_N: Float[Array, "panels 3"]
     panel_sigma_SN: Float[Array, "panels 3"]
     panel_omega_SN_S: Float[Array, "panels 3"]
+    panel_r_HN_N: Float[Array, "panels 3"]
 
 
 def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
@@ -33,7 +34,8 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     - `totRotEnergy` includes the spring energy $\\frac12 k(\\theta-\\theta_{ref})^2$ of every hinge (on its
       relative angle); gravity potential $-\\mu m/|r_C|$ is in `totOrbEnergy` (as Basilisk).
     - `panel_*`: Basilisk's `hingedRigidBodyConfigLogOutMsg` read as "body = panel frame S": CoM position
-      and velocity in N, $\\sigma_{SN}$, $\\omega_{SN}$ in S components, one row per panel.
+      and velocity in N, $\\sigma_{SN}$, $\\omega_{SN}$ in S components, one row per panel; `panel_r_HN_N`: each
+      panel's hinge point H in N (Basilisk publishes it as `r_HN_N` for effectors attached to the panel).
     """
     hub, p = spacecraft.hub, spacecraft.panels
     dcm_BN = mrp_to_dcm(state.sigma_BN)
@@ -83,6 +85,7 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
         panel_v_SN_N=panel_v,
         panel_sigma_SN=dcm_to_mrp(dcm_SN),
         panel_omega_SN_S=jnp.einsum("nab,nb->na", geom.dcm_SB, omega_SN_B),
+        panel_r_HN_N=state.r_BN_N + geom.r_HB_B @ dcm_BN,
     )
 
 

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from .._simulation._simulate import relative_drift
+
 
 def _plt():
     import matplotlib
@@ -10,14 +12,6 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def relative_drift(x: np.ndarray) -> np.ndarray:
-    """$|x(t) - x(0)| / |x(0)|$ per sample (vectors: Euclidean norms); absolute when $x(0) = 0$."""
-    x = np.asarray(x, dtype=float)
-    x = x.reshape(x.shape[0], -1)
-    ref = np.linalg.norm(x[0])
-    return np.linalg.norm(x - x[0], axis=1) / (ref if ref > 0 else 1.0)
 
 
 def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None) -> None:

@@ -44,7 +44,8 @@ class Trajectory(eqx.Module):
     `t` (T,) [s]; `r_BN_N`, `v_BN_N`: hub point B in N; `r_CN_N`, `v_CN_N`: system CoM in N;
     `sigma_BN` (shadow set, $|\\sigma| \\le 1$); `omega_BN_B` [rad/s]; `theta`, `thetaDot` (T, N);
     `totOrbEnergy`, `totRotEnergy` (T,) [J]; `totOrbAngMomPntN_N`, `totRotAngMomPntC_N` (T, 3);
-    `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states.
+    `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states;
+    `panel_r_HN_N` (T, N, 3): hinge points in N.
     `result`: diffrax result code (0 = success); `success`: solver succeeded and every output is finite;
     `num_steps`: accepted steps (rk4: the steps of the grid to `t_end`).
     """
@@ -66,13 +67,28 @@ class Trajectory(eqx.Module):
     panel_v_SN_N: Float[Array, "T panels 3"]
     panel_sigma_SN: Float[Array, "T panels 3"]
     panel_omega_SN_S: Float[Array, "T panels 3"]
+    panel_r_HN_N: Float[Array, "T panels 3"]
     result: Int[Array, ""]
     success: Bool[Array, ""]
     num_steps: Int[Array, ""]
 
+    def relative_drift(self, name: str) -> np.ndarray:
+        """$|x(t) - x(0)| / |x(0)|$ per sample of a conserved output (`"totRotEnergy"`, `"totRotAngMomPntC_N"`,
+        ...; vectors: Euclidean norms; absolute when $x(0) = 0$), as NumPy."""
+        return relative_drift(np.asarray(getattr(self, name)))
+
     def as_dict(self) -> dict[str, np.ndarray]:
         """The arrays of the `jaxhinge simulate --out` file, as NumPy."""
         return {k: np.asarray(getattr(self, k)) for k in OUTPUT_NAMES}
+
+
+def relative_drift(x: np.ndarray) -> np.ndarray:
+    """$|x(t) - x(0)| / |x(0)|$ per sample (leading axis: time; vectors: Euclidean norms); absolute when
+    $x(0) = 0$."""
+    x = np.asarray(x, dtype=float)
+    x = x.reshape(x.shape[0], -1)
+    ref = np.linalg.norm(x[0])
+    return np.linalg.norm(x - x[0], axis=1) / (ref if ref > 0 else 1.0)
 
 
 def save_times(cfg: SimulationConfig) -> np.ndarray:
