@@ -184,3 +184,26 @@ def test_mrp_switch_long_spin_conserves():
     for key in ("totRotAngMomPntC_N", "totRotEnergy", "totOrbAngMomPntN_N"):
         v = np.asarray(getattr(tr, key))
         assert np.abs(v - v[0]).max() / np.abs(v[0]).max() < 1e-10, key
+
+
+def test_names_and_tolerances_do_not_recompile(monkeypatch):
+    """Models that differ only in panel names, `rtol`, `atol` or the first step share one compiled program
+    (`compile_key`), and the traced tolerances still act: a looser rtol takes fewer steps."""
+    calls = []
+    orig = _sim.simulate_unjitted
+
+    def counting(*a, **kw):
+        calls.append(1)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(_sim, "simulate_unjitted", counting)
+    tight = _base().with_simulation(integrator="tsit5", t_end=0.5, save_dt=0.05, rtol=1e-11, atol=1e-12)
+    p = tight.spacecraft.panels
+    renamed = eqx.tree_at(lambda s: s.spacecraft.panels, tight, jh.Panels(
+        p.mass, p.IPntS_S, p.d, p.k, p.c, p.r_HB_B, p.dcm_HB, p.thetaRef, p.thetaDotRef, p.motorTorque,
+        names=("left", "right")))
+    loose = renamed.with_simulation(rtol=1e-6, atol=1e-8, dt=0.01)
+    a, b = jh.simulate(tight), jh.simulate(loose)
+    assert len(calls) == 1
+    assert int(b.num_steps) < int(a.num_steps)
+    np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), atol=1e-5)

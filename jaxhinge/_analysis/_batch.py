@@ -49,7 +49,7 @@ from .._model._params import (
     resolve,
 )
 from .._model._params import nominal as _nominal
-from .._model._scenario import Scenario
+from .._model._scenario import Scenario, compile_key
 from .._model._spacecraft import strip_labels
 from .._simulation._simulate import Trajectory, simulate_unjitted
 
@@ -63,8 +63,10 @@ _SPEC_KEYS = {
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return repr(v)
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return repr(float(v))
     if isinstance(v, (list, tuple, np.ndarray)):
         a = np.asarray(v)
         return np.array2string(a, threshold=8, separator=", ") if a.size <= 8 else f"array of shape {a.shape}"
@@ -304,7 +306,7 @@ def simulate_batch(
             pars = anonymous([resolve(scenario, k) for k in params])
         except ParameterError as e:
             raise ValueError(f"simulate_batch: params: {e}") from None
-        base = strip_labels(scenario)
+        base = compile_key(scenario)
         batched = tuple(jnp.asarray(v) for v in params.values())
     members = _batch_size(batched)
     if devices is None:

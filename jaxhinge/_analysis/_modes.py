@@ -70,7 +70,7 @@ from jaxtyping import Array, Bool, Complex, Float, Int
 from .._dynamics._backsub import accelerations, hinge_geometry
 from .._io._files import json_number as _num
 from .._math import mrp_bmat, tilde
-from .._model._scenario import Scenario
+from .._model._scenario import Scenario, compile_key
 from .._model._spacecraft import Spacecraft, State, strip_labels
 
 BOUNDARIES = ("free", "clamped")
@@ -743,7 +743,7 @@ def measure_modes(
     from .._model._loads import Loads
 
     scen = Scenario(sim_sc, InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
-    t, theta, ok = _simulate_batch(strip_labels(scen), initials)
+    t, theta, ok = _simulate_batch(compile_key(scen), initials)
     t, theta, ok = np.asarray(t), np.asarray(theta), np.asarray(ok)
     f_meas, z_meas, fd_meas, count = nanv.copy(), nanv.copy(), nanv.copy(), np.zeros(n, int)
     for j in range(n):

@@ -75,8 +75,7 @@ from jaxtyping import Array, Float
 from .._io._files import to_json
 from .._io._scenario_file import ScenarioError
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
-from .._model._scenario import Scenario
-from .._model._spacecraft import strip_labels
+from .._model._scenario import Scenario, compile_key
 from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
 
@@ -645,7 +644,7 @@ def sensitivity(
             continue
         outs = tuple(prep.outputs[i] for i in group)
         Jg, (yg, stg, okg) = _jacobian(
-            strip_labels(prep.scenario), prep.x0, prep.sigma0, anonymous(prep.params), outs, used
+            compile_key(prep.scenario), prep.x0, prep.sigma0, anonymous(prep.params), outs, used
         )
         Jg, yg = np.asarray(Jg), np.asarray(yg)
         row = 0

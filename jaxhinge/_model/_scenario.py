@@ -5,7 +5,9 @@ import dataclasses
 import equinox as eqx
 
 from ._loads import Loads
-from ._spacecraft import InitialState, Spacecraft
+from jaxtyping import Array, Float
+
+from ._spacecraft import InitialState, Spacecraft, _f64, strip_labels
 
 INTEGRATORS = ("rk4", "tsit5", "dopri8")
 TICK_RTOL = 1e-9  # rk4: save_dt and t_end must be multiples of dt within this relative tolerance
@@ -63,16 +65,51 @@ class SimulationConfig:
                         "relative; Basilisk samples at task ticks)")
 
 
+class Tolerances(eqx.Module):
+    """The adaptive integrators' settings that do not change shapes, as traced arrays (`compile_key`): relative
+    and absolute tolerance and first step [s]."""
+
+    rtol: Float[Array, ""] = eqx.field(converter=_f64)
+    atol: Float[Array, ""] = eqx.field(converter=_f64)
+    dt0: Float[Array, ""] = eqx.field(converter=_f64)
+
+
 class Scenario(eqx.Module):
     """Everything one run needs. `spacecraft`, `initial` and `loads` are pytrees of array leaves;
     `simulation` is static. Hinge vectors (`initial.thetaInit`, outputs) follow the order of
-    `spacecraft.panels`."""
+    `spacecraft.panels`. `tolerances` is set by `compile_key` only (None: `simulation`'s values)."""
 
     spacecraft: Spacecraft
     initial: InitialState
     loads: Loads = eqx.field(default_factory=Loads)
     simulation: SimulationConfig = eqx.field(static=True, default_factory=SimulationConfig)
+    tolerances: Tolerances | None = None
+
+    @property
+    def adaptive_settings(self) -> Tolerances:
+        """`(rtol, atol, dt0)` of the adaptive integrators: the traced `tolerances` when set, else `simulation`'s."""
+        if self.tolerances is not None:
+            return self.tolerances
+        cfg = self.simulation
+        return Tolerances(cfg.rtol, cfg.atol, cfg.dt)
 
     def with_simulation(self, **changes) -> "Scenario":
         """A copy with some simulation settings changed, e.g. `s.with_simulation(integrator="dopri8")`."""
         return Scenario(self.spacecraft, self.initial, self.loads, dataclasses.replace(self.simulation, **changes))
+
+
+_CANONICAL = {"rtol": 1e-10, "atol": 1e-12, "dt": 1e-3}
+
+
+def compile_key(scenario: Scenario) -> Scenario:
+    """`scenario` as the compiled programs see it: no panel names (`strip_labels`) and, for the adaptive
+    integrators, `rtol`, `atol` and the first step moved from the static `simulation` into traced
+    `tolerances`, so models that differ only in those share one compiled program. Entry points call it before
+    `jit`; results do not depend on it."""
+    scenario = strip_labels(scenario)
+    cfg = scenario.simulation
+    if cfg.integrator == "rk4" or scenario.tolerances is not None:
+        return scenario
+    tol = Tolerances(cfg.rtol, cfg.atol, cfg.dt)
+    return Scenario(scenario.spacecraft, scenario.initial, scenario.loads,
+                    dataclasses.replace(cfg, **_CANONICAL), tol)

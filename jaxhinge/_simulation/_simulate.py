@@ -17,8 +17,8 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from .._dynamics._backsub import state_derivative, state_derivative_held
 from .._dynamics._energy import diagnostics, initial_state
 from .._math import mrp_shadow
-from .._model._scenario import Scenario, SimulationConfig
-from .._model._spacecraft import State, strip_labels
+from .._model._scenario import Scenario, SimulationConfig, compile_key
+from .._model._spacecraft import State
 from ._solver import MRPSwitch
 
 OUTPUT_NAMES = (
@@ -255,11 +255,12 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
     scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
     inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
     solver = MRPSwitch(inner)
-    controller = diffrax.PIDController(rtol=cfg.rtol, atol=cfg.atol)
+    tol = scenario.adaptive_settings  # traced after `compile_key`
+    controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
     jumps = loads.jump_times
     if jumps is not None:
         controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
-    dt0, max_steps = cfg.dt, cfg.max_steps
+    dt0, max_steps = tol.dt0, cfg.max_steps
     kwargs = {} if adjoint is None else {"adjoint": adjoint}
     return diffrax.diffeqsolve(
         term,
@@ -327,9 +328,10 @@ def simulate(
     raise: check `trajectory.success` / `trajectory.result`.
 
     Compiled once per model structure (number of panels and their parents, gravity on/off, loads kinds,
-    simulation settings; panel names do not count); jit, `vmap` and `grad` over every array leaf of the scenario.
+    the simulation settings that set shapes; panel names, `rtol`, `atol` and the adaptive first step do not
+    count: `compile_key`); jit, `vmap` and `grad` over every array leaf of the scenario.
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate: expected a jaxhinge Scenario (from load_scenario or jh.Scenario(...)), got "
                         f"{type(scenario).__name__}")
-    return _simulate_jit(strip_labels(scenario), adjoint, ts)
+    return _simulate_jit(compile_key(scenario), adjoint, ts)
