@@ -324,7 +324,7 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
         (('scenario = "scen.toml"', 'scenario = "nope.toml"'), r"nope.toml: cannot read scenario file"),
         (('dir = "out"', 'dir = "a/b"'), r"output.dir = \"a/b\": its parent folder '.*/a' does not exist"),
         (("[output]", "[output]\nfolder = 1"), r"output: unknown key 'folder'; allowed keys: dir"),
-        (('param = "p1.c"', 'param = "wing.c"'), r"dispersions\[1\]\.param = 'wing.c': unknown parameter"),
+        (('param = "p1.c"', 'param = "wing.c"'), r"dispersions\[1\]\.param = 'wing.c': unknown owner 'wing'; the prefix must be 'hub' or a panel name"),
     ],
 )
 def test_sweep_cli_bad_file(tmp_path, capsys, edit, match):

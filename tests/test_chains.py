@@ -327,7 +327,7 @@ BAD = [
      ['chains[0] ("wing").panels[1].name = "wing_2": duplicate panel name (the default name)']),
     ("bad_chain_name", _set(["chains", 0, "name"], "my wing"), ['chains[0].name = "my wing": must be a non-empty']),
     ("non_diagonal", _set(["chains", 0, "panels", 1, "IPntS_S"], [[1.0, 0.5, 0.0], [0.5, 1.0, 0.0], [0, 0, 1.0]]),
-     ['chains[0] ("wing").panels[1] ("wing_2").IPntS_S[0][1] = 0.5: IPntS_S must be diagonal']),
+     ['chains[0] ("wing").panels[1] ("wing_2").IPntS_S[1][2] = 0.5: IPntS_S must be diagonal']),
     ("chains_not_array", _set(["chains"], {"name": "x"}), ["chains = ", "must be an array of tables ([[chains]]"]),
 ]  # fmt: skip
 

@@ -352,17 +352,17 @@ BAD_CASES = [
     (
         "panel_inertia_not_diagonal",
         _set("panels", 1, "IPntS_S", [[100.0, 0.0, 0.0], [0.0, 50.0, 0.5], [0.0, 0.5, 50.0]]),
-        [f"{P1}.IPntS_S[1][2] = 0.5: IPntS_S must be diagonal", "below 1e-12 * max diagonal"],
+        [f"{P1}.IPntS_S[2][3] = 0.5: IPntS_S must be diagonal", "below 1e-12 * max diagonal"],
     ),
     (
         "panel_inertia_zero_diagonal",
         _set("panels", 0, "IPntS_S", [[100.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 50.0]]),
-        [f"{P0}.IPntS_S[1][1] = 0.0: diagonal entries of IPntS_S must be > 0 (kg m^2)"],
+        [f"{P0}.IPntS_S[2][2] = 0.0: diagonal entries of IPntS_S must be > 0 (kg m^2)"],
     ),
     (
         "panel_inertia_negative_diagonal",
         _set("panels", 0, "IPntS_S", [[-100.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]),
-        [f"{P0}.IPntS_S[0][0] = -100.0: diagonal entries of IPntS_S must be > 0"],
+        [f"{P0}.IPntS_S[1][1] = -100.0: diagonal entries of IPntS_S must be > 0"],
     ),
     # dcm_HB
     (
@@ -397,17 +397,17 @@ BAD_CASES = [
     (
         "nan_vector",
         _set("hub", "omega_BN_BInit", [0.1, math.nan, 0.1]),
-        ["hub.omega_BN_BInit[1] = nan: must be a finite number (nan and inf are not allowed)"],
+        ["hub.omega_BN_BInit[2] = nan: must be a finite number (nan and inf are not allowed)"],
     ),
     (
         "neg_inf_matrix",
         _set("panels", 1, "dcm_HB", [[1.0, 0.0, 0.0], [0.0, -math.inf, 0.0], [0.0, 0.0, 1.0]]),
-        [f"{P1}.dcm_HB[1][1] = -inf: must be a finite number"],
+        [f"{P1}.dcm_HB[2][2] = -inf: must be a finite number"],
     ),
     (
         "inf_load",
         _set("loads", "extForce_B", [math.inf, 0.0, 0.0]),
-        ["loads.extForce_B[0] = inf: must be a finite"],
+        ["loads.extForce_B[1] = inf: must be a finite"],
     ),
     ("nan_mu", _set("gravity", "mu", math.nan), ["gravity.mu = nan: must be a finite number"]),
     ("huge_int", _set("panels", 0, "k", 10**400), [f"{P0}.k = 1000", ": too large for a float64"]),
@@ -467,12 +467,12 @@ BAD_CASES = [
     (
         "bool_in_vector",
         _set("hub", "v_CN_NInit", [0.0, False, 0.0]),
-        ["hub.v_CN_NInit[1] = false: must be a number, got a boolean"],
+        ["hub.v_CN_NInit[2] = false: must be a number, got a boolean"],
     ),
     (
         "string_in_matrix",
         _set("hub", "IHubPntBc_B", [[900.0, 0.0, 0.0], [0.0, "800", 0.0], [0.0, 0.0, 600.0]]),
-        ['hub.IHubPntBc_B[1][1] = "800": must be a number, got a string'],
+        ['hub.IHubPntBc_B[2][2] = "800": must be a number, got a string'],
     ),
     (
         "table_as_number",
@@ -810,7 +810,7 @@ BAD_FILES = [
         "rk4_save_dt.toml",
         'simulation.save_dt = 0.015: must be a whole multiple of dt = 0.01 with integrator "rk4"',
     ),
-    ("nan_value.toml", "hub.omega_BN_BInit[1] = nan: must be a finite number"),
+    ("nan_value.toml", "hub.omega_BN_BInit[2] = nan: must be a finite number"),
     ("bad_syntax.toml", ":5:1: TOML syntax error: "),
 ]
 

@@ -152,9 +152,9 @@ def test_normalisation(fwd, finite_differences):
         fwd.normalized_defined,
     )
     assert np.all(np.isfinite(N))
-    j0 = fwd.parameter_names.index("hub.omega_BN_BInit[1]")  # nominal 0: ln p undefined
+    j0 = fwd.parameter_names.index("hub.omega_BN_BInit[2]")  # nominal 0: ln p undefined
     assert p[j0] == 0 and not D[:, j0].any() and np.all(N[:, j0] == 0)
-    assert any("hub.omega_BN_BInit[1]" in n for n in fwd.notes)
+    assert any("hub.omega_BN_BInit[2]" in n for n in fwd.notes)
     with np.errstate(divide="ignore", invalid="ignore"):
         np.testing.assert_allclose(N[D], (J * p[None, :] / y[:, None])[D], rtol=1e-14, atol=0)
     # d ln y / d ln p from central differences of ln y against ln p, for the scalar and modal rows
@@ -192,7 +192,7 @@ def test_tornado_ranking(fwd, tmp_path):
     elasticity = fwd.jacobian[r] * fwd.parameter_values / fwd.output_values[r]
     order = [fwd.parameter_names[j] for j in np.argsort(-np.abs(elasticity)) if fwd.parameter_values[j] != 0]
     assert [n for n, v in ranked if v is not None] == order
-    assert ranked[-1] == ("hub.omega_BN_BInit[1]", None)
+    assert ranked[-1] == ("hub.omega_BN_BInit[2]", None)
     assert all(abs(a[1]) >= abs(b[1]) for a, b in itertools.pairwise(ranked) if b[1] is not None)
     fig, ax = plt.subplots()
     fwd.plot_tornado("settling_time", ax=ax)
@@ -265,7 +265,7 @@ def test_cli_end_to_end(fwd, tmp_path, capsys):
     r = fwd.row("peak_hub_rate")
     assert peak["unit"] == "rad/s" and peak["value"] == fwd.output_values[r]
     np.testing.assert_array_equal(peak["jacobian"], fwd.jacobian[r])
-    j0 = fwd.parameter_names.index("hub.omega_BN_BInit[1]")
+    j0 = fwd.parameter_names.index("hub.omega_BN_BInit[2]")
     assert peak["normalized"][j0] is None
     theta = next(o for o in data["outputs"] if o["name"] == "theta")
     assert np.asarray(theta["jacobian"]).shape == (len(fwd.t), 2, 8) and theta["labels"] == ["p0", "p1"]
@@ -278,9 +278,9 @@ def test_cli_end_to_end(fwd, tmp_path, capsys):
 
 
 BAD = [
-    ('parameters = ["p0.kk"]', r"parameters\[0\] = 'p0.kk': unknown parameter \(did you mean 'p0.k'\?\)"),
-    ('parameters = ["hub.mHub[0]"]', r"hub.mHub is a scalar; drop the index \[0\]"),
-    ('parameters = ["hub.omega_BN_BInit[3]"]', r"component index must be 0, 1 or 2"),
+    ('parameters = ["p0.kk"]', r"parameters\[0\] = 'p0.kk': unknown field 'kk' \(did you mean 'k'\?\)"),
+    ('parameters = ["hub.mHub[1]"]', r"hub.mHub is a scalar; drop the \[1\]"),
+    ('parameters = ["hub.omega_BN_BInit[0]"]', r"components are numbered 1, 2, 3.*hub.omega_BN_BInit\[1\] is the first"),
     ('parameters = ["p0.k", "p0.k"]', r"'p0.k' is listed twice"),
     (
         'outputs = ["peak_hub_rat"]',

@@ -387,7 +387,8 @@ class _Checker:
             elem = value
             for i in idx:
                 elem = elem[i]
-            out[idx] = self.number(elem, field + "".join(f"[{i}]" for i in idx))
+            # components numbered 1, 2, 3 as in parameter names (`hub.omega_BN_BInit[3]`: about b3)
+            out[idx] = self.number(elem, field + "".join(f"[{i + 1}]" for i in idx))
         return out
 
     def positive(self, value: Any, field: str, unit: str) -> float:

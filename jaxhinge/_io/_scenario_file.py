@@ -388,7 +388,7 @@ def _check_panel_inertia(ck: _Checker, panel: Mapping, label: str) -> np.ndarray
     for j in range(3):
         if not diag[j] > 0:
             raise ck.bad(
-                f"{field}[{j}][{j}]",
+                f"{field}[{j + 1}][{j + 1}]",
                 panel["IPntS_S"][j][j],
                 "diagonal entries of IPntS_S must be > 0 (kg m^2)",
             )
@@ -397,7 +397,7 @@ def _check_panel_inertia(ck: _Checker, panel: Mapping, label: str) -> np.ndarray
         for col in range(3):
             if r != col and inertia[r, col] != 0.0 and abs(inertia[r, col]) > _DIAG_RTOL * scale:
                 raise ck.bad(
-                    f"{field}[{r}][{col}]",
+                    f"{field}[{r + 1}][{col + 1}]",
                     panel["IPntS_S"][r][col],
                     "IPntS_S must be diagonal (off-diagonal entries 0, "
                     f"or below {_DIAG_RTOL:g} * max diagonal): "
