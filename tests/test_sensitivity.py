@@ -49,7 +49,7 @@ def _set(scenario, name, value):
         vec = np.ones(3)
     else:
         vec = np.array(getattr(scenario.initial, field), dtype=float)
-    vec[int(idx)] = value
+    vec[int(idx) - 1] = value  # components are numbered 1, 2, 3
     return jh.apply_parameters(scenario, {base: vec})
 
 

@@ -60,7 +60,6 @@ simulator to their truncation error.
 """
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -75,6 +74,7 @@ from jaxtyping import Array, Float
 from .._io._files import to_json
 from .._io._scenario_file import ScenarioError
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
+from .._model._params import _did_you_mean
 from .._model._scenario import Scenario, compile_key
 from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
@@ -111,14 +111,6 @@ HISTORY_UNITS = {
 
 def _fail(source: str, msg: str) -> ScenarioError:
     return ScenarioError(f"{source}: {msg}", source=source)
-
-
-def _did_you_mean(name: str, allowed: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(allowed), n=1, cutoff=0.6)
-    if not close:
-        low = {a.lower(): a for a in allowed}
-        close = [low[c] for c in difflib.get_close_matches(name.lower(), list(low), n=1, cutoff=0.6)]
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # ------------------------------------------------------------------------------------------------------------
