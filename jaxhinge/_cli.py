@@ -372,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(None if argv is None else [os.fspath(a) for a in argv])
     if args.command is None:
         parser.print_help()
         return 0

@@ -1,18 +1,30 @@
 import os
+import shutil
 import sys
 import tempfile
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
-# Persistent compilation cache shared by the test process and the notebook kernels it starts: the same
-# programs (e.g. the two-panel simulate) are compiled once per CI run instead of once per process.
-_CACHE = os.path.join(tempfile.gettempdir(), "jaxhinge-test-jax-cache")
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "1")
+# A persistent compilation cache for this run only, shared by the test processes (pytest-xdist workers) and the
+# notebook kernels they start: a program compiled by one is loaded by the others. It starts empty every run (the
+# suite's time is measured from a cold cache); set JAXHINGE_TEST_JAX_CACHE to keep one between runs.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ.get("JAXHINGE_TEST_JAX_CACHE") or tempfile.mkdtemp(
+        prefix="jaxhinge-test-jax-cache-"
+    )
+    os.environ["JAXHINGE_TEST_OWNS_CACHE"] = "" if os.environ.get("JAXHINGE_TEST_JAX_CACHE") else "1"
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 
-sys.path.insert(0, os.path.dirname(__file__))  # tests/_seed.py helpers
+sys.path.insert(0, os.path.dirname(__file__))  # tests/_helpers.py, _seed.py, _kane.py
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def pytest_unconfigure(config):
+    """The run's own cache is removed by the process that made it (the xdist controller, or a plain run)."""
+    if not hasattr(config, "workerinput") and os.environ.get("JAXHINGE_TEST_OWNS_CACHE") == "1":
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
