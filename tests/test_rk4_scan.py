@@ -38,7 +38,7 @@ def test_scan_path_equals_a_plain_step_loop():
     h, want = 0.01, [y]
     add = lambda a, b, c: jax.tree.map(lambda x, z: x + c * z, a, b)
     for j in range(25):
-        t0 = j * h
+        t0 = jnp.asarray(j * h)  # an array: one compiled vector field for every step
         k1 = f(y, t0)
         k2 = f(add(y, k1, h / 2), t0)
         k3 = f(add(y, k2, h / 2), t0)
