@@ -272,6 +272,10 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
         assert row["simulated_frequency_hz"] == pytest.approx(f, rel=1e-6)
     assert {"fit", "solver", "check"} <= set(data["timing_s"])
     assert isinstance(data["iterations"], int) and data["status"] == "successful"
+    # the blocks every fit's result.json shares (the least-squares core)
+    assert data["correlation"]["names"] == ["wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c"]
+    assert len(data["correlation"]["matrix"]) == 4 and data["dof"] == 2
+    assert data["identifiability"]["identifiable"] and data["identifiability"]["undetermined"] == []
     fitted = jh.load_scenario(out / "fitted_scenario.toml")
     np.testing.assert_allclose(fitted.spacecraft.panels.k, [500.0, 500.0, 150.0], rtol=1e-6)
     assert "wing_pY.k=wing_mY.k" in stdout and "simulated [Hz]" in stdout
