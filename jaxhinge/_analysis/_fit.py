@@ -290,7 +290,7 @@ def fit(
         return float(2.0 * np.mean(zt) * np.sqrt(max(k0[par.panel], 1e-12) * Itheta[par.panel]))
 
     coords = parse_free(scenario, free, seed=seed)
-    for i, c in enumerate(coords):
+    for c in coords:
         f = c.targets[0].field
         if f.initial or f.name in _NOT_IN_MODES:
             what = "an initial condition" if f.initial else f"{f.name} ({f.description})"
