@@ -14,11 +14,12 @@ from ._analysis._batch import grid_dispersions as grid_dispersions
 from ._analysis._batch import sample_dispersions as sample_dispersions
 from ._analysis._batch import simulate_batch as simulate_batch
 from ._analysis._batch import summarize as summarize
-from ._analysis._fit import FitError as FitError
 from ._analysis._fit import FitResult as FitResult
 from ._analysis._fit import fit as fit
 from ._analysis._identify import IdentifyResult as IdentifyResult
 from ._analysis._identify import identify as identify
+from ._analysis._lsq import FitError as FitError
+from ._analysis._lsq import LeastSquaresResult as LeastSquaresResult
 from ._analysis._modes import Linearization as Linearization
 from ._analysis._modes import ModeMeasurement as ModeMeasurement
 from ._analysis._modes import Modes as Modes

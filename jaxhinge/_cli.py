@@ -188,11 +188,10 @@ def _fit_report(result, data: dict, written: list[str]) -> list[str]:
              f"scenario            {data['scenario']} (boundary {result.boundary}, solver {result.solver})",
              f"status              {result.message}", ""]
     lines.append(f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit")
-    for i, name in enumerate(result.parameter_names):
+    for i, name in enumerate(result.names):
         sig = result.sigma[i]
         sig_s = f"{sig:12.4g}" if np.isfinite(sig) else f"{'undetermined':>12}"
-        unit = "N m/rad" if result.parameter_kinds[i] == "k" else "N m s/rad"
-        lines.append(f"{name:<28} {result.values[i]:14.8g} {sig_s} {result.initial[i]:14.8g}  {unit}")
+        lines.append(f"{name:<28} {result.values[i]:14.8g} {sig_s} {result.initial[i]:14.8g}  {result.units[i]}")
     lines += ["", (f"{'mode':>4} {'target [Hz]':>12} {'model [Hz]':>12} {'rel. error':>11} {'simulated [Hz]':>15}"
                    f" {'target zeta':>12} {'model zeta':>11} {'simulated zeta':>15}")]
     for r in data["targets"]:
@@ -212,7 +211,7 @@ def _fit_report(result, data: dict, written: list[str]) -> list[str]:
 
 
 def cmd_fit(args) -> int:
-    from ._analysis._fit import FitError
+    from ._analysis._lsq import FitError
     from ._io._fit_file import result_dict, run_fit, write_outputs
     from ._io._fit_files import load_fit_file
     from ._io._identify_file import IdentifySpec
@@ -276,7 +275,7 @@ def cmd_sensitivity(args) -> int:
 
 def _cmd_identify(args, spec) -> int:
     """`jaxhinge fit` for a telemetry FIT.toml (one with a [data] table)."""
-    from ._analysis._fit import FitError
+    from ._analysis._lsq import FitError
     from ._io._identify_file import report_lines, run_identify, write_outputs
 
     try:

@@ -1,8 +1,14 @@
-"""Fitting k and c to target modes: recovery of known parameters, ties, refusals in plain words, uncertainty,
-non-convergence, the `jaxhinge fit` CLI and its FIT.toml, the committed fits/ example. (The notebook
-02_fit_fea_frequencies is executed by test_notebooks.py.)"""
+"""Fitting model parameters to target modes: recovery of known parameters (k, c, a mass), ties, refusals in plain
+words, uncertainty, non-convergence, the `jaxhinge fit` CLI and its FIT.toml, the committed fits/ example. (The
+notebook 02_fit_fea_frequencies is executed by test_notebooks.py.)
 
+Fits are compiled once per model structure (which parameters are free, how many targets): the tests share
+a few structures (random 2- and 3-panel models with every k and c free; the three-panel example with tied
+wings) so that most fits reuse a compiled solver."""
+
+import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -16,7 +22,7 @@ import pytest
 from test_modes import EXAMPLE, REPO, TWO_PI, random_spacecraft, scenario_of
 
 import jaxhinge as jh
-from jaxhinge._analysis._fit import FitError, fit, parse_free
+from jaxhinge._analysis._fit import FitError, fit
 from jaxhinge._cli import main
 from jaxhinge._io._fit_file import load_fit
 
@@ -26,6 +32,11 @@ FITS = os.path.join(REPO, "fits")
 def _targets(scenario, boundary="free"):
     m = jh.modes(scenario, boundary)
     return np.asarray(m.frequency_hz), np.asarray(m.damping_ratio)
+
+
+@pytest.fixture(scope="module")
+def example():
+    return jh.load_scenario(EXAMPLE)
 
 
 def _perturbed(scenario, fk, fc):
@@ -39,10 +50,11 @@ def _perturbed(scenario, fk, fc):
 # ------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed, n", [(0, 2), (1, 3), (2, 4), (3, 3), (4, 4), (5, 2)])
+@pytest.mark.parametrize("seed, n", [(0, 2), (5, 2), (1, 3), (3, 3), (4, 3)])
 def test_recovers_k_and_c_of_random_3d_configurations(seed, n):
     """Synthetic targets (all N frequencies and damping ratios) of a random 3D spacecraft; every k and c free,
-    each started 25 % off (random signs): LM recovers them to 1e-6 (measured: ~1e-14)."""
+    each started 25 % off (random signs): LM recovers them to 1e-6 (measured: ~1e-14). Two sizes, so two
+    compiled solvers serve the five fits."""
     truth = scenario_of(random_spacecraft(seed, n))
     ft, zt = _targets(truth)
     rng = np.random.default_rng(1000 + seed)
@@ -66,13 +78,16 @@ def test_recovers_tied_wings_of_the_example():
     r = fit(start, ft, damping_ratios=zt, check=False,
             free=["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c"])
     assert r.converged and r.targets_reached, r.message
-    assert r.parameter_names == ("wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c")
+    assert r.names == ("wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c")
+    assert r.units == ("N m/rad", "N m/rad", "N m s/rad", "N m s/rad")
     np.testing.assert_allclose(r.values, [500.0, 150.0, 4.0, 1.2], rtol=1e-6)
     assert r.parameter("wing_mY.k") == r.parameter("wing_pY.k") == (r.values[0], r.sigma[0])
     k = np.asarray(r.scenario.spacecraft.panels.k)
     assert k[0] == k[1]
     # 4 parameters, 6 targets: the covariance is scaled by max(1, chi^2/dof) = 1 here
     assert "dof = 2" in r.sigma_note and np.all(np.isfinite(r.sigma))
+    assert r.identifiable and r.correlation.shape == (4, 4) and np.allclose(np.diag(r.correlation), 1.0)
+    assert r.chi2 == pytest.approx(2 * r.cost) and r.chi2 < 1e-20
 
 
 def test_clamped_single_panel_fit_is_closed_form_and_sigma_propagates():
@@ -105,38 +120,40 @@ def test_c_seeded_from_damping_when_zero():
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "adam"])
-def test_optax_solvers(solver):
-    """The optax optimisers minimise the same cost; L-BFGS reaches the solution, Adam gets close."""
-    truth = scenario_of(random_spacecraft(9, 2))
-    ft, _ = _targets(truth)
-    start = _perturbed(truth, [1.2, 0.8], [1.0, 1.0])
-    r = fit(start, ft, free=["p0.k", "p1.k"], solver=solver, max_steps=3000, learning_rate=0.01, check=False)
+def test_optax_solvers(example, solver):
+    """The optax optimisers minimise the same cost; L-BFGS reaches the solution, Adam gets close. (The
+    problem of `test_non_convergence_is_reported`: one compiled Jacobian serves the three solvers.)"""
+    ft, _ = _targets(example)
+    start = _perturbed(example, [1.2, 1.2, 0.8], [1.0, 1.0, 1.0])
+    r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], solver=solver, max_steps=3000,
+            learning_rate=0.01, check=False)
     rtol = 1e-6 if solver == "lbfgs" else 1e-2
-    np.testing.assert_allclose(r.values, truth.spacecraft.panels.k, rtol=rtol)
+    np.testing.assert_allclose(r.values, [500.0, 150.0], rtol=rtol)
     assert len(r.history) > 1 and r.history[-1] < r.history[0]
 
 
-def test_mode_numbers_match_chosen_modes():
-    truth = scenario_of(random_spacecraft(10, 3))
+def test_mass_of_a_chosen_mode():
+    """Any registry parameter can be fitted: the antenna mass from the frequency of mode 3 alone
+    (`mode_numbers`; the mode the antenna dominates), started 20 % off. Mass enters as a log-ratio."""
+    truth = jh.load_scenario(EXAMPLE)
     ft, _ = _targets(truth)
-    start = _perturbed(truth, [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
-    # only the top mode: free the panel that dominates it
-    m = jh.modes(truth)
-    dom = int(np.argmax(np.asarray(m.energy_fraction)[2, 2:]))
-    start = _perturbed(truth, np.where(np.arange(3) == dom, 1.2, 1.0), np.ones(3))
-    r = fit(start, [ft[2]], mode_numbers=[3], free=[f"p{dom}.k"], check=False)
-    assert r.mode_numbers == (3,)
-    np.testing.assert_allclose(r.values[0], truth.spacecraft.panels.k[dom], rtol=1e-8)
+    start = jh.apply_parameters(truth, {"antenna.mass": 1.2 * 15.0})
+    r = fit(start, [ft[2]], mode_numbers=[3], free=["antenna.mass"], check=False)
+    assert r.converged and r.targets_reached, r.message
+    assert r.mode_numbers == (3,) and r.names == ("antenna.mass",) and r.units == ("kg",) and r.log == (True,)
+    np.testing.assert_allclose(r.values[0], 15.0, rtol=1e-8)
+    assert float(r.scenario.spacecraft.panels.mass[2]) == r.values[0]
+    # one target, one parameter: sigma is the 1 % frequency uncertainty propagated, m 0.01 / |d ln f / d ln m|
+    # (central difference, step 1e-4: truncation ~1e-8)
+    f3 = [float(jh.modes(jh.apply_parameters(truth, {"antenna.mass": 15.0 * math.exp(h)})).frequency_hz[2])
+          for h in (-1e-4, 1e-4)]
+    slope = (math.log(f3[1]) - math.log(f3[0])) / 2e-4
+    np.testing.assert_allclose(r.sigma[0], 15.0 * 0.01 / abs(slope), rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------------------
 # Plain-words refusals and reports
 # ------------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def example():
-    return jh.load_scenario(EXAMPLE)
 
 
 REFUSALS = [
@@ -149,10 +166,17 @@ REFUSALS = [
     ({"targets_hz": [0.3, 0.2], "free": ["wing_pY.k"]}, "must be in ascending order"),
     ({"targets_hz": [0.2], "damping_ratios": [1.5], "free": ["wing_pY.k", "wing_pY.c"]}, "each must be < 1"),
     ({"targets_hz": [-0.2], "free": ["wing_pY.k"]}, "must be a finite number > 0"),
-    ({"targets_hz": [0.2], "free": ["wing.k"]}, "no panel named 'wing'; panels: wing_pY, wing_mY, antenna"),
-    ({"targets_hz": [0.2], "free": ["wing_pY.mass"]}, "parameter 'mass' cannot be fitted; allowed: k, c"),
-    ({"targets_hz": [0.2], "free": ["wing_pY.k = wing_pY.c"]}, "cannot tie a stiffness k to a damping c"),
-    ({"targets_hz": [0.2, 0.3], "free": ["wing_pY.k", "wing_pY.k = wing_mY.k"]}, "already appears in fit.free[0]"),
+    ({"targets_hz": [0.2], "free": ["wing.k"]},
+     ("fit.free[0] = 'wing.k': unknown owner 'wing' (did you mean 'wing_pY'?); the prefix must be 'hub' or a panel "
+     "name (wing_pY, wing_mY, antenna)")),
+    ({"targets_hz": [0.2], "free": ["wing_pY.thetaInit"]},
+     "wing_pY.thetaInit is an initial condition, which does not enter the modes"),
+    ({"targets_hz": [0.2], "free": ["antenna.motorTorque"]}, ("antenna.motorTorque is motorTorque (hinge motor "
+     "torque), which does not enter the modes")),
+    ({"targets_hz": [0.2], "free": ["wing_pY.k = wing_pY.c"]},
+     "cannot tie wing_pY.k [N m/rad] to wing_pY.c [N m s/rad]: only the same field"),
+    ({"targets_hz": [0.2, 0.3], "free": ["wing_pY.k", "wing_pY.k = wing_mY.k"]},
+     "fit.free[1] = 'wing_pY.k = wing_mY.k': wing_pY.k is already free in fit.free[0]"),
     ({"targets_hz": [0.2], "free": ["wing_pY.k"], "boundary": "fixed"}, "allowed values are \"free\", \"clamped\""),
     ({"targets_hz": [0.2], "free": ["wing_pY.k"], "solver": "sgd"}, "fit.solver = 'sgd': allowed values are lm"),
     # mode 1 is a wing mode: no antenna stiffness can move it above the wings' own limit
@@ -203,12 +227,6 @@ def test_non_convergence_is_reported(example):
     assert r.message.startswith("did NOT converge: it used all 2 allowed steps (raise fit.max_steps)")
 
 
-def test_parse_free_ties():
-    g = parse_free(["a.k = b.k = c.k", " a.c "], ["a", "b", "c"])
-    assert [x.name for x in g] == ["a.k=b.k=c.k", "a.c"]
-    assert g[0].panels == (0, 1, 2) and g[0].kind == "k" and g[1].members == ("a.c",)
-
-
 # ------------------------------------------------------------------------------------------------------------
 # FIT.toml and the CLI
 # ------------------------------------------------------------------------------------------------------------
@@ -254,6 +272,10 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
         assert row["simulated_frequency_hz"] == pytest.approx(f, rel=1e-6)
     assert {"fit", "solver", "check"} <= set(data["timing_s"])
     assert isinstance(data["iterations"], int) and data["status"] == "successful"
+    # the blocks every fit's result.json shares (the least-squares core)
+    assert data["correlation"]["names"] == ["wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c"]
+    assert len(data["correlation"]["matrix"]) == 4 and data["dof"] == 2
+    assert data["identifiability"]["identifiable"] and data["identifiability"]["undetermined"] == []
     fitted = jh.load_scenario(out / "fitted_scenario.toml")
     np.testing.assert_allclose(fitted.spacecraft.panels.k, [500.0, 500.0, 150.0], rtol=1e-6)
     assert "wing_pY.k=wing_mY.k" in stdout and "simulated [Hz]" in stdout
@@ -333,9 +355,12 @@ def test_cli_fit_output_folder_checked_before_compute(tmp_path, capsys, body, ar
     assert os.listdir(tmp_path / "res") == ["fit.svg"]
 
 
-def test_cli_fit_not_converged_exit_1(tmp_path, capsys):
-    path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.21, 0.3]\n[fit]\nfree = [\"wing_pY.k = wing_mY.k\", "
-                               "\"antenna.k\"]\nmax_steps = 1\n[check]\nsimulate = false\n")
+def test_cli_fit_not_converged_exit_1(example, tmp_path, capsys):
+    """Every k 21 % stiffer puts every frequency 10 % higher; 2 steps do not get there. (The problem of
+    `test_non_convergence_is_reported`: one compiled solver.)"""
+    ft = list(map(float, 1.1 * _targets(example)[0]))
+    path = _fit_file(tmp_path, f"[modes]\ntargets_hz = {ft}\n[fit]\nfree = [\"wing_pY.k = wing_mY.k\", "
+                               "\"antenna.k\"]\nmax_steps = 2\n[check]\nsimulate = false\n")
     rc = main(["fit", path])
     stderr = capsys.readouterr().err
     assert rc == 1, stderr
@@ -396,17 +421,21 @@ def test_fits_example_reproduces():
 
 
 def test_no_recompilation_between_fits_of_one_structure():
-    """The solver is compiled once per model structure (the model and targets are arguments, not constants)."""
-    from jaxhinge._analysis._fit import _solve
+    """The solver is compiled once per model structure: the model, targets and initial guesses are
+    arguments, and panel names never enter the compiled programs (the second model names its panels)."""
+    from jaxhinge._analysis._lsq import _solve, evaluate
 
-    def one(seed):
-        truth = scenario_of(random_spacecraft(seed, 2))
+    def one(seed, names):
+        sc = random_spacecraft(seed, 2)
+        truth = scenario_of(jh.Spacecraft(sc.hub, dataclasses.replace(sc.panels, names=names), sc.gravity))
         ft, zt = _targets(truth)
         start = _perturbed(truth, [1.1, 0.9], [0.9, 1.1])
-        return fit(start, ft, damping_ratios=zt, free=["p0.k", "p1.k", "p0.c", "p1.c"], check=False)
+        a, b = truth.spacecraft.panels.labels
+        return fit(start, ft, damping_ratios=zt, free=[f"{a}.k", f"{b}.k", f"{a}.c", f"{b}.c"], check=False)
 
-    one(60)
-    before = _solve._cached._cache_size()
-    r = one(61)
-    assert _solve._cached._cache_size() == before
+    one(60, ())
+    before = _solve._cached._cache_size(), evaluate._cached._cache_size()
+    r = one(61, ("left", "right"))
+    assert (_solve._cached._cache_size(), evaluate._cached._cache_size()) == before
+    assert r.names == ("left.k", "right.k", "left.c", "right.c")
     assert r.converged and r.solve_s < 2.0  # no compilation: the solve itself takes milliseconds

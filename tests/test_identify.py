@@ -5,7 +5,8 @@ by tests/data/telemetry/make_telemetry_reference.py) with seeded noise; known pa
 of the reported 1-sigma intervals; the exact symmetry of identical panels (identifiability).
 
 Every fit here has one model structure (2 panels, no loads, 101 samples, 3 columns, 4 free parameters), so
-one compiled solver serves all of them.
+one compiled solver serves all of them (`test_no_recompilation_for_new_data` checks it). The least-squares
+core itself (coordinates, Jacobian, covariance, identifiability) is tested in test_lsq.py.
 """
 
 import json
@@ -19,6 +20,7 @@ from conftest import DATA
 
 import jaxhinge as jh
 from jaxhinge._analysis import _identify as I
+from jaxhinge._analysis import _lsq as L
 from jaxhinge._cli import main
 from jaxhinge._io import _telemetry as T
 from jaxhinge._model._params import current_value
@@ -70,10 +72,22 @@ def test_recovery_from_basilisk_telemetry(bsk):
     assert res.correlation.shape == (4, 4) and np.allclose(np.diag(res.correlation), 1.0)
 
 
+def test_no_recompilation_for_new_data(bsk):
+    """A second fit of one structure (new noise, new initial guess) reuses the compiled solver and evaluation:
+    data, weights and initial guesses are arguments, not constants."""
+    sc, t, v, truth = bsk
+    jh.identify(sc, _noisy(sc, t, v, 20), FREE)  # compiles only if this test runs alone
+    before = L._solve._cached._cache_size(), L.evaluate._cached._cache_size()
+    guess = jh.apply_parameters(sc, {"p0.k": 1.1 * truth["p0.k"], "p1.c": 0.9 * truth["p1.c"]})
+    res = jh.identify(guess, _noisy(sc, t, v, 21), FREE)
+    assert (L._solve._cached._cache_size(), L.evaluate._cached._cache_size()) == before
+    assert res.converged and res.solve_s < 5.0, (res.message, res.solve_s)
+
+
 def test_output_times_and_irregular_synthetic_recovery(bsk):
     """`simulate(ts=...)` at irregular sample times equals Basilisk on the shared samples; jaxhinge-made
     irregular telemetry is fitted with a growing horizon from starts 25-30 % off."""
-    sc, t_b, v_b, truth = bsk
+    sc, _t_b, v_b, truth = bsk
     rng = np.random.default_rng(7)
     grid = np.arange(201) * 0.01
     ts = np.sort(np.concatenate([[0.0, 2.0], rng.choice(grid[1:-1], 99, replace=False)]))
@@ -161,15 +175,18 @@ def test_identifiability_report():
 
 
 def test_failed_simulation_inside_an_iterate_is_handled(bsk):
-    """A diverging iterate (k * e^30: rk4 unstable) gives large finite residuals, not NaN or an exception."""
-    sc, t, v, _ = bsk
+    """A diverging model (k * e^30: rk4 unstable) gives large finite residuals with a zero Jacobian, not NaN or
+    an exception: the solver cannot leave it, and the fit says so (the compiled solver of the other fits)."""
+    sc, t, v, truth = bsk
     tel = _noisy(sc, t, v, 5)
-    coords = I.parse_free(sc, FREE)
-    prob = I._problem(sc, tel, coords)
-    r, J, _, ok = I._evaluate(jnp.array([30.0, 0.0, 0.0, 0.0]), prob)
-    assert not bool(ok)
-    assert np.all(np.isfinite(np.asarray(r))) and np.all(np.isfinite(np.asarray(J)))
-    assert np.max(np.abs(np.asarray(r))) >= 1e6
+    prob = I._problem(sc, tel, L.parse_free(sc, FREE))
+    sol = L.solve(prob, np.array([30.0, 0.0, 0.0, 0.0]), L.make_solver("lm", 1e-8, 1e-8), max_steps=100)
+    assert not sol.ok and not sol.converged
+    np.testing.assert_array_equal(sol.residuals, L.FAIL)
+    np.testing.assert_array_equal(sol.jacobian, 0.0)
+    res = jh.identify(jh.apply_parameters(sc, {"p0.k": math.exp(30.0) * truth["p0.k"]}), tel, FREE)
+    assert not res.converged and not res.identifiable
+    assert res.message.startswith("not converged: the simulation of the fitted model failed"), res.message
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -179,13 +196,13 @@ def test_failed_simulation_inside_an_iterate_is_handled(bsk):
 
 def test_parse_free_names_vectors_ties():
     sc = jh.load_scenario(BSK_TOML)
-    c = I.parse_free(sc, ["hub.omega_BN_BInit", "p0.thetaInit", "hub.r_CN_NInit[2]", "p0.k = p1.k", "p1.IPntS_S[3]"])
+    c = L.parse_free(sc, ["hub.omega_BN_BInit", "p0.thetaInit", "hub.r_CN_NInit[2]", "p0.k = p1.k", "p1.IPntS_S[3]"])
     assert [x.name for x in c] == ["hub.omega_BN_BInit[1]", "hub.omega_BN_BInit[2]", "hub.omega_BN_BInit[3]",
                                    "p0.thetaInit", "hub.r_CN_NInit[2]", "p0.k=p1.k", "p1.IPntS_S[3]"]
     assert [x.log for x in c] == [False, False, False, False, False, True, True]
     assert c[5].x0 == pytest.approx(math.sqrt(321.278207268 * 413.399327241))
     u = jnp.array([1.0, 0.0, 0.0, 0.5, 2.0, math.log(2.0), math.log(1.5)])
-    s2 = I.apply_coordinates(sc, c, u)
+    s2 = L.apply_coordinates(sc, c, u)
     w0 = np.asarray(sc.initial.omega_BN_BInit)
     assert np.allclose(np.asarray(s2.initial.omega_BN_BInit), w0 + [0.01, 0, 0])
     assert float(s2.initial.thetaInit[0]) == pytest.approx(float(sc.initial.thetaInit[0]) + 0.05)
@@ -208,13 +225,13 @@ def test_parse_free_names_vectors_ties():
 def test_bad_free_parameters(free, words):
     sc = jh.load_scenario(BSK_TOML)
     with pytest.raises(jh.FitError, match=words.replace("(", r"\(").replace("[", r"\[")):
-        I.parse_free(sc, free)
+        L.parse_free(sc, free)
 
 
 def test_free_c_at_zero_is_refused():
     sc = jh.apply_parameters(jh.load_scenario(BSK_TOML), {"p0.c": 0.0})
     with pytest.raises(jh.FitError, match="must start > 0"):
-        I.parse_free(sc, ["p0.c"])
+        L.parse_free(sc, ["p0.c"])
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -344,7 +361,7 @@ def test_cli_telemetry_fit(tmp_path, bsk, capsys):
     (lambda s: s.replace('"theta_p1"', '"theta_p7"'), "not an output of the scenario"),
     (lambda s: s.replace("[fit]", "[fit]\nsolver = \"newton\""), "fit.solver"),
     (lambda s: s.replace("[fit]", "[fit]\nstart = 3"), "unknown key 'start' (did you mean 'starts'?)"),
-    (lambda s: s.replace('"p1.c"', '"p1.cc"'), "unknown parameter p1.cc"),
+    (lambda s: s.replace('"p1.c"', '"p1.cc"'), "fit.free[3] = 'p1.cc': unknown field 'cc' (did you mean 'c'?)"),
 ])
 def test_cli_bad_fit_file(tmp_path, capsys, mutate, words):
     _write_csv(tmp_path / "tel.csv", ["t", *COLS], [[0.0, 0.1, 0.0, 0.0], [0.02, 0.1, 0.0, 0.0]] * 1)

@@ -20,7 +20,9 @@ frees one. Inertias are 3 positive scale factors $s$ ($I' = D I D$, $D = \mathrm
 `"p0.k = p1.k"` fits one value for both (initial guess: geometric/arithmetic mean).
 
 **Coordinates.** Positive quantities (`k`, `c`, `mass`, `d`, `mHub`, inertia factors) are fitted as
-$u = \ln(p/p_0)$; signed ones linearly, $p = p_0 + s\,u$ with a fixed scale $s$ per field (`Field.scale` of the parameter registry).
+$u = \ln(p/p_0)$; signed ones linearly, $p = p_0 + s\,u$ with a fixed scale $s$ per field (`Field.scale` of the
+parameter registry). Coordinates, Jacobian, solvers, covariance and identifiability are those of the
+least-squares core, `jaxhinge._analysis._lsq`, shared with the modal fit.
 
 **Uncertainties.** At the solution, $J = \partial r/\partial u$; $s^2 = \chi^2/\mathrm{dof}$
 ($\mathrm{dof} = $ residuals $-$ parameters) and $\mathrm{cov}_u = s^2 (J^TJ)^{-1}$; the parameter sigmas are
@@ -41,133 +43,63 @@ $\chi^2$ kept.
 """
 
 import dataclasses
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
 
 import diffrax
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 from jaxtyping import Array, Float, Int
 
 from .._io._telemetry import Telemetry, model_outputs, output_names
-from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario
 from .._model._spacecraft import strip_labels
-from .._simulation._simulate import simulate_unjitted
-from ._fit import _PROGRESS, FitError, _verbose
+from .._simulation._simulate import Trajectory, simulate, simulate_unjitted
+from ._lsq import (
+    AbstractResiduals,
+    Coordinate,
+    Coordinates,
+    FitError,
+    LeastSquaresResult,
+    analyse,
+    apply_coordinates,
+    common_fields,
+    make_solver,
+    parse_free,
+    solve,
+)
+
+__all__ = ["SOLVERS", "IdentifyResult", "identify"]
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
-_FAIL = 1e6
-
-
-@dataclasses.dataclass(frozen=True)
-class Coordinate:
-    """One fitted number: `name` (as reported), the scenario parameters it sets (`targets`: (name, component
-    or None) pairs, several when tied), `log` (positive, fitted as a log-ratio), `x0` (initial guess),
-    `scale` (linear coordinates), `field` and `unit`. Only `targets`/`log` shape the compiled program
-    (`x0`, `scale` travel as arrays)."""
-
-    name: str
-    targets: tuple[Parameter, ...]
-    log: bool
-    x0: float
-    scale: float
-    field: str
-    unit: str
-
-    def value(self, u, x0=None, scale=None):
-        x0 = self.x0 if x0 is None else x0
-        scale = self.scale if scale is None else scale
-        return x0 * jnp.exp(jnp.clip(u, -30.0, 30.0)) if self.log else x0 + scale * u
-
-    def label(self) -> str:
-        return f"log({self.name})" if self.log else self.name
-
-    def structure(self) -> tuple:
-        return (anonymous(self.targets), self.log)
-
-
-def parse_free(scenario: Scenario, free: Sequence[str], field: str = "fit.free") -> tuple[Coordinate, ...]:
-    """The fitted coordinates of the `free` list (syntax: module docstring; names resolved by the parameter
-    registry, `jaxhinge._model._params`). **Raises:** `FitError`."""
-    if isinstance(free, str) or not isinstance(free, (list, tuple)) or not free:
-        raise FitError(f"{field} = {free!r}: must be a non-empty list of names like \"p0.k\", "
-                       "\"hub.omega_BN_BInit\" or \"p0.k = p1.k\"", field=field)
-    seen: dict[tuple[str, int | None], int] = {}
-    out: list[Coordinate] = []
-    for i, entry in enumerate(free):
-        where = f"{field}[{i}]"
-        if not isinstance(entry, str):
-            raise FitError(f"{where} = {entry!r}: must be a string like \"p0.k\"", field=where)
-        members = []
-        for part in entry.split("="):
-            try:
-                members.append(expand(scenario, part.strip()))
-            except ParameterError as e:
-                raise FitError(f"{where} = {entry!r}: {e}", field=where) from None
-        if len(members) > 1:
-            if len({m[0].field.name for m in members}) != 1 or any(len(m) != 1 for m in members):
-                raise FitError(f"{where} = {entry!r}: only the same field (one number each) can be tied, e.g. "
-                               "\"p0.k = p1.k\"", field=where)
-        for j in range(len(members[0])):
-            targets = [m[j] for m in members]
-            for t in targets:
-                key = (t.base, t.component)
-                if key in seen or (t.base, None) in seen or (t.component is None and any(k[0] == t.base for k in seen)):
-                    raise FitError(f"{where} = {entry!r}: {t.name} is already free (each parameter may appear once)",
-                                   field=where)
-                seen[key] = i
-            x0s = [float(nominal(scenario, t)) for t in targets]
-            fld = targets[0].field
-            if fld.positive:
-                if any(not x > 0 for x in x0s):
-                    bad = [t.name for t, x in zip(targets, x0s) if not x > 0]
-                    raise FitError(f"{where} = {entry!r}: {', '.join(bad)} must start > 0 (it is fitted in log "
-                                   "space); give a positive initial guess in the scenario", field=where)
-                x0 = float(np.exp(np.mean(np.log(x0s))))
-            else:
-                x0 = float(np.mean(x0s))
-            out.append(Coordinate(name="=".join(t.name for t in targets), targets=tuple(targets), log=fld.positive,
-                                  x0=x0, scale=fld.scale, field=fld.name, unit=fld.unit))
-    return tuple(out)
-
-
-def apply_coordinates(scenario: Scenario, coords: Sequence[Coordinate], u, x0=None, scale=None) -> Scenario:
-    """The scenario with the coordinates `u` (P,) applied (traceable; `x0`, `scale` (P,) override the
-    coordinates' own initial guesses and scales)."""
-    pars, vals = [], []
-    for j, c in enumerate(coords):
-        v = c.value(u[j], None if x0 is None else x0[j], None if scale is None else scale[j])
-        for t in c.targets:
-            pars.append(t)
-            vals.append(v)
-    return apply_resolved(scenario, pars, vals)
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Residuals (module level: one compiled solver per model structure, reused across data sets / starts)
+# Residuals (a pytree: one compiled solver per model structure, reused across data sets / starts)
 # ------------------------------------------------------------------------------------------------------------
 
 
-class _Problem(eqx.Module):
-    scenario: Scenario
+class _TelemetryResiduals(AbstractResiduals):
+    scenario: Scenario  # label-free
+    coordinates: Coordinates
     ts: Float[Array, " T"]
     data: Float[Array, "T C"]
     weight: Float[Array, "T C"]  # 1/sigma, 0 for samples outside the current horizon
     cols: Int[Array, " C"]  # indices into the model output matrix
-    x0: Float[Array, " P"]
-    scale: Float[Array, " P"]
-    structure: tuple = eqx.field(static=True)  # (targets, log) per coordinate
     n_panels: int = eqx.field(static=True)
 
-    def outputs(self, u):
-        coords = [Coordinate("", t, lg, 1.0, 1.0, "", "") for t, lg in self.structure]
-        sc = apply_coordinates(self.scenario, coords, u, self.x0, self.scale)
-        traj = simulate_unjitted(sc, diffrax.ForwardMode(), ts=self.ts)
+    def __call__(self, u):
+        traj = simulate_unjitted(self.coordinates.apply(self.scenario, u), diffrax.ForwardMode(), ts=self.ts)
+        y = self.outputs(traj)
+        # samples outside the horizon (weight 0) stay 0 even where the model is not finite
+        r = jnp.where(self.weight > 0, (y - self.data) * self.weight, 0.0)
+        return r.reshape(-1), traj.success, y
+
+    def outputs(self, traj: Trajectory) -> Float[Array, "T C"]:
+        """The measured columns of a trajectory at the sample times (the closer MRP set per sample)."""
         full = model_outputs(traj, self.n_panels)
         s = traj.sigma_BN
         shadow = -s / jnp.sum(s * s, axis=1, keepdims=True).clip(1e-300)
@@ -176,61 +108,16 @@ class _Problem(eqx.Module):
         # either MRP set of the attitude matches the data: take the closer one per sample
         pick = jnp.sum(((a - self.data) * self.weight) ** 2, axis=1) <= jnp.sum(((b - self.data) * self.weight) ** 2,
                                                                                 axis=1)
-        return jnp.where(pick[:, None], a, b), traj.success
+        return jnp.where(pick[:, None], a, b)
 
 
-def _residuals(u, problem: _Problem):
-    y, ok = problem.outputs(u)
-    r = jnp.nan_to_num((y - problem.data) * problem.weight, nan=_FAIL, posinf=_FAIL, neginf=-_FAIL)
-    return jnp.where(ok, r, _FAIL * jnp.sign(problem.weight)).reshape(-1)
-
-
-def _residuals_and_jacobian(u, problem: _Problem):
-    """Residuals and their Jacobian in one forward-mode pass (`jvp` of the simulation, batched over the P
-    coordinate directions)."""
-    eye = jnp.eye(u.shape[0], dtype=u.dtype)
-    r, J = jax.vmap(lambda t: jax.jvp(lambda v: _residuals(v, problem), (u,), (t,)), out_axes=(None, 1))(eye)
-    return r, J
-
-
-@jax.custom_jvp
-def _residuals_lm(u, problem: _Problem):
-    """`_residuals` for the least-squares solver, with a custom JVP: the solver linearises the residuals several
-    times per step (function value, Jacobian materialisation, trust-region checks), and each linearisation of the
-    plain function would put another copy of the differentiated simulation into the compiled loop. Here every
-    linearisation reuses one Jacobian, computed once per point (same values; compile time ~10x shorter)."""
-    return _residuals(u, problem)
-
-
-@_residuals_lm.defjvp
-def _residuals_lm_jvp(primals, tangents):
-    u, problem = primals
-    du = tangents[0]
-    r, J = _residuals_and_jacobian(u, problem)
-    return r, J @ du
-
-
-@eqx.filter_jit
-def _evaluate(u, problem: _Problem):
-    """Residuals, their Jacobian and the simulated outputs at `u` (one compiled program)."""
-    y, ok = problem.outputs(u)
-    return _residuals(u, problem), jax.jacfwd(_residuals)(u, problem), y, ok
-
-
-def _make_solver(solver: str, rtol: float, atol: float):
-    kw = {"verbose": _verbose}  # always: one compiled solver whether or not progress is shown
-    if solver == "lm":
-        return optx.LevenbergMarquardt(rtol=rtol, atol=atol, **kw)
-    if solver == "dogleg":
-        return optx.Dogleg(rtol=rtol, atol=atol, **kw)
-    return optx.GaussNewton(rtol=rtol, atol=atol, **kw)
-
-
-@eqx.filter_jit
-def _solve(solver, u0, problem, max_steps: int):
-    sol = optx.least_squares(_residuals_lm, solver, u0, problem, {"jac": "fwd"}, max_steps=max_steps, throw=False)
-    r = _residuals(sol.value, problem)
-    return sol.value, sol.result, sol.stats["num_steps"], jnp.sum(r * r)
+def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordinate]) -> _TelemetryResiduals:
+    names = output_names(scenario)
+    cols = np.array([names.index(c) for c in telemetry.columns])
+    w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
+    return _TelemetryResiduals(scenario=strip_labels(scenario), coordinates=Coordinates(coords),
+                               ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values), weight=jnp.asarray(w),
+                               cols=jnp.asarray(cols), n_panels=scenario.spacecraft.panels.count)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -238,140 +125,28 @@ def _solve(solver, u0, problem, max_steps: int):
 # ------------------------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class IdentifyResult:
-    """The outcome of `identify`.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IdentifyResult(LeastSquaresResult):
+    """The outcome of `identify`: the fields every fit shares (`LeastSquaresResult`: `names`, `values`,
+    `sigma`, `initial`, `units`, `covariance`, `correlation`, `chi2`, `dof`, `chi2_per_dof`, `converged`,
+    `status`, `message`, `iterations` (all stages and starts), the identifiability report, the fitted
+    `scenario`, `history` (of the best start), `wall_s`, `options`, ...) and:
 
-    - `names`, `values`, `sigma`, `initial`, `units`: fitted coordinates (see the module docstring) with their
-      1-sigma uncertainties (`inf`: not determined by the data) and initial guesses.
-    - `covariance` (in the fitted coordinates $u$), `correlation` (P, P); `chi2`, `dof`, `chi2_per_dof`.
-    - `converged`, `status` (optimistix result name), `message` (plain words), `iterations` (all stages).
-    - `identifiable` (no undetermined combination), `well_posed` (none poorly determined either),
-      `condition_number` (of the column-scaled $J^TJ$), `singular_values` (relative),
-      `undetermined` / `poorly_determined`: lists of dicts `{"combination", "coefficients", "ratio",
-      "description"}`.
-    - `scenario`: the scenario with the fitted values; `telemetry`; `fitted` (T, C) simulated outputs at the
-      sample times; `residuals` (T, C) in units of sigma; `initial_fitted` (T, C) at the initial guess.
-    - `starts`: per start `{"chi2", "status", "u0"}`; `wall_s`; `options`.
+    - `telemetry`; `fitted` (T, C) simulated outputs at the sample times; `residuals` (T, C) in units of
+      sigma; `initial_fitted` (T, C) at the initial guess.
+    - `starts`: per start `{"chi2", "status", "steps", "initial"}`.
     """
 
-    names: tuple[str, ...]
-    values: np.ndarray
-    sigma: np.ndarray
-    initial: np.ndarray
-    units: tuple[str, ...]
-    covariance: np.ndarray
-    correlation: np.ndarray
-    chi2: float
-    dof: int
-    chi2_per_dof: float
-    converged: bool
-    status: str
-    message: str
-    iterations: int
-    identifiable: bool
-    well_posed: bool
-    condition_number: float
-    singular_values: np.ndarray
-    undetermined: list
-    poorly_determined: list
-    scenario: Scenario
     telemetry: Telemetry
     fitted: np.ndarray
     residuals: np.ndarray
     initial_fitted: np.ndarray
     starts: list
-    wall_s: float
-    options: dict
-
-    def parameter(self, name: str) -> tuple[float, float]:
-        """`(value, sigma)` of one free parameter (also a member of a tied group)."""
-        for i, n in enumerate(self.names):
-            if name == n or name in n.split("="):
-                return float(self.values[i]), float(self.sigma[i])
-        raise KeyError(f"{name!r} is not a free parameter; free: {', '.join(self.names)}")
-
-
-def _combination(v: np.ndarray, coords: Sequence[Coordinate], seen: str = "not seen") -> tuple[str, dict, str]:
-    v = v / np.max(np.abs(v))
-    keep = [j for j in np.argsort(-np.abs(v)) if abs(v[j]) >= 0.05]
-    terms = " ".join(f"{v[j]:+.2f} {coords[j].label()}" for j in keep)
-    coef = {coords[j].name: float(v[j]) for j in keep}
-    if len(keep) == 1:
-        desc = f"{coords[keep[0]].name} is {seen} in the data"
-    elif len(keep) == 2:
-        a, b = (coords[j].name for j in keep)
-        same = v[keep[0]] * v[keep[1]] > 0
-        what = "relative " if all(coords[j].log for j in keep) else ""
-        desc = (f"{a} and {b}: {'changes of the same sign' if same else 'equal and opposite'} {what}changes "
-                f"(ratio {abs(v[keep[1]] / v[keep[0]]):.2g}) are {seen} in the data")
-    else:
-        desc = f"the combination {terms} is {seen} in the data"
-    return terms, coef, desc
-
-
-def _analyse(J: np.ndarray, r: np.ndarray, coords, ident_rtol: float, warn_rtol: float):
-    n, p = J.shape
-    chi2 = float(r @ r)
-    dof = n - p
-    s2 = chi2 / dof if dof > 0 else 1.0
-    norms = np.linalg.norm(J, axis=0)
-    safe = np.where(norms > 0, norms, 1.0)
-    Js = J / safe
-    _, sv, vt = np.linalg.svd(Js, full_matrices=False)
-    smax = sv[0] if sv.size and sv[0] > 0 else 1.0
-    rel = sv / smax
-    cond = float(np.inf if rel[-1] == 0 else (1.0 / rel[-1]) ** 2)
-    undetermined, poor = [], []
-    bad_dirs = []
-    for k in range(p):
-        if rel[k] < ident_rtol or norms[np.argmax(np.abs(vt[k]))] == 0:
-            bad_dirs.append(k)
-    for k in range(p):
-        v = vt[k] / safe  # direction in the fitted coordinates
-        v = np.where(norms > 0, v, vt[k])
-        terms, coef, desc = _combination(v, coords, "not seen" if k in bad_dirs else "barely seen")
-        item = {"combination": terms, "coefficients": coef, "ratio": float(rel[k]), "description": desc}
-        if k in bad_dirs:
-            undetermined.append(item)
-        elif rel[k] < warn_rtol:
-            poor.append(item)
-    good = [k for k in range(p) if k not in bad_dirs]
-    # pseudo-inverse restricted to the determined directions (scaled coordinates)
-    inv = (vt[good].T / sv[good] ** 2) @ vt[good] if good else np.zeros((p, p))
-    cov = s2 * inv / safe[:, None] / safe[None, :]
-    var = np.diag(cov).copy()
-    undet_params = np.zeros(p, bool)
-    for k in bad_dirs:
-        v = np.abs(vt[k])
-        undet_params |= v >= 0.05 * v.max()
-    var[undet_params] = np.inf
-    sig_u = np.sqrt(var)
-    d = np.sqrt(np.diag(cov))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = cov / d[:, None] / d[None, :]
-    corr = np.where(np.isfinite(corr), corr, np.nan)
-    corr[undet_params, :] = np.nan
-    corr[:, undet_params] = np.nan
-    np.fill_diagonal(corr, 1.0)
-    return dict(chi2=chi2, dof=dof, s2=s2, cov=cov, sig_u=sig_u, corr=corr, cond=cond, rel=rel,
-                undetermined=undetermined, poor=poor)
 
 
 # ------------------------------------------------------------------------------------------------------------
 # identify
 # ------------------------------------------------------------------------------------------------------------
-
-
-def _problem(scenario, telemetry: Telemetry, coords) -> _Problem:
-    names = output_names(scenario)
-    cols = np.array([names.index(c) for c in telemetry.columns])
-    w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
-    return _Problem(scenario=strip_labels(scenario), ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values),
-                    weight=jnp.asarray(w), cols=jnp.asarray(cols),
-                    x0=jnp.asarray([c.x0 for c in coords], dtype=float),
-                    scale=jnp.asarray([c.scale for c in coords], dtype=float),
-                    structure=tuple(c.structure() for c in coords), n_panels=scenario.spacecraft.panels.count)
 
 
 def identify(
@@ -425,7 +200,7 @@ def identify(
             raise FitError(f"fit.{k} = {v!r}: must be a finite number > 0", field=f"fit.{k}")
     hz = list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
     if not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1 for h in hz) or \
-            any(b <= a for a, b in zip(hz, hz[1:])) or hz[-1] != 1:
+            any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1:
         raise FitError(f"fit.horizon = {horizon!r}: must be increasing fractions in (0, 1] ending with 1, e.g. "
                        "[0.25, 0.5, 1.0]", field="fit.horizon")
     coords = parse_free(scenario, free)
@@ -439,77 +214,65 @@ def identify(
     w_full = base.weight
     t_rel = telemetry.t - telemetry.t[0]
     span = max(t_rel[-1], 1e-300)
-    slv = _make_solver(solver, rtol, atol)
+    slv = make_solver(solver, rtol, atol)
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
     runs = []
     iterations = 0
+    solve_s = 0.0
     for si, u0 in enumerate(u_starts):
-        u = jnp.asarray(u0)
-        result = None
+        u, history, steps = u0, [], 0
         for h in hz:
             mask = (t_rel <= h * span * (1 + 1e-12))[:, None]
             prob = eqx.tree_at(lambda p: p.weight, base, jnp.where(jnp.asarray(mask), w_full, 0.0))
-            _PROGRESS.start(None if progress is None else (
-                lambda s, si=si, h=h: say(f"identify: start {si + 1}/{starts}, horizon {h:g}: "
-                                          + s.removeprefix("fit: "))))
-            u, result, steps, chi2 = _solve(slv, u, prob, max_steps)
-            iterations += int(steps)
-            _PROGRESS.start(None)
+            stage = f"identify: start {si + 1}/{starts}, horizon {h:g}"
+            sol = solve(prob, u, slv, max_steps=max_steps,
+                        progress=None if progress is None else (lambda s, stage=stage: say(f"{stage}: {s}")))
+            u = sol.u
+            history.append(sol.history)
+            steps += sol.steps
+            solve_s += sol.wall_s
             if progress is not None:
-                say(f"identify: start {si + 1}/{starts}, horizon {h:g}: {int(steps)} steps, chi2 {float(chi2):.6g}"
-                    f" ({int(mask.sum())} samples), {_result_name(result)}")
-        runs.append(dict(u=np.asarray(u), chi2=float(chi2), status=_result_name(result), steps=int(steps),
-                         u0=np.asarray(u0)))
+                say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({int(mask.sum())} samples), {sol.status}")
+        iterations += steps
+        runs.append({"sol": sol, "u": u, "chi2": sol.chi2, "status": sol.status, "steps": steps, "u0": u0,
+                     "history": np.concatenate(history)})
     finite = [r for r in runs if np.isfinite(r["chi2"])]
     best = min(finite or runs, key=lambda r: r["chi2"])
-    u = jnp.asarray(best["u"])
-    r, J, fitted, ok = (np.asarray(x) for x in _evaluate(u, base))
-    fitted0 = np.asarray(_evaluate(jnp.zeros(P), base)[2])
-    ok = bool(ok)
-    a = _analyse(J, r, coords, ident_rtol, warn_rtol)
-    values = np.array([float(c.value(best["u"][j])) for j, c in enumerate(coords)])
-    sigma = np.array([values[j] * a["sig_u"][j] if c.log else c.scale * a["sig_u"][j] for j, c in enumerate(coords)])
-    sigma = np.abs(sigma)
-    converged = best["status"] == "successful" and ok
+    sol = best["sol"]  # its last stage fits the whole record: residuals, Jacobian and outputs at the solution
+    r, J, ok = sol.residuals, sol.jacobian, sol.ok
+    fitted0 = np.asarray(base.outputs(simulate(scenario, ts=telemetry.t)))  # at the initial guess
+    a = analyse(J, r, coords, ident_rtol=ident_rtol, warn_rtol=warn_rtol)
+    converged = sol.converged
     notes = []
     if not ok:
         notes.append("the simulation of the fitted model failed (step budget or non-finite state)")
     elif not converged:
         notes.append(f"the solver stopped without converging ({best['status']}); raise max_steps or try "
                      "starts > 1 / a growing horizon")
-    if a["undetermined"]:
-        notes.append("not identifiable from these data: " + "; ".join(d["description"] for d in a["undetermined"]))
-    if a["poor"]:
-        notes.append("poorly determined (cond(J^T J) = " + f"{a['cond']:.3g}): "
-                     + "; ".join(d["description"] for d in a["poor"]))
-    if a["chi2"] / max(a["dof"], 1) > 4:
-        notes.append(f"chi2/dof = {a['chi2'] / max(a['dof'], 1):.3g} >> 1: the model does not explain the data "
+    if a.undetermined:
+        notes.append("not identifiable from these data: " + "; ".join(d["description"] for d in a.undetermined))
+    if a.poorly_determined:
+        notes.append("poorly determined (cond(J^T J) = " + f"{a.condition_number:.3g}): "
+                     + "; ".join(d["description"] for d in a.poorly_determined))
+    if a.chi2 / max(a.dof, 1) > 4:
+        notes.append(f"chi2/dof = {a.chi2 / max(a.dof, 1):.3g} >> 1: the model does not explain the data "
                      "within the stated sigma (wrong model, wrong sigma, or a local minimum)")
     message = ("converged" if converged else "not converged") + (": " + "; ".join(notes) if notes else "")
-    fitted_sc = apply_coordinates(scenario, coords, u)
-    fitted_sc = jax.tree.map(lambda x: np.asarray(x) if isinstance(x, jax.Array) else x, fitted_sc)
+    sigma_note = (f"Gauss-Newton covariance s^2 (J^T J)^-1 of the residuals / sigma, s^2 = chi^2/dof = {a.s2:.4g} "
+                  f"(dof = {a.dof})")
+    options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "starts": starts,
+               "spread": spread, "seed": seed, "horizon": hz, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
     return IdentifyResult(
-        names=tuple(c.name for c in coords), values=values, sigma=sigma,
-        initial=np.array([c.x0 for c in coords]), units=tuple(c.unit for c in coords),
-        covariance=a["cov"], correlation=a["corr"], chi2=a["chi2"], dof=a["dof"],
-        chi2_per_dof=a["chi2"] / a["dof"] if a["dof"] > 0 else float("nan"),
-        converged=converged, status=best["status"], message=message, iterations=iterations,
-        identifiable=not a["undetermined"], well_posed=not (a["undetermined"] or a["poor"]), condition_number=a["cond"], singular_values=a["rel"],
-        undetermined=a["undetermined"], poorly_determined=a["poor"], scenario=fitted_sc, telemetry=telemetry,
-        fitted=np.asarray(fitted), residuals=r.reshape(telemetry.values.shape),
-        initial_fitted=np.asarray(fitted0),
+        **common_fields(coords, best["u"], a, sigma_note=sigma_note, converged=converged, status=best["status"],
+                        message=message, iterations=iterations,
+                        scenario=apply_coordinates(scenario, coords, best["u"]),
+                        solver=solver, options=options, history=best["history"],
+                        wall_s=time.perf_counter() - t_start, solve_s=solve_s),
+        telemetry=telemetry,
+        fitted=np.asarray(sol.aux),
+        residuals=r.reshape(telemetry.values.shape),
+        initial_fitted=fitted0,
         starts=[{"chi2": x["chi2"], "status": x["status"], "steps": x["steps"],
                  "initial": [float(c.value(x["u0"][j])) for j, c in enumerate(coords)]} for x in runs],
-        wall_s=time.perf_counter() - t_start,
-        options=dict(solver=solver, max_steps=max_steps, rtol=rtol, atol=atol, starts=starts, spread=spread,
-                     seed=seed, horizon=hz, ident_rtol=ident_rtol, warn_rtol=warn_rtol),
     )
-
-
-def _result_name(result) -> str:
-    for name in ("successful", "max_steps_reached", "nonlinear_max_steps_reached", "nonlinear_divergence",
-                 "singular"):
-        if hasattr(optx.RESULTS, name) and result == getattr(optx.RESULTS, name):
-            return name
-    return "failed"

@@ -11,7 +11,7 @@ Writing: `atomic_write(path, write)` (one file) and `write_output_files(folder, 
 one folder, all or nothing) write through temporary files in the target folder, `fsync`, give the file the
 mode of the file it replaces (or `0o666 & ~umask`) and rename with `os.replace`: a failed write never leaves a
 half-written or temporary file. `toml_text` (TOML: the one writer, exact floats, inline arrays), `write_json` / `to_json` /
-`json_number` (JSON, NaN and inf as `null`).
+`json_number` (JSON, NaN and inf as `null`), `least_squares_json` (the blocks every fit's `result.json` shares).
 
 Nothing here imports the model: the loaders of each file format (`_scenario_file`, `_fit_file`,
 `_identify_file`, `_sweep_file`, `_sens_file`) build on it.
@@ -681,3 +681,20 @@ def write_json(data: Any, file: str | os.PathLike | IO[bytes], *, indent: int | 
         atomic_write(file, lambda f: f.write(payload))
     else:
         file.write(payload)
+
+
+def least_squares_json(result: Any) -> dict[str, Any]:
+    """The `result.json` blocks every fit shares, from a `LeastSquaresResult`: `correlation` (`names`, `matrix`)
+    and `identifiability` (`identifiable`, `well_posed`, `condition_number`, `singular_value_ratios`,
+    `undetermined`, `poorly_determined`), plain JSON data (NaN and inf as `None`)."""
+    return {
+        "correlation": {"names": list(result.names), "matrix": to_json(np.asarray(result.correlation))},
+        "identifiability": {
+            "identifiable": bool(result.identifiable),
+            "well_posed": bool(result.well_posed),
+            "condition_number": json_number(result.condition_number),
+            "singular_value_ratios": to_json(np.asarray(result.singular_values)),
+            "undetermined": to_json(result.undetermined),
+            "poorly_determined": to_json(result.poorly_determined),
+        },
+    }

@@ -1,4 +1,5 @@
-"""FIT.toml files: fit hinge k, c to target modes from a file, and write the results.
+"""FIT.toml files: fit model parameters (hinge k, c, masses, inertias, ...) to target modes from a file, and write
+the results.
 
 ```toml
 scenario = "spacecraft.toml"        # required; the model (a scenario TOML file), path relative to this file;
@@ -14,13 +15,16 @@ damping_sigma = 0.2                 # optional; relative 1-sigma uncertainty of 
 
 [fit]                               # required
 free = ["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c = wing_mY.c", "antenna.c"]
-                                    # required; "<panel>.k" or "<panel>.c"; "a.k = b.k" ties panels to one value
+                                    # required; "<panel>.k", "<panel>.c", or any registry parameter that enters
+                                    # the modes ("<panel>.mass", "hub.IHubPntBc_B", ...); "a.k = b.k" ties
 solver = "lm"                       # "lm" (Levenberg-Marquardt, default), "adam", "lbfgs" (optax)
 max_steps = 200                     # solver step budget
-rtol = 1e-10                        # termination tolerances (log-parameters, cost)
+rtol = 1e-10                        # termination tolerances (fitted coordinates, cost)
 atol = 1e-10
-learning_rate = 0.02                # adam only (log-parameter units)
+learning_rate = 0.02                # adam only (fitted-coordinate units)
 reach_rtol = 1e-6                   # relative frequency error under which the targets count as reached
+ident_rtol = 1e-6                   # singular-value ratio below which a combination is undetermined
+warn_rtol = 1e-2                    # ... below which it is reported as poorly determined
 
 [check]                             # optional: the independent simulation check (`measure_modes`)
 simulate = true                     # simulate the fitted nonlinear model, measure its frequencies
@@ -33,7 +37,8 @@ plot = "fit.png"                    # file name in dir (.png, .pdf, .svg), or fa
 ```
 
 Outputs in `dir`: `result.json` (parameters with value and sigma, targets beside fitted and simulated
-values, residuals, iterations, convergence status in words, timing, all fitted modes), `fitted_scenario.toml`
+values, residuals, iterations, convergence status in words, timing, all fitted modes, the correlation matrix
+and the identifiability report), `fitted_scenario.toml`
 (the scenario with the fitted values) and the plot. They are written to temporary files and renamed at the
 end: a failed run leaves no partial output.
 """
@@ -46,16 +51,17 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._fit import SOLVERS, FitError, FitResult, fit
+from .._analysis._fit import SOLVERS, FitResult, fit
+from .._analysis._lsq import FitError
 from .._analysis._modes import BOUNDARIES, measure_modes
 from .._model._scenario import Scenario
-from ._files import _Checker, _kind, write_json, write_output_files
+from ._files import _Checker, _kind, least_squares_json, write_json, write_output_files
 from ._files import json_number as _num
 from ._scenario_file import load_scenario, scenario_toml
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma")
-_FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol")
+_FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol")
 _CHECK = ("simulate", "periods", "amplitude_rad")
 _OUTPUT = ("dir", "plot")
 _ALIASES = {
@@ -145,7 +151,7 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
         kw["solver"] = ck.choice(fit_t["solver"], "fit.solver", SOLVERS)
     if "max_steps" in fit_t:
         kw["max_steps"] = ck.integer(fit_t["max_steps"], "fit.max_steps")
-    for key in ("rtol", "atol", "learning_rate", "reach_rtol"):
+    for key in ("rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol"):
         if key in fit_t:
             kw[key] = ck.finite_positive(fit_t[key], f"fit.{key}")
 
@@ -213,14 +219,13 @@ def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any
     from .. import __version__
 
     params = {}
-    for i, name in enumerate(result.parameter_names):
-        members = result.parameter_members[i]
+    for i, members in enumerate(result.members):
         for mname in members:
             entry = {
                 "value": _num(result.values[i]),
                 "sigma": _num(result.sigma[i]),
                 "initial": _num(result.initial[i]),
-                "unit": "N m/rad" if result.parameter_kinds[i] == "k" else "N m s/rad",
+                "unit": result.units[i],
             }
             if len(members) > 1:
                 entry["tied_with"] = [m for m in members if m != mname]
@@ -273,10 +278,13 @@ def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any
         "sigma_basis": result.sigma_note,
         "solver": result.solver,
         "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free",)},
-        "free": list(result.parameter_names),
+        "free": list(result.names),
         "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
         "cost_history": [_num(x) for x in result.history],
         "modes": result.modes.as_dict()["modes"],
+        "chi2": _num(result.chi2),
+        "dof": int(result.dof),
+        **least_squares_json(result),
     }
     if chk is not None:
         out["check"] = chk.as_dict()

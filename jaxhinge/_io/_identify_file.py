@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._fit import FitError
-from .._analysis._identify import SOLVERS, IdentifyResult, identify, parse_free
+from .._analysis._identify import SOLVERS, IdentifyResult, identify
+from .._analysis._lsq import FitError, parse_free
 from .._model._scenario import Scenario
-from ._files import _Checker, write_json, write_output_files
+from ._files import _Checker, least_squares_json, write_json, write_output_files
 from ._files import json_number as _num
 from ._scenario_file import load_scenario, scenario_toml
 from ._telemetry import Telemetry, load_telemetry
@@ -142,8 +142,6 @@ def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dic
         "fit_file": spec.path if spec else None,
         "scenario": spec.scenario_path if spec else None,
         "parameters": params,
-        "correlation": {"names": list(result.names),
-                        "matrix": [[_num(x) for x in row] for row in result.correlation]},
         "chi2": _num(result.chi2),
         "dof": int(result.dof),
         "chi2_per_dof": _num(result.chi2_per_dof),
@@ -151,14 +149,8 @@ def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dic
         "status": result.status,
         "message": result.message,
         "iterations": int(result.iterations),
-        "identifiability": {
-            "identifiable": bool(result.identifiable),
-            "well_posed": bool(result.well_posed),
-            "condition_number": _num(result.condition_number),
-            "singular_value_ratios": [float(x) for x in result.singular_values],
-            "undetermined": result.undetermined,
-            "poorly_determined": result.poorly_determined,
-        },
+        **least_squares_json(result),
+        "sigma_basis": result.sigma_note,
         "data": {"csv": spec.csv_path if spec else tel.source, "columns": list(tel.columns),
                  "sigma": [float(s) for s in tel.sigma], "samples": tel.samples,
                  "t_span": [float(tel.t[0]), float(tel.t[-1])],

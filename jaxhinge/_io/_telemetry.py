@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._analysis._fit import FitError
+from .._analysis._lsq import FitError
 from .._model._scenario import Scenario
 
 _VECTORS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
