@@ -46,7 +46,12 @@ from ._io._scenario_file import scenario_to_dict as scenario_to_dict
 from ._io._telemetry import Telemetry as Telemetry
 from ._io._telemetry import TelemetryError as TelemetryError
 from ._io._telemetry import load_telemetry as load_telemetry
+from ._io._telemetry import telemetry_columns as telemetry_columns
 from ._io._telemetry import telemetry_from_arrays as telemetry_from_arrays
+from ._io._telemetry import write_telemetry as write_telemetry
+
+# Command line (`jaxhinge ...`), callable in-process: `jh.main(["fit", "FIT.toml"])` returns the exit code
+from ._cli import main as main
 from ._model._loads import Loads as Loads
 from ._model._loads import Pulses as Pulses
 from ._model._params import FIELDS as FIELDS

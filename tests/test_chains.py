@@ -382,11 +382,10 @@ def test_telemetry_fit_recovers_chain_k_and_c_from_basilisk_dual_hinged_data():
     and a single panel, 2 s, 101 samples) with gyro noise 1e-5 rad/s and hinge-angle noise 1e-4 rad: the four
     chain hinge stiffnesses within 1 % and the two outer dampings within 10 %, from starts 20-30 % off, every
     truth within 4 sigma."""
-    from jaxhinge._io._telemetry import from_bsk
     from jaxhinge._model._params import nominal
 
     s = jh.load_scenario(os.path.join(BSK, "chain_dual_mixed.toml"))
-    t, v = from_bsk(os.path.join(BSK, "chain_dual_mixed.npz"), s, CHAIN_COLS)
+    t, v = jh.telemetry_columns(os.path.join(BSK, "chain_dual_mixed.npz"), s, CHAIN_COLS)
     sigma = np.array([1e-5] * 3 + [1e-4] * 4)
     tel = jh.telemetry_from_arrays(t, v + np.random.default_rng(4).normal(size=v.shape) * sigma, CHAIN_COLS,
                                    sigma, s)

@@ -22,7 +22,6 @@ import jaxhinge as jh
 from jaxhinge._analysis import _identify as I
 from jaxhinge._analysis import _lsq as L
 from jaxhinge._cli import main
-from jaxhinge._io import _telemetry as T
 from jaxhinge._model._params import current_value
 
 TEL = os.path.join(DATA, "telemetry")
@@ -37,7 +36,7 @@ FREE = ["p0.k", "p1.k", "p0.c", "p1.c"]
 @pytest.fixture(scope="module")
 def bsk():
     sc = jh.load_scenario(BSK_TOML)
-    t, v = T.from_bsk(BSK_NPZ, sc, COLS)
+    t, v = jh.telemetry_columns(BSK_NPZ, sc, COLS)
     truth = {n: float(jnp.asarray(current_value(sc, n))) for n in FREE}
     return sc, t, v, truth
 
@@ -94,9 +93,7 @@ def test_output_times_and_irregular_synthetic_recovery(bsk):
     tr = jh.simulate(sc, ts=ts)
     assert bool(tr.success)
     assert np.allclose(np.asarray(tr.t), ts)
-    full = np.asarray(T.model_outputs(tr, 2))
-    names = T.output_names(sc)
-    v = full[:, [names.index(c) for c in COLS]]
+    _, v = jh.telemetry_columns(tr, sc, COLS)
     shared = np.flatnonzero(np.isclose(np.round(ts / 0.02) * 0.02, ts, atol=1e-12))
     assert shared.size > 10
     idx = np.round(ts[shared] / 0.02).astype(int)
@@ -143,9 +140,8 @@ def _sym_case(sc, identical: bool):
     if identical:
         sc = jh.apply_parameters(sc, {"p1.k": 300.0, "p1.c": 2.0, "p1.thetaInit": 0.1})
     tr = jh.simulate(sc)
-    names = T.output_names(sc)
     cols = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3"] if identical else COLS
-    v = np.asarray(T.model_outputs(tr, 2))[:, [names.index(c) for c in cols]]
+    _, v = jh.telemetry_columns(tr, sc, cols)
     sig = np.array([1e-5, 1e-5, 1e-5]) if identical else SIGMA
     return sc, np.asarray(tr.t), v, cols, sig
 
@@ -330,7 +326,7 @@ def test_cli_telemetry_fit(tmp_path, bsk, capsys):
                                      "p0.c": 0.8 * truth["p0.c"], "p1.c": 1.2 * truth["p1.c"]})
     jh.dump_scenario(guess, str(tmp_path / "guess.toml"))
     tel = _noisy(sc, t, v, 11)
-    T.write_telemetry(tmp_path / "tel.csv", tel.t, tel.values, tel.columns)
+    jh.write_telemetry(tmp_path / "tel.csv", tel.t, tel.values, tel.columns)
     path = _fit_toml(tmp_path, extra_fit="starts = 2\nseed = 1")
     with open(path) as f:
         text = f.read().replace(BSK_TOML, "guess.toml")

@@ -56,7 +56,7 @@ from jaxtyping import Array, Float, Int
 
 from .._io._telemetry import Telemetry, model_outputs, output_names
 from .._model._scenario import Scenario
-from .._model._spacecraft import strip_labels
+from .._model._scenario import compile_key
 from .._simulation._simulate import Trajectory, simulate, simulate_unjitted
 from ._lsq import (
     AbstractResiduals,
@@ -115,7 +115,7 @@ def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordina
     names = output_names(scenario)
     cols = np.array([names.index(c) for c in telemetry.columns])
     w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
-    return _TelemetryResiduals(scenario=strip_labels(scenario), coordinates=Coordinates(coords),
+    return _TelemetryResiduals(scenario=compile_key(scenario), coordinates=Coordinates(coords),
                                ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values), weight=jnp.asarray(w),
                                cols=jnp.asarray(cols), n_panels=scenario.spacecraft.panels.count)
 

@@ -214,9 +214,17 @@ def model_outputs(traj, n_panels: int):
                             traj.theta.reshape(-1, n_panels), traj.thetaDot.reshape(-1, n_panels)], axis=1)
 
 
-def from_bsk(npz: str | os.PathLike, scenario: Scenario, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """`(t, values)` of `columns` from a Basilisk reference `.npz` (tests/data/bsk layout), noise-free."""
-    d = np.load(npz)
-    full = np.concatenate([d[v] for v in _VECTORS] + [d["theta"], d["thetaDot"]], axis=1)
+def telemetry_columns(source, scenario: Scenario, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """`(t, values)`: the telemetry `columns` (names of `output_names`, e.g. `"omega_BN_B_3"`, `"theta_wing_2"`)
+    of a simulated or recorded run, noise-free. `source` is a `Trajectory`, a mapping of arrays with the
+    `Trajectory` names, or a `.npz` file of them (`jaxhinge simulate --out`, or a Basilisk run in the
+    `tests/data/bsk` layout). **Raises:** `TelemetryError` for a column the scenario does not have."""
+    d = np.load(source) if isinstance(source, (str, os.PathLike)) else source
+    get = (lambda k: np.asarray(d[k])) if hasattr(d, "keys") else (lambda k: np.asarray(getattr(d, k)))
+    t = get("t")
+    full = np.concatenate([get(v).reshape(len(t), 3) for v in _VECTORS]
+                          + [get(q).reshape(len(t), -1) for q in _PANEL_OUTPUTS], axis=1)
     names = output_names(scenario)
-    return np.asarray(d["t"], dtype=float), full[:, [names.index(c) for c in columns]]
+    cols = _check_columns(str(source) if isinstance(source, (str, os.PathLike)) else "<telemetry>", list(columns),
+                          names)
+    return np.asarray(t, dtype=float), full[:, [names.index(c) for c in cols]]
