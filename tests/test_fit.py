@@ -424,6 +424,7 @@ def test_no_recompilation_between_fits_of_one_structure():
     """The solver is compiled once per model structure: the model, targets and initial guesses are
     arguments, and panel names never enter the compiled programs (the second model names its panels)."""
     from jaxhinge._analysis._lsq import _solve, evaluate
+    from jaxhinge._analysis._modes import _modes_jit
 
     def one(seed, names):
         sc = random_spacecraft(seed, 2)
@@ -434,8 +435,9 @@ def test_no_recompilation_between_fits_of_one_structure():
         return fit(start, ft, damping_ratios=zt, free=[f"{a}.k", f"{b}.k", f"{a}.c", f"{b}.c"], check=False)
 
     one(60, ())
-    before = _solve._cached._cache_size(), evaluate._cached._cache_size()
+    sizes = lambda: (_solve._cached._cache_size(), evaluate._cached._cache_size(), _modes_jit._cached._cache_size())
+    before = sizes()
     r = one(61, ("left", "right"))
-    assert (_solve._cached._cache_size(), evaluate._cached._cache_size()) == before
+    assert sizes() == before
     assert r.names == ("left.k", "right.k", "left.c", "right.c")
     assert r.converged and r.solve_s < 2.0  # no compilation: the solve itself takes milliseconds

@@ -62,6 +62,7 @@ from .._model._params import Parameter
 from .._model._scenario import Scenario, SimulationConfig
 from .._model._spacecraft import strip_labels
 from ._lsq import (
+    FAIL,
     AbstractResiduals,
     Coordinates,
     FitError,
@@ -344,8 +345,9 @@ def fit(
     sol = solve(problem, u0, make_solver(solver, rtol, atol, learning_rate), max_steps=max_steps,
                 progress=None if progress is None else (lambda s: say(f"fit: {s}")))
 
-    r, J, converged = sol.residuals, sol.jacobian, sol.converged
-    m_fit = _relabel(sol.aux, sc)
+    r, J = sol.residuals, sol.jacobian
+    m_fit = to_numpy(_relabel(modes(problem.at(jnp.asarray(sol.u)), boundary), sc))
+    converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]
     ferr = (f_fit - ft) / ft
     derr = (np.asarray(m_fit.damping_ratio)[list(idx)] - zt) / zt if len(zt) else np.zeros(0)

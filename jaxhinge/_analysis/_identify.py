@@ -239,11 +239,14 @@ def identify(
                      "history": np.concatenate(history)})
     finite = [r for r in runs if np.isfinite(r["chi2"])]
     best = min(finite or runs, key=lambda r: r["chi2"])
-    sol = best["sol"]  # its last stage fits the whole record: residuals, Jacobian and outputs at the solution
-    r, J, ok = sol.residuals, sol.jacobian, sol.ok
-    fitted0 = np.asarray(base.outputs(simulate(scenario, ts=telemetry.t)))  # at the initial guess
+    sol = best["sol"]  # its last stage fits the whole record: the residuals and Jacobian at the solution
+    r, J = sol.residuals, sol.jacobian
+    fitted_sc = apply_coordinates(scenario, coords, best["u"])
+    traj = simulate(fitted_sc, ts=telemetry.t)  # the outputs at the solution and at the initial guess
+    ok = bool(traj.success)
+    fitted, fitted0 = (np.asarray(base.outputs(x)) for x in (traj, simulate(scenario, ts=telemetry.t)))
     a = analyse(J, r, coords, ident_rtol=ident_rtol, warn_rtol=warn_rtol)
-    converged = sol.converged
+    converged = sol.converged and ok
     notes = []
     if not ok:
         notes.append("the simulation of the fitted model failed (step budget or non-finite state)")
@@ -265,12 +268,11 @@ def identify(
                "spread": spread, "seed": seed, "horizon": hz, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
     return IdentifyResult(
         **common_fields(coords, best["u"], a, sigma_note=sigma_note, converged=converged, status=best["status"],
-                        message=message, iterations=iterations,
-                        scenario=apply_coordinates(scenario, coords, best["u"]),
+                        message=message, iterations=iterations, scenario=fitted_sc,
                         solver=solver, options=options, history=best["history"],
                         wall_s=time.perf_counter() - t_start, solve_s=solve_s),
         telemetry=telemetry,
-        fitted=np.asarray(sol.aux),
+        fitted=fitted,
         residuals=r.reshape(telemetry.values.shape),
         initial_fitted=fitted0,
         starts=[{"chi2": x["chi2"], "status": x["status"], "steps": x["steps"],

@@ -262,25 +262,19 @@ def residuals_and_jacobian(
     return r, J, ok, aux
 
 
-def _zero_tangent(x):
-    if jnp.issubdtype(jnp.result_type(x), jnp.inexact):
-        return jnp.zeros_like(x)
-    return np.zeros(jnp.shape(x), jax.dtypes.float0)
-
-
 @jax.custom_jvp
 def _residuals_lm(u, problem):
-    """`residuals` as the solver sees it, `(r, (ok, aux))`: its custom JVP computes the Jacobian once per point
-    and every linearisation the solver makes reuses it (same values; one differentiated model in the compiled
-    loop). Differentiable in `u` only; `ok` and `aux` ride along for the solver's state (zero tangents)."""
-    return _guarded(problem, u)
+    """`residuals` as the solver sees it: its custom JVP computes the Jacobian once per point and every
+    linearisation the solver makes reuses it (same values; one differentiated model in the compiled loop).
+    Differentiable in `u` only."""
+    return residuals(u, problem)
 
 
 @_residuals_lm.defjvp
 def _residuals_lm_jvp(primals, tangents):
     u, problem = primals
-    r, J, ok, aux = residuals_and_jacobian(u, problem)
-    return (r, (ok, aux)), (J @ tangents[0], jax.tree.map(_zero_tangent, (ok, aux)))
+    r, J, _, _ = residuals_and_jacobian(u, problem)
+    return r, J @ tangents[0]
 
 
 class Evaluation(eqx.Module):
@@ -356,18 +350,18 @@ def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.
 
 @eqx.filter_jit
 def _solve(solver, u0, problem, max_steps: int):
-    """The compiled solve: the final point with its residuals, Jacobian, success flag and auxiliary outputs.
-    The Gauss-Newton family (LM, dogleg, Gauss-Newton) keeps them in its state (no further model evaluation);
-    the optax minimisers' are evaluated at the end."""
+    """The compiled solve: the final point with its residuals and Jacobian. The Gauss-Newton family (LM,
+    dogleg, Gauss-Newton) keeps both in its state (no further model evaluation); the optax minimisers' are
+    evaluated at the end. (Auxiliary outputs are left to the caller's primal programs: carrying them through
+    the solver's loop costs compile time.)"""
     gauss_newton = isinstance(solver, optx.AbstractGaussNewton)
     options = {"jac": "fwd"} if gauss_newton else None
-    sol = optx.least_squares(_residuals_lm, solver, u0, problem, options, has_aux=True, max_steps=max_steps,
-                             throw=False)
+    sol = optx.least_squares(_residuals_lm, solver, u0, problem, options, max_steps=max_steps, throw=False)
     if gauss_newton:  # the state holds the last accepted point, which is `sol.value`
-        r, J, (ok, aux) = sol.state.f_info.residual, sol.state.f_info.jac.as_matrix(), sol.state.aux
+        r, J = sol.state.f_info.residual, sol.state.f_info.jac.as_matrix()
     else:
-        r, J, ok, aux = residuals_and_jacobian(sol.value, problem)
-    return sol.value, sol.result, sol.stats["num_steps"], Evaluation(r, J, ok, aux)
+        r, J, _, _ = residuals_and_jacobian(sol.value, problem)
+    return sol.value, sol.result, sol.stats["num_steps"], r, J
 
 
 def result_name(result) -> str:
@@ -380,29 +374,27 @@ def result_name(result) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Solution:
-    """One solver run: the final coordinates `u`, `status` (`result_name`), `steps`, the `residuals`,
-    `jacobian`, `ok` (the model evaluation succeeded) and `aux` (auxiliary outputs) at `u`, `chi2`
-    ($\\sum r^2$ at `u`), `history` (the cost $\\tfrac12\\sum r^2$ per solver step) and `wall_s`
-    (compilation included)."""
+    """One solver run: the final coordinates `u`, `status` (`result_name`), `steps`, the `residuals` and
+    `jacobian` at `u` (all `FAIL` and 0 where the model evaluation failed), `history` (the cost
+    $\\tfrac12\\sum r^2$ per solver step) and `wall_s` (compilation included)."""
 
     u: np.ndarray
     status: str
     steps: int
     residuals: np.ndarray
     jacobian: np.ndarray
-    ok: bool
-    aux: Any
     history: np.ndarray
     wall_s: float
 
     @property
     def chi2(self) -> float:
+        """$\\sum r^2$ at `u`."""
         return float(self.residuals @ self.residuals)
 
     @property
     def converged(self) -> bool:
-        """The solver's own test passed and the model evaluated at `u`."""
-        return self.status == "successful" and self.ok
+        """The solver's own termination test passed."""
+        return self.status == "successful"
 
 
 def solve(
@@ -419,14 +411,13 @@ def solve(
     _PROGRESS.start(progress)
     t0 = time.perf_counter()
     try:
-        u, result, steps, ev = _solve(solver, jnp.asarray(u0, dtype=float), problem, max_steps)
+        u, result, steps, r, J = _solve(solver, jnp.asarray(u0, dtype=float), problem, max_steps)
         u = np.asarray(jax.block_until_ready(u))
         history = np.asarray(_PROGRESS.history)
     finally:
         _PROGRESS.start(None)
-    return Solution(u=u, status=result_name(result), steps=int(steps), residuals=np.asarray(ev.residuals),
-                    jacobian=np.asarray(ev.jacobian), ok=bool(ev.ok), aux=to_numpy(ev.aux), history=history,
-                    wall_s=time.perf_counter() - t0)
+    return Solution(u=u, status=result_name(result), steps=int(steps), residuals=np.asarray(r),
+                    jacobian=np.asarray(J), history=history, wall_s=time.perf_counter() - t0)
 
 
 # ------------------------------------------------------------------------------------------------------------
