@@ -500,10 +500,11 @@ def test_jit_vmap_grad():
 
 
 @pytest.mark.parametrize("gravity", [False, True], ids=["no_gravity", "gravity"])
-@pytest.mark.parametrize("n", [1, 3, 5])
+@pytest.mark.parametrize("n", [1, 5])
 def test_back_substitution_matches_kane(n, gravity):
     """`_dynamics.accelerations` (Basilisk back-substitution) == the dense Kane solve on 8 random 3D
-    configurations per case (48 in all): full hub inertia, offset hub CoM, random hinge frames, 1/3/5 panels,
+    configurations per case (32 in all; 3 panels and mixes with chains in test_chains.py): full hub inertia,
+    offset hub CoM, random hinge frames, 1/5 panels,
     springs, dampers, thetaRef/thetaDotRef, motor torques + u_extra, external force (B and N) and torque,
     and (in orbit at 7000 km) point-mass gravity. Agreement to 1e-12 of each block's largest component."""
     import jaxhinge._dynamics._backsub as dynamics
