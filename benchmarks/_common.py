@@ -21,7 +21,8 @@ import numpy as np  # noqa: E402
 import jaxhinge as jh  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "validation"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "data", "bsk"))  # bsk_run.py, the Basilisk runner
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # _kane.py, the full mass-matrix reference model
 SEED_TOML = os.path.join(ROOT, "jaxhinge", "examples", "two_panel.toml")
 
 

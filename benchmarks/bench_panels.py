@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxhinge as jh
-from jaxhinge import _kane
-from jaxhinge._dynamics._energy import initial_state
 from _common import print_table, quick_flag, row, timeit
+
+import _kane  # noqa: E402  (tests/_kane.py, on sys.path through _common)
 
 EVALS = 200  # evaluations / steps per timed call (amortises the call overhead)
 
@@ -40,7 +40,7 @@ def spacecraft(n, seed=0):
     sc = jh.Spacecraft(hub, panels, None)
     init = jh.InitialState([0.0, 0, 0], [0.0, 0, 0], [0.1, 0.2, -0.1], [0.05, -0.02, 0.03],
                            rng.uniform(-0.1, 0.1, n), np.zeros(n))
-    return sc, initial_state(sc, init)
+    return sc, jh.initial_state(sc, init)
 
 
 def _deriv(acc, sc, y):
