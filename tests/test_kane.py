@@ -102,7 +102,12 @@ def balances(sc, st, loads):
 
 
 accelerations = jax.jit(kane.accelerations)
-mass_matrix = jax.jit(kane.mass_matrix)
+
+
+@jax.jit
+def _mass_matrix_pieces(sc, st, loads):
+    """Mass matrix, generalized forces and accelerations of one configuration (one compiled program)."""
+    return kane.mass_matrix(sc, st), kane.generalized_forces(sc, st, *loads), kane.accelerations(sc, st, *loads)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -116,7 +121,9 @@ def test_mass_matrix_symmetric_positive_definite(seed):
     n = (3, 5)[seed % 2]
     sc = random_spacecraft(rng, n)
     st = random_state(rng, n)
-    M = np.asarray(mass_matrix(sc, st))
+    loads = random_loads(rng, n)
+    M, f, acc = _mass_matrix_pieces(sc, st, loads)
+    M = np.asarray(M)
     assert M.shape == (6 + n, 6 + n)
     # Not symmetrised in the library: symmetric by construction (J^T m J), to round-off.
     assert np.max(np.abs(M - M.T)) <= 1e-14 * np.max(np.abs(M))
@@ -132,11 +139,7 @@ def test_mass_matrix_symmetric_positive_definite(seed):
     # Panels do not couple directly to each other (only through the hub).
     np.testing.assert_allclose(M[6:, 6:], np.diag(np.diag(M)[6:]), rtol=0, atol=1e-13 * np.max(np.abs(M)))
     # The public pieces compose: accelerations == solve(M, generalized_forces).
-    loads = random_loads(rng, n)
-    f = np.asarray(jax.jit(kane.generalized_forces)(sc, st, *loads))
-    np.testing.assert_allclose(
-        np.concatenate(accelerations(sc, st, *loads)), np.linalg.solve(M, f), rtol=1e-12
-    )
+    np.testing.assert_allclose(np.concatenate(acc), np.linalg.solve(M, np.asarray(f)), rtol=1e-12)
     # T = 1/2 u^T M u equals the body-by-body kinetic energy.
     u = np.asarray(_u(st))
     np.testing.assert_allclose(0.5 * u @ M @ u, kane.kinetic_energy(sc, st), rtol=1e-13)
@@ -365,13 +368,16 @@ def _state_from_com(sc, r_CN, v_CN, omega, theta):
                  st.thetaDot)  # fmt: skip
 
 
+@jax.jit
 def _rk4(sc, st, dt, steps):
+    """`steps` RK4 steps of size `dt` with Basilisk's MRP switch (both traced: one compiled program per model
+    structure serves every truth test below)."""
     zero = zero_loads(st.theta.shape[0])
 
     def f(y):
         return state_dot(sc, y, zero)
 
-    def step(y, _):
+    def step(_, y):
         axpy = lambda a, k: jax.tree.map(lambda yy, kk: yy + a * kk, y, k)
         k1 = f(y)
         k2 = f(axpy(0.5 * dt, k1))
@@ -380,10 +386,9 @@ def _rk4(sc, st, dt, steps):
         y = jax.tree.map(lambda yy, a, b, c, d: yy + dt / 6.0 * (a + 2 * b + 2 * c + d), y, k1, k2, k3, k4)
         s = y.sigma_BN
         s2 = s @ s
-        y = State(y.r_BN_N, y.v_BN_N, jnp.where(s2 > 1.0, -s / s2, s), y.omega_BN_B, y.theta, y.thetaDot)
-        return y, None
+        return State(y.r_BN_N, y.v_BN_N, jnp.where(s2 > 1.0, -s / s2, s), y.omega_BN_B, y.theta, y.thetaDot)
 
-    return jax.lax.scan(step, st, None, length=steps)[0]
+    return jax.lax.fori_loop(0, steps, step, st)
 
 
 @pytest.mark.slow
@@ -406,7 +411,7 @@ def test_basilisk_truth_no_damping(gravity):
         np.testing.assert_allclose(
             st.v_BN_N, [-0.098623856693458037, 0.60143622702088284, 0.10006008371434086], rtol=1e-14
         )
-    yf = jax.jit(_rk4, static_argnums=(2, 3))(sc, st, 1e-3, 2500)
+    yf = _rk4(sc, st, 1e-3, 2500)
     trueSigma = [0.06170318243240492, -0.07089090074412899, 0.06409500412692531]
     np.testing.assert_allclose(yf.sigma_BN, trueSigma, rtol=1e-10)
     if not gravity:
@@ -420,7 +425,7 @@ def test_basilisk_truth_motor_torque():
     """§3.7: 2 N m on panel 1, k = c = 0, everything at rest; dt = 0.01 s for 10 s (bsk 2.12.1 values)."""
     sc = _two_panel([0.0, 0.0], [0.0, 0.0], [2.0, 0.0])
     st = _state_from_com(sc, ZERO3, ZERO3, ZERO3, [0.0, 0.0])
-    yf = jax.jit(_rk4, static_argnums=(2, 3))(sc, st, 1e-2, 1000)
+    yf = _rk4(sc, st, 1e-2, 1000)
     np.testing.assert_allclose(yf.theta[0], 0.59804999135872017, rtol=1e-10)
     np.testing.assert_allclose(yf.thetaDot[0], 0.11821798179675616, rtol=1e-10)
     np.testing.assert_allclose(yf.theta[1], -0.16119701350395460, rtol=1e-10)
@@ -440,12 +445,11 @@ def test_basilisk_trajectory_damping_csv():
     st = State(*(jnp.asarray(row[a:b]) for a, b in [(1, 4), (4, 7), (7, 10), (10, 13)]),
                jnp.asarray(row[[13, 15]]), jnp.asarray(row[[14, 16]]))  # fmt: skip
 
-    def chunk(y, _):
-        y = _rk4(sc, y, 1e-3, 10)
-        return y, jnp.concatenate([y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B,
-                                   jnp.stack([y.theta[0], y.thetaDot[0], y.theta[1], y.thetaDot[1]])])  # fmt: skip
-
-    _, traj = jax.jit(lambda y: jax.lax.scan(chunk, y, None, length=len(data) - 1))(st)
+    traj = []
+    for _ in range(len(data) - 1):  # the truth tests' compiled program, 10 steps per sample
+        st = _rk4(sc, st, 1e-3, 10)
+        traj.append(np.concatenate([st.r_BN_N, st.v_BN_N, st.sigma_BN, st.omega_BN_B,
+                                    [st.theta[0], st.thetaDot[0], st.theta[1], st.thetaDot[1]]]))  # fmt: skip
     ref = data[1:, 1:17]
     scale = np.max(np.abs(ref), axis=0)
     assert np.max(np.abs(np.asarray(traj) - ref) / scale) < 1e-11

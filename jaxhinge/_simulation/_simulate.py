@@ -180,7 +180,10 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int]) -> _Soluti
         y, _ = jax.lax.scan(step, y, i * m + jnp.arange(m))
         return y, y
 
-    y_end, ys = jax.lax.scan(jax.checkpoint(block), y0, jnp.arange(K))
+    if m == 1:  # every step saved (dense output): one flat loop
+        y_end, ys = jax.lax.scan(lambda y, j: (lambda y1: (y1, y1))(step(y, j)[0]), y0, jnp.arange(K))
+    else:
+        y_end, ys = jax.lax.scan(jax.checkpoint(block), y0, jnp.arange(K))
     if n > K * m:  # steps after the last save time (they change no output, but are part of the run)
         y_end, _ = jax.lax.scan(step, y_end, jnp.arange(K * m, n))
     del y_end
@@ -220,8 +223,8 @@ def _rk4_at(scenario: Scenario, ts: Float[Array, " T"]) -> _Solution:
         f_b, f_n, tq, u = loads.at(t_hold)
         return _flat(state_derivative_held(sc, _unflat(y), f_b, f_n, tq, u))
 
-    f0 = jax.vmap(slope)(y0, t0)
-    f1 = jax.vmap(slope)(y1, t0)
+    # both ends' slopes in one vmapped vector field (one copy of it in the compiled program)
+    f0, f1 = jnp.split(jax.vmap(slope)(jnp.concatenate([y0, y1]), jnp.concatenate([t0, t0])), 2)
     s, hh = s[:, None], h[:, None]
     h00 = (1 + 2 * s) * (1 - s) ** 2
     h10 = s * (1 - s) ** 2
@@ -334,4 +337,6 @@ def simulate(
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate: expected a jaxhinge Scenario (from load_scenario or jh.Scenario(...)), got "
                         f"{type(scenario).__name__}")
+    if scenario.simulation.integrator == "rk4":
+        adjoint = None  # ignored by the scan path: one compiled program whichever adjoint was passed
     return _simulate_jit(compile_key(scenario), adjoint, ts)
