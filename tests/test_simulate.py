@@ -7,6 +7,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxhinge as jh
 import jaxhinge._simulation._simulate as _sim
@@ -94,7 +95,9 @@ def _batch(base, ks, cs):
     )
 
 
-def test_vmap_equals_loop_and_no_recompile(monkeypatch):
+@pytest.fixture
+def traces(monkeypatch):
+    """A list that grows by one each time `simulate` traces its program (a new compile)."""
     calls = []
     orig = _sim.simulate_unjitted
 
@@ -103,6 +106,11 @@ def test_vmap_equals_loop_and_no_recompile(monkeypatch):
         return orig(*a, **kw)
 
     monkeypatch.setattr(_sim, "simulate_unjitted", counting)
+    return calls
+
+
+def test_vmap_equals_loop_and_no_recompile(traces):
+    calls = traces
     base = _base()
     rng = np.random.default_rng(0)
     ks = jnp.asarray(rng.uniform(50, 500, (5, 2)))
@@ -186,17 +194,10 @@ def test_mrp_switch_long_spin_conserves():
         assert np.abs(v - v[0]).max() / np.abs(v[0]).max() < 1e-10, key
 
 
-def test_names_and_tolerances_do_not_recompile(monkeypatch):
+def test_names_and_tolerances_do_not_recompile(traces):
     """Models that differ only in panel names, `rtol`, `atol` or the first step share one compiled program
     (`compile_key`), and the traced tolerances still act: a looser rtol takes fewer steps."""
-    calls = []
-    orig = _sim.simulate_unjitted
-
-    def counting(*a, **kw):
-        calls.append(1)
-        return orig(*a, **kw)
-
-    monkeypatch.setattr(_sim, "simulate_unjitted", counting)
+    calls = traces
     tight = _base().with_simulation(integrator="tsit5", t_end=0.5, save_dt=0.05, rtol=1e-11, atol=1e-12)
     p = tight.spacecraft.panels
     renamed = eqx.tree_at(lambda s: s.spacecraft.panels, tight, jh.Panels(

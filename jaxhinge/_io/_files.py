@@ -204,12 +204,7 @@ def output_dir_problem(path: str | os.PathLike, files: Iterable[str] = ()) -> st
         return None
     if os.path.lexists(path):
         return f"{path!r} exists and is not a folder"
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        return f"its parent folder {parent!r} does not exist"
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return f"its parent folder {parent!r} is not writable"
-    return None
+    return _folder_problem(os.path.dirname(path), "its parent folder")
 
 
 def output_file_problem(path: str | os.PathLike, suffixes: Iterable[str] = ()) -> str | None:
@@ -222,11 +217,15 @@ def output_file_problem(path: str | os.PathLike, suffixes: Iterable[str] = ()) -
     full = os.path.abspath(path)
     if os.path.isdir(full):
         return f"{full!r} is an existing folder, not a file"
-    folder = os.path.dirname(full)
+    return _folder_problem(os.path.dirname(full), "folder")
+
+
+def _folder_problem(folder: str, what: str) -> str | None:
+    """`None` when `folder` exists and can be written into, else what is wrong, naming it as `what`."""
     if not os.path.isdir(folder):
-        return f"folder {folder!r} does not exist"
+        return f"{what} {folder!r} does not exist"
     if not os.access(folder, os.W_OK | os.X_OK):
-        return f"folder {folder!r} is not writable"
+        return f"{what} {folder!r} is not writable"
     return None
 
 

@@ -180,14 +180,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int]) -> _Soluti
         y, _ = jax.lax.scan(step, y, i * m + jnp.arange(m))
         return y, y
 
-    def saved_step(y, j):
-        y1, _ = step(y, j)
-        return y1, y1
-
-    if m == 1:  # every step saved (dense output): one flat loop
-        y_end, ys = jax.lax.scan(saved_step, y0, jnp.arange(K))
-    else:
-        y_end, ys = jax.lax.scan(jax.checkpoint(block), y0, jnp.arange(K))
+    y_end, ys = jax.lax.scan(jax.checkpoint(block), y0, jnp.arange(K))
     if n > K * m:  # steps after the last save time (they change no output, but are part of the run)
         y_end, _ = jax.lax.scan(step, y_end, jnp.arange(K * m, n))
     del y_end
