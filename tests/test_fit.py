@@ -423,7 +423,7 @@ def test_fits_example_reproduces():
 def test_no_recompilation_between_fits_of_one_structure():
     """The solver is compiled once per model structure: the model, targets and initial guesses are
     arguments, and panel names never enter the compiled programs (the second model names its panels)."""
-    from jaxhinge._analysis._lsq import _solve, evaluate
+    from jaxhinge._analysis._lsq import _advance, evaluate
     from jaxhinge._analysis._modes import _modes_jit
 
     def one(seed, names):
@@ -435,7 +435,7 @@ def test_no_recompilation_between_fits_of_one_structure():
         return fit(start, ft, damping_ratios=zt, free=[f"{a}.k", f"{b}.k", f"{a}.c", f"{b}.c"], check=False)
 
     one(60, ())
-    sizes = lambda: (_solve._cached._cache_size(), evaluate._cached._cache_size(), _modes_jit._cached._cache_size())
+    sizes = lambda: (_advance._cached._cache_size(), evaluate._cached._cache_size(), _modes_jit._cached._cache_size())
     before = sizes()
     r = one(61, ("left", "right"))
     assert sizes() == before

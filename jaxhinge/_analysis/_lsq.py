@@ -20,7 +20,8 @@ all reuse it instead of each putting another differentiated model into the compi
 
 **Solvers.** `"lm"` (`optimistix.LevenbergMarquardt`, the default of both fits), `"dogleg"`, `"gauss_newton"`
 (optimistix least-squares solvers), `"adam"`, `"lbfgs"` (optax, through `optimistix.OptaxMinimiser`, on
-$\tfrac12\sum r^2$). One compiled solve per model structure (`_solve`, `eqx.filter_jit`): names never enter
+$\tfrac12\sum r^2$). One compiled solver step loop per model structure (`_advance`, `eqx.filter_jit`, free of host callbacks so that
+JAX's persistent compilation cache keeps it): names never enter
 the compiled program (`strip_labels`, `anonymous`); values, targets and data are array arguments.
 
 **Covariance and identifiability** (`analyse`). At the solution, with $J$ the Jacobian in the fitted
@@ -42,7 +43,6 @@ coordinates, $D$ its column norms and $J D^{-1} = U S V^T$:
 import abc
 import dataclasses
 import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -294,47 +294,13 @@ def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Solvers and progress
+# Solvers
 # ------------------------------------------------------------------------------------------------------------
 
 
-class _Progress:
-    """Host side of the progress output: the solver calls `report` each step (`jax.debug.callback`); the
-    cost history is kept, and a line goes to the sink at most once per `every` seconds."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.sink: Callable[[str], None] | None = None
-        self.history: list[float] = []
-        self.last = 0.0
-        self.every = 1.0
-
-    def start(self, sink):
-        with self.lock:
-            self.sink, self.history, self.last = sink, [], time.perf_counter()
-
-    def report(self, step, loss):
-        with self.lock:
-            self.history.append(float(loss))
-            now = time.perf_counter()
-            if self.sink is not None and now - self.last >= self.every:
-                self.last = now
-                self.sink(f"step {int(step)}, cost {float(loss):.6e}")
-
-
-_PROGRESS = _Progress()
-
-
-def _verbose(**kwargs):
-    step = kwargs["num_steps"][1]
-    loss = kwargs.get("loss_this_step", kwargs.get("loss_last_accepted_step"))[1]
-    jax.debug.callback(_PROGRESS.report, step, loss)
-
-
 def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.02):
-    """The optimistix solver named `solver` (`SOLVERS`), reporting progress (always: one compiled solver
-    whether or not progress is shown). `learning_rate` is adam's, in coordinate units."""
-    kw = {"rtol": rtol, "atol": atol, "verbose": _verbose}
+    """The optimistix solver named `solver` (`SOLVERS`). `learning_rate` is adam's, in coordinate units."""
+    kw = {"rtol": rtol, "atol": atol}
     if solver == "lm":
         return optx.LevenbergMarquardt(**kw)
     if solver == "dogleg":
@@ -348,20 +314,73 @@ def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.
     raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
 
 
-@eqx.filter_jit
-def _solve(solver, u0, problem, max_steps: int):
-    """The compiled solve: the final point with its residuals and Jacobian. The Gauss-Newton family (LM,
-    dogleg, Gauss-Newton) keeps both in its state (no further model evaluation); the optax minimisers' are
-    evaluated at the end. (Auxiliary outputs are left to the caller's primal programs: carrying them through
-    the solver's loop costs compile time.)"""
+def _residual_fn(u, problem):
+    return _residuals_lm(u, problem), None
+
+
+def _cost_fn(u, problem):
+    r = _residuals_lm(u, problem)
+    return 0.5 * jnp.sum(r * r), None
+
+
+_CHUNK = 64  # most solver steps per compiled call
+
+
+def _iteration(solver, u, problem):
+    """What the solver iterates: the residuals (Gauss-Newton family, forward-mode Jacobian) or the cost
+    $\\tfrac12\\sum r^2$ (optax minimisers), its options, and the static part of the solver state (from its
+    shape, so that only arrays cross between compiled calls)."""
     gauss_newton = isinstance(solver, optx.AbstractGaussNewton)
-    options = {"jac": "fwd"} if gauss_newton else None
-    sol = optx.least_squares(_residuals_lm, solver, u0, problem, options, max_steps=max_steps, throw=False)
-    if gauss_newton:  # the state holds the last accepted point, which is `sol.value`
-        r, J = sol.state.f_info.residual, sol.state.f_info.jac.as_matrix()
+    fn, options = (_residual_fn, {"jac": "fwd"}) if gauss_newton else (_cost_fn, {})
+    f_struct = jax.eval_shape(lambda: fn(u, problem)[0])
+    shape = eqx.filter_eval_shape(solver.init, fn, u, problem, options, f_struct, None, frozenset())
+    static = eqx.filter(shape, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
+    return fn, options, static, gauss_newton
+
+
+@eqx.filter_jit
+def _start(solver, u, problem):
+    """The solver's initial state (its arrays) and first termination test."""
+    fn, options, _, _ = _iteration(solver, u, problem)
+    state = solver.init(fn, u, problem, options, jax.eval_shape(lambda: fn(u, problem)[0]), None, frozenset())
+    done, result = solver.terminate(fn, u, problem, options, state, frozenset())
+    return eqx.filter(state, eqx.is_array), done, result
+
+
+@eqx.filter_jit
+def _advance(solver, u, problem, dynamic, n):
+    """Up to `n` (<= `_CHUNK`) solver steps from (`u`, state arrays `dynamic`), stopping early when the
+    solver terminates or fails. Returns the new point and state arrays, the steps taken, the termination flag
+    and result, the cost $\\tfrac12\\sum r^2$ of the accepted point after each step, and the residuals and
+    Jacobian at the new point (Gauss-Newton family: from the solver state; optax: NaN, see `solve`).
+
+    No host callback inside, so the program goes into JAX's persistent compilation cache: the host runs the
+    steps in chunks (`solve`) and reports progress between them."""
+    fn, options, static, gauss_newton = _iteration(solver, u, problem)
+    tags = frozenset()
+
+    def cond(carry):
+        _, _, k, done, result, _ = carry
+        return (k < n) & jnp.invert(done) & (result == optx.RESULTS.successful)
+
+    def body(carry):
+        u, dynamic, k, _, _, costs = carry
+        u, state, _ = solver.step(fn, u, problem, options, eqx.combine(dynamic, static), tags)
+        done, result = solver.terminate(fn, u, problem, options, state, tags)
+        finite = jnp.all(jnp.isfinite(u))
+        result = optx.RESULTS.where(finite, result, optx.RESULTS.nonfinite)
+        cost = 0.5 * jnp.sum(state.f_info.residual ** 2) if gauss_newton else state.f
+        return u, eqx.filter(state, eqx.is_array), k + 1, done, result, costs.at[k].set(cost)
+
+    carry = (u, dynamic, jnp.array(0), jnp.array(False), optx.RESULTS.successful,
+             jnp.full(_CHUNK, jnp.nan, dtype=u.dtype))
+    u, dynamic, k, done, result, costs = jax.lax.while_loop(cond, body, carry)
+    if gauss_newton:  # the state holds the residuals and Jacobian of the last accepted point, which is `u`
+        f_info = eqx.combine(dynamic, static).f_info
+        r, J = f_info.residual, f_info.jac.as_matrix()
     else:
-        r, J, _, _ = residuals_and_jacobian(sol.value, problem)
-    return sol.value, sol.result, sol.stats["num_steps"], r, J
+        r = J = None
+    return u, dynamic, k, done, result, costs, r, J
 
 
 def result_name(result) -> str:
@@ -376,7 +395,7 @@ def result_name(result) -> str:
 class Solution:
     """One solver run: the final coordinates `u`, `status` (`result_name`), `steps`, the `residuals` and
     `jacobian` at `u` (all `FAIL` and 0 where the model evaluation failed), `history` (the cost
-    $\\tfrac12\\sum r^2$ per solver step) and `wall_s` (compilation included)."""
+    $\\tfrac12\\sum r^2$ of the accepted point after each solver step) and `wall_s` (compilation included)."""
 
     u: np.ndarray
     status: str
@@ -404,20 +423,41 @@ def solve(
     *,
     max_steps: int,
     progress: Callable[[str], None] | None = None,
+    every: float = 1.0,
 ) -> Solution:
     """Minimise $\\sum r(u)^2$ from `u0` with `solver` (`make_solver`) in at most `max_steps` steps.
-    `progress` receives lines `"step N, cost C"` (at most one a second). A failure is reported in the
-    `Solution`'s `status`, never raised."""
-    _PROGRESS.start(progress)
+    `progress` receives lines `"step N, cost C"` (at most one per `every` seconds). A failure is reported in
+    the `Solution`'s `status`, never raised.
+
+    The steps run in compiled chunks (`_advance`): 1 step, then twice as many each call while a call takes
+    under `every` seconds (at most `_CHUNK`). Between chunks the host reports progress and keeps the cost
+    history; the compiled programs hold no host callback, so JAX's persistent compilation cache keeps them
+    across processes."""
     t0 = time.perf_counter()
-    try:
-        u, result, steps, r, J = _solve(solver, jnp.asarray(u0, dtype=float), problem, max_steps)
-        u = np.asarray(jax.block_until_ready(u))
-        history = np.asarray(_PROGRESS.history)
-    finally:
-        _PROGRESS.start(None)
-    return Solution(u=u, status=result_name(result), steps=int(steps), residuals=np.asarray(r),
-                    jacobian=np.asarray(J), history=history, wall_s=time.perf_counter() - t0)
+    u = jnp.asarray(u0, dtype=float)
+    dynamic, done, result = _start(solver, u, problem)
+    steps, history, chunk, last = 0, [], 1, t0
+    r = J = None
+    while not bool(done) and result == optx.RESULTS.successful and steps < max_steps:
+        tc = time.perf_counter()
+        n = min(chunk, _CHUNK, max_steps - steps)
+        u, dynamic, k, done, result, costs, r, J = _advance(solver, u, problem, dynamic, jnp.asarray(n))
+        k = int(k)
+        steps += k
+        history.extend(np.asarray(costs[:k]).tolist())
+        now = time.perf_counter()
+        if now - tc < every:
+            chunk *= 2
+        if progress is not None and now - last >= every:
+            last = now
+            progress(f"step {steps}, cost {history[-1]:.6e}")
+    if result == optx.RESULTS.successful and not bool(done):
+        result = optx.RESULTS.nonlinear_max_steps_reached
+    if r is None:  # optax minimisers (or no step taken): evaluate at the final point
+        ev = evaluate(u, problem)
+        r, J = ev.residuals, ev.jacobian
+    return Solution(u=np.asarray(u), status=result_name(result), steps=steps, residuals=np.asarray(r),
+                    jacobian=np.asarray(J), history=np.asarray(history), wall_s=time.perf_counter() - t0)
 
 
 # ------------------------------------------------------------------------------------------------------------
