@@ -243,6 +243,7 @@ def _guarded(problem: AbstractResiduals, u):
     return jnp.where(ok, r, FAIL), (ok, aux)
 
 
+@eqx.filter_jit
 def residuals(u: Float[Array, " P"], problem: AbstractResiduals) -> Float[Array, " n"]:
     """The residuals of `problem` at `u`; $10^6$ (with zero derivative) where the evaluation failed."""
     return _guarded(problem, u)[0]
@@ -262,21 +263,6 @@ def residuals_and_jacobian(
     return r, J, ok, aux
 
 
-@jax.custom_jvp
-def _residuals_lm(u, problem):
-    """`residuals` as the solver sees it: its custom JVP computes the Jacobian once per point and every
-    linearisation the solver makes reuses it (same values; one differentiated model in the compiled loop).
-    Differentiable in `u` only."""
-    return residuals(u, problem)
-
-
-@_residuals_lm.defjvp
-def _residuals_lm_jvp(primals, tangents):
-    u, problem = primals
-    r, J, _, _ = residuals_and_jacobian(u, problem)
-    return r, J @ tangents[0]
-
-
 class Evaluation(eqx.Module):
     """`residuals` (n,), `jacobian` (n, P), `ok` (the model evaluation succeeded) and `aux` (the problem's
     auxiliary outputs) at one point."""
@@ -289,8 +275,27 @@ class Evaluation(eqx.Module):
 
 @eqx.filter_jit
 def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
-    """Residuals, Jacobian and auxiliary outputs at `u` (one compiled program per problem structure)."""
+    """Residuals, Jacobian and auxiliary outputs at `u` (one compiled program per problem structure).
+
+    `residuals` and `evaluate` are jitted functions also where they are called inside other traces (the
+    solver's): JAX traces the model once per structure and reuses that trace, which matters because tracing
+    a differentiated simulation costs seconds of Python."""
     return Evaluation(*residuals_and_jacobian(u, problem))
+
+
+@jax.custom_jvp
+def _residuals_lm(u, problem):
+    """`residuals` as the solver sees it: its custom JVP computes the Jacobian once per point (`evaluate`)
+    and every linearisation the solver makes reuses it (same values; one differentiated model in the
+    compiled loop). Differentiable in `u` only."""
+    return residuals(u, problem)
+
+
+@_residuals_lm.defjvp
+def _residuals_lm_jvp(primals, tangents):
+    u, problem = primals
+    ev = evaluate(u, problem)
+    return ev.residuals, ev.jacobian @ tangents[0]
 
 
 # ------------------------------------------------------------------------------------------------------------
