@@ -23,6 +23,51 @@ def _enable_x64():
     jax.config.update("jax_enable_x64", True)
 
 
+def compile_cache_dir() -> str:
+    """Where the CLI keeps compiled programs: `$JAXHINGE_CACHE_DIR`, else `$XDG_CACHE_HOME/jaxhinge/xla`
+    (`~/.cache/jaxhinge/xla`)."""
+    if os.environ.get("JAXHINGE_CACHE_DIR"):
+        return os.path.abspath(os.path.expanduser(os.environ["JAXHINGE_CACHE_DIR"]))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxhinge", "xla")
+
+
+def cache_problem(path: str) -> str | None:
+    """What is wrong with `path` as the compile-cache folder (created with its parents when missing), in
+    words, or `None` when a file can be written into it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".write-test-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as e:
+        return f"{e.strerror or e}"
+    return None
+
+
+def _compile_cache(enabled: bool) -> None:
+    """JAX's persistent compilation cache for this CLI run, so that a second run on the same model structure
+    loads its compiled programs instead of compiling them again. Off with `--no-cache` or
+    `JAXHINGE_CACHE_DIR=off`; a cache the user configured for JAX itself (`JAX_COMPILATION_CACHE_DIR`) is
+    used as is. A folder that cannot be created or written gives a warning and a run without the cache; JAX
+    skips unreadable (corrupt) entries with a warning and compiles."""
+    import jax
+
+    if not enabled or os.environ.get("JAXHINGE_CACHE_DIR", "").lower() in ("off", "0", "none"):
+        return
+    if jax.config.jax_compilation_cache_dir:
+        return
+    path = compile_cache_dir()
+    problem = cache_problem(path)
+    if problem:
+        print(f"jaxhinge: warning: compile cache folder {path!r} is not usable ({problem}); running without "
+              "it (set JAXHINGE_CACHE_DIR to another folder, or pass --no-cache)", file=sys.stderr)
+        return
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
 def _check_out_path(path: str | None, suffixes: tuple[str, ...], what: str) -> None:
     """An output file given on the command line, checked before any compute (`output_file_problem`)."""
     if path is None:
@@ -302,7 +347,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Differentiable simulator of a spacecraft hub with hinged panels (Basilisk-exact).",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    s = sub.add_parser(
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--no-cache", action="store_true",
+                        help="do not use the persistent compilation cache (default: kept in "
+                        "$JAXHINGE_CACHE_DIR or ~/.cache/jaxhinge/xla, so a second run on the same model "
+                        "structure skips compilation)")
+
+    def add(name, **kw):
+        return sub.add_parser(name, parents=[common], **kw)
+
+    s = add(
         "simulate",
         help="simulate a scenario TOML file",
         description="Simulate a scenario. With no SCENARIO, runs the bundled two-panel example "
@@ -312,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the trajectory arrays to this .npz file")
     s.add_argument("--plot", help="write a plot (hinge angles, hub rates, energy/momentum drift): .png/.pdf/.svg")
     s.set_defaults(func=cmd_simulate)
-    w = sub.add_parser(
+    w = add(
         "sweep",
         help="Monte Carlo / grid sweep of a scenario (SWEEP TOML file)",
         description="Run a batch of dispersed scenarios in one compiled program. SWEEP.toml keys: "
@@ -324,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("sweep", help="sweep TOML file")
     w.add_argument("--out-dir", help="output directory (overrides [output] dir)")
     w.set_defaults(func=cmd_sweep)
-    m = sub.add_parser(
+    m = add(
         "modes",
         help="modal frequencies, damping ratios and mode shapes of a scenario",
         description="Linearise the spacecraft about its rest equilibrium (theta = thetaRef, hub at rest) and list "
@@ -338,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true",
                    help='print one JSON object {"modes": [...], ...} instead of the table')
     m.set_defaults(func=cmd_modes)
-    f = sub.add_parser(
+    f = add(
         "fit",
         help="fit hinge k and c to target frequencies (FIT.toml [modes]) or identify parameters from telemetry "
         "(FIT.toml [data])",
@@ -352,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--out", help="output folder (overrides [output] dir)")
     f.add_argument("--no-check", action="store_true", help="skip the simulation check")
     f.set_defaults(func=cmd_fit)
-    n = sub.add_parser(
+    n = add(
         "sensitivity",
         help="Jacobians of outputs w.r.t. parameters, absolute and normalised, tornado plot (SENS.toml)",
         description="Differentiate chosen outputs of a scenario (time histories, peak_hub_rate, "
@@ -376,6 +430,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     _enable_x64()
+    _compile_cache(not args.no_cache)
     from ._io._scenario_file import ScenarioError
 
     try:

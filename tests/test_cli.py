@@ -19,16 +19,22 @@ EXPECTED = {
 }  # fmt: skip
 
 
-def run(*args, cwd):
+def run(*args, cwd, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
     )
 
 
 @pytest.mark.slow
 def test_simulate_bundled_example_writes_contract(tmp_path):
-    """The one subprocess test of `jaxhinge simulate`: exit status 0, the .npz and the plot, nothing else."""
-    p = run("simulate", "--out", "traj.npz", "--plot", "traj.png", cwd=tmp_path)
+    """The one subprocess test of `jaxhinge simulate`: exit status 0, the .npz and the plot, nothing else; the
+    compiled simulation goes into the CLI's compile cache (`JAXHINGE_CACHE_DIR`), and a second run that loads
+    it writes the same trajectory."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env["JAXHINGE_CACHE_DIR"] = str(tmp_path / "cache")
+    (tmp_path / "run").mkdir()
+    tmp_path = tmp_path / "run"
+    p = run("simulate", "--out", "traj.npz", "--plot", "traj.png", cwd=tmp_path, env=env)
     assert p.returncode == 0, p.stderr
     with np.load(tmp_path / "traj.npz") as f:
         assert {k: f[k].shape for k in EXPECTED} == EXPECTED
@@ -41,6 +47,25 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
     assert "max relative drift" in p.stdout
     assert sorted(os.listdir(tmp_path)) == ["traj.npz", "traj.png"]  # no temp files left
+
+    cached = os.listdir(tmp_path.parent / "cache")
+    assert any(n.startswith("jit__simulate_jit-") for n in cached), cached
+    p2 = run("simulate", "--out", "again.npz", cwd=tmp_path, env=env)
+    assert p2.returncode == 0, p2.stderr
+    with np.load(tmp_path / "traj.npz") as a, np.load(tmp_path / "again.npz") as b:
+        for k in EXPECTED:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_unusable_compile_cache_folder_is_named(tmp_path):
+    """A cache folder that cannot be created (here: below a file) is reported in words (the CLI then warns and
+    runs without the cache); a usable one is created with its parents."""
+    from jaxhinge._cli import cache_problem
+
+    (tmp_path / "a_file").write_text("")
+    assert cache_problem(str(tmp_path / "a_file" / "xla")) == "Not a directory"
+    assert cache_problem(str(tmp_path / "new" / "xla")) is None and (tmp_path / "new" / "xla").is_dir()
+    assert os.listdir(tmp_path / "new" / "xla") == []
 
 
 def test_help(capsys):
