@@ -13,7 +13,7 @@ if not os.environ.get("JAXHINGE_TEST_XLA_DEFAULTS") and "xla_cpu_use_fusion_emit
 ):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
 
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 # A persistent compilation cache for this run only, shared by the test processes (pytest-xdist workers) and the

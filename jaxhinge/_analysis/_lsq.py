@@ -20,9 +20,10 @@ all reuse it instead of each putting another differentiated model into the compi
 
 **Solvers.** `"lm"` (`optimistix.LevenbergMarquardt`, the default of both fits), `"dogleg"`, `"gauss_newton"`
 (optimistix least-squares solvers), `"adam"`, `"lbfgs"` (optax, through `optimistix.OptaxMinimiser`, on
-$\tfrac12\sum r^2$). One compiled solver step loop per model structure (`_advance`, `eqx.filter_jit`, free of host callbacks so that
-JAX's persistent compilation cache keeps it): names never enter
-the compiled program (`strip_labels`, `anonymous`); values, targets and data are array arguments.
+$\tfrac12\sum r^2$). One compiled loop of solver steps per model structure (`_advance`, `eqx.filter_jit`; free
+of host callbacks, so JAX's persistent compilation cache keeps it; the host runs it in chunks and reports progress
+between them): names never enter the compiled program (`strip_labels`, `anonymous`); values, targets and data
+are array arguments.
 
 **Covariance and identifiability** (`analyse`). At the solution, with $J$ the Jacobian in the fitted
 coordinates, $D$ its column norms and $J D^{-1} = U S V^T$:
