@@ -33,17 +33,13 @@ def compile_cache_dir() -> str:
 
 
 def cache_problem(path: str) -> str | None:
-    """What is wrong with `path` as the compile-cache folder (created with its parents when missing), in
-    words, or `None` when a file can be written into it."""
+    """What is wrong with `path` as the compile-cache folder, in words, or `None` when it can be used: it is
+    created with its parents when missing, then checked as any output folder (`output_dir_problem`)."""
     try:
         os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".write-test-{os.getpid()}")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
     except OSError as e:
         return f"{e.strerror or e}"
-    return None
+    return output_dir_problem(path)
 
 
 def _compile_cache(enabled: bool) -> None:

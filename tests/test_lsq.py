@@ -174,6 +174,15 @@ def test_linear_least_squares_solution_and_covariance():
     np.testing.assert_allclose(sol.u, u_ref, rtol=1e-9)
     assert sol.chi2 == pytest.approx(r_ref @ r_ref, rel=1e-12)
     assert len(sol.history) == sol.steps and sol.history[-1] <= sol.history[0]
+    # progress between compiled chunks (`every=0`: one step per chunk, a line after each): "step N, cost C" with
+    # C the cost history's N-th entry, which is the accepted point's 1/2 sum r^2 (the last one: at the solution)
+    lines = []
+    again = L.solve(_Linear(jnp.asarray(A), jnp.asarray(y)), np.zeros(p), L.make_solver("lm", 1e-12, 1e-12),
+                    max_steps=50, progress=lines.append, every=0.0)
+    assert [int(x.split(",")[0].split()[1]) for x in lines] == list(range(1, again.steps + 1))
+    np.testing.assert_allclose([float(x.split("cost ")[1]) for x in lines], again.history, rtol=1e-6)
+    assert again.history[-1] == pytest.approx(0.5 * sol.chi2, rel=1e-12)
+    np.testing.assert_array_equal(again.u, sol.u)
 
     coords = [_coord("a"), _coord("b", log=True, x0=2.0), _coord("c", scale=0.5)]
     a = L.analyse(A, r_ref, coords)

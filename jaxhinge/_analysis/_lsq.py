@@ -334,21 +334,19 @@ _CHUNK = 64  # most solver steps per compiled call
 
 def _iteration(solver, u, problem):
     """What the solver iterates: the residuals (Gauss-Newton family, forward-mode Jacobian) or the cost
-    $\\tfrac12\\sum r^2$ (optax minimisers), its options, and the static part of the solver state (from its
-    shape, so that only arrays cross between compiled calls)."""
+    $\\tfrac12\\sum r^2$ (optax minimisers), its options, and its initial state as a function of nothing."""
     gauss_newton = isinstance(solver, optx.AbstractGaussNewton)
     fn, options = (_residual_fn, {"jac": "fwd"}) if gauss_newton else (_cost_fn, {})
     f_struct = jax.eval_shape(lambda: fn(u, problem)[0])
-    shape = eqx.filter_eval_shape(solver.init, fn, u, problem, options, f_struct, None, frozenset())
-    static = eqx.filter(shape, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
-    return fn, options, static, gauss_newton
+    init = lambda: solver.init(fn, u, problem, options, f_struct, None, frozenset())
+    return fn, options, init, gauss_newton
 
 
 @eqx.filter_jit
 def _start(solver, u, problem):
     """The solver's initial state (its arrays) and first termination test."""
-    fn, options, _, _ = _iteration(solver, u, problem)
-    state = solver.init(fn, u, problem, options, jax.eval_shape(lambda: fn(u, problem)[0]), None, frozenset())
+    fn, options, init, _ = _iteration(solver, u, problem)
+    state = init()
     done, result = solver.terminate(fn, u, problem, options, state, frozenset())
     return eqx.filter(state, eqx.is_array), done, result
 
@@ -358,11 +356,13 @@ def _advance(solver, u, problem, dynamic, n):
     """Up to `n` (<= `_CHUNK`) solver steps from (`u`, state arrays `dynamic`), stopping early when the
     solver terminates or fails. Returns the new point and state arrays, the steps taken, the termination flag
     and result, the cost $\\tfrac12\\sum r^2$ of the accepted point after each step, and the residuals and
-    Jacobian at the new point (Gauss-Newton family: from the solver state; optax: NaN, see `solve`).
+    Jacobian at the new point (Gauss-Newton family: from the solver state; optax: `None`, `solve` evaluates
+    them at the end). Only arrays cross between calls: the static part of the state is rebuilt from its shape.
 
     No host callback inside, so the program goes into JAX's persistent compilation cache: the host runs the
     steps in chunks (`solve`) and reports progress between them."""
-    fn, options, static, gauss_newton = _iteration(solver, u, problem)
+    fn, options, init, gauss_newton = _iteration(solver, u, problem)
+    static = eqx.filter(eqx.filter_eval_shape(init), lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
     tags = frozenset()
 
     def cond(carry):
