@@ -38,27 +38,3 @@ def pytest_unconfigure(config):
     """The run's own cache is removed by the process that made it (the xdist controller, or a plain run)."""
     if not hasattr(config, "workerinput") and os.environ.get("JAXHINGE_TEST_OWNS_CACHE") == "1":
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
-
-
-# Scheduling across the pytest-xdist workers (`--dist loadgroup --no-loadscope-reorder`, pyproject.toml): each test file is one group, as
-# with `--dist loadfile` (module fixtures and compiled programs stay in one process), except that every notebook is
-# its own group, so the six notebook kernels spread over the workers. The longest groups go first and the short
-# files fill the gaps at the end (the suite's wall time is that of the busier worker).
-_FIRST = ("test_notebooks.py", "test_kane.py", "test_chains.py", "test_modes.py", "test_identify.py",
-          "test_simulate.py", "test_batch.py", "test_sensitivity.py", "test_fit.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    import pytest
-
-    def group(item):
-        path = item.nodeid.split("::")[0]
-        return item.nodeid if path.endswith("test_notebooks.py") else path
-
-    def rank(item):
-        name = os.path.basename(item.nodeid.split("::")[0])
-        return _FIRST.index(name) if name in _FIRST else len(_FIRST)
-
-    items.sort(key=rank)  # stable: the order inside a file is kept
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group(item)))
