@@ -95,7 +95,7 @@ def _log(msg: str) -> None:
 def cmd_simulate(args) -> int:
     from ._io._plot import plot_trajectory, relative_drift
     from ._io._scenario_file import load_scenario
-    from ._simulation._simulate import simulate
+    from ._simulation._simulate import failure_reason, simulate
 
     path = args.scenario or str(example_path(EXAMPLE))
     _check_out_path(args.out, (".npz",), "--out")
@@ -112,13 +112,9 @@ def cmd_simulate(args) -> int:
     traj.t.block_until_ready()
     wall = time.perf_counter() - t0
     if not bool(traj.success):
-        import diffrax
-
-        code = int(traj.result)
-        msg = diffrax.RESULTS[code] if code != 0 else "a non-finite value (NaN/inf) appeared in the state"
         raise CLIError(
-            f"integration failed after {int(traj.num_steps)} steps: {msg}. Nothing was written. "
-            "Try a smaller dt, or raise simulation.max_steps for adaptive integrators."
+            f"{path}: integration failed after {int(traj.num_steps)} steps: "
+            f"{failure_reason(int(traj.result), cfg)}. Nothing was written."
         )
     out = traj.as_dict()
     if args.out:

@@ -104,6 +104,21 @@ def test_bad_output_file_is_refused_before_compute(tmp_path, capsys, monkeypatch
 
 
 @pytest.mark.slow
+def test_adaptive_step_budget_exhausted_is_reported(tmp_path, capsys):
+    """tsit5 with max_steps = 5 cannot reach t_end: one line naming the file, the integrator and the field to
+    change, exit 2, no traceback, nothing written (issue 14 item 7: it used to crash on diffrax's result code)."""
+    sc = jh.load_scenario(example_path("two_panel.toml")).with_simulation(
+        integrator="tsit5", t_end=0.5, save_dt=0.05, max_steps=5)
+    jh.dump_scenario(sc, tmp_path / "budget.toml")
+    rc = main(["simulate", str(tmp_path / "budget.toml"), "--out", str(tmp_path / "traj.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"jaxhinge: error: {tmp_path / 'budget.toml'}: integration failed")
+    assert "(tsit5, simulation.max_steps = 5)" in last and "raise simulation.max_steps" in last
+    assert not (tmp_path / "traj.npz").exists()
+
+
 def test_numerical_failure_is_reported_not_raised(tmp_path, capsys):
     """A hinge far too stiff for rk4 at this step diverges: plain-words error, exit 2, nothing written."""
     sc = jh.load_scenario(example_path("two_panel.toml"))
@@ -115,6 +130,7 @@ def test_numerical_failure_is_reported_not_raised(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2
     last = err.strip().splitlines()[-1]  # after the progress line
-    assert last.startswith("jaxhinge: error: integration failed") and "non-finite" in last
+    assert last.startswith(f"jaxhinge: error: {tmp_path / 'stiff.toml'}: integration failed") and "non-finite" in last
+    assert "a smaller simulation.dt (now 0.001 s)" in last
     assert "Traceback" not in err
     assert not (tmp_path / "traj.npz").exists()

@@ -51,7 +51,7 @@ from .._model._params import (
 from .._model._params import nominal as _nominal
 from .._model._scenario import Scenario, compile_key
 from .._model._spacecraft import strip_labels
-from .._simulation._simulate import Trajectory, simulate_unjitted
+from .._simulation._simulate import Trajectory, failure_reason, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
 
@@ -343,17 +343,10 @@ def simulate_batch(
     return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs)), *chunks)
 
 
-def failure_reasons(traj: Trajectory) -> list[tuple[int, str]]:
-    """`(member index, reason)` for every failed member of a batched `Trajectory`."""
-    import diffrax
-
-    out = []
-    for m in np.flatnonzero(~np.asarray(traj.success)):
-        code = int(np.asarray(traj.result)[m])
-        out.append(
-            (int(m), str(diffrax.RESULTS[code]) if code != 0 else "a non-finite value (NaN/inf) appeared")
-        )
-    return out
+def failure_reasons(traj: Trajectory, simulation=None) -> list[tuple[int, str]]:
+    """`(member index, reason)` for every failed member of a batched `Trajectory` (`failure_reason`)."""
+    codes = np.asarray(traj.result)
+    return [(int(m), failure_reason(int(codes[m]), simulation)) for m in np.flatnonzero(~np.asarray(traj.success))]
 
 
 def summarize(

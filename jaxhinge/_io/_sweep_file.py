@@ -132,7 +132,7 @@ def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajecto
         "seed": sweep.seed,
         "succeeded": int(ok.sum()),
         "failed": int((~ok).sum()),
-        "failures": [{"member": m, "reason": r} for m, r in failure_reasons(traj)],
+        "failures": [{"member": m, "reason": r} for m, r in failure_reasons(traj, sweep.scenario.simulation)],
         "wall_s": wall_s,
         "dispersions": [
             {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}

@@ -82,6 +82,24 @@ class Trajectory(eqx.Module):
         return {k: np.asarray(getattr(self, k)) for k in OUTPUT_NAMES}
 
 
+def failure_reason(code: int, simulation: SimulationConfig | None = None) -> str:
+    """Why a run failed, from its `Trajectory.result` code (0 with `success` false: a non-finite state), in the
+    scenario's own terms (`simulation.max_steps`, `dt`, ...) with what to change. Plain text, one line."""
+    code = int(code)
+    if code == 0:
+        hint = "check masses and inertias (near-zero values make the model singular)"
+        if simulation is not None and simulation.integrator == "rk4":
+            hint = f"a smaller simulation.dt (now {simulation.dt:g} s) or a softer hinge; or " + hint
+        return f"a non-finite value (NaN/inf) appeared in the state; try {hint}"
+    if code == diffrax.RESULTS.max_steps_reached._value:
+        where = "" if simulation is None else f" ({simulation.integrator}, simulation.max_steps = {simulation.max_steps})"
+        return (f"the adaptive integrator used all its steps before t_end{where}: raise simulation.max_steps, "
+                "loosen simulation.rtol/atol, or check for a very stiff hinge")
+    messages = diffrax.RESULTS._index_to_message
+    text = messages[code] if 0 <= code < len(messages) else ""
+    return f"integrator result code {code}" + (f": {text.splitlines()[0]}" if text else "")
+
+
 def relative_drift(x: np.ndarray) -> np.ndarray:
     """$|x(t) - x(0)| / |x(0)|$ per sample (leading axis: time; vectors: Euclidean norms); absolute when
     $x(0) = 0$."""
