@@ -89,3 +89,15 @@ def test_output_times_between_steps_are_hermite_interpolated():
     grid = jh.simulate(sc.with_simulation(save_dt=0.001))
     lin = np.interp(ts, np.asarray(grid.t), np.asarray(grid.theta)[:, 0])
     assert np.max(np.abs(lin - np.asarray(ref.theta)[:, 0])) > 1e-8
+
+
+def test_settings_beyond_t_end_name_the_setting_with_plain_numbers():
+    """dt > t_end names dt (not save_dt, issue 14 item 14); save_dt > t_end is refused (item 5: it used to save
+    only t = 0); NumPy scalars print as numbers, not `np.float64(...)`."""
+    with pytest.raises(ConfigError) as e:
+        jh.SimulationConfig(t_end=np.float64(0.5), save_dt=np.float64(0.05), integrator="rk4", dt=np.float64(1.0))
+    assert str(e.value).startswith("simulation.dt = 1.0: must be <= t_end = 0.5 s") and e.value.field == "simulation.dt"
+    with pytest.raises(ConfigError) as e:
+        jh.SimulationConfig(t_end=0.5, save_dt=np.float64(0.75), integrator="tsit5")
+    assert str(e.value).startswith("simulation.save_dt = 0.75: must be <= t_end = 0.5 s")
+    assert "np.float64" not in str(e.value)

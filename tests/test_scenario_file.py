@@ -627,6 +627,16 @@ BAD_CASES = [
         ['simulation.t_end = 2.5005: must be a whole multiple of dt = 0.001 with integrator "rk4"'],
     ),
     (
+        "dt_beyond_t_end",
+        _set("simulation", "dt", 5.0),
+        ["simulation.dt = 5.0: must be <= t_end = 2.5 s"],
+    ),
+    (
+        "save_dt_beyond_t_end",
+        _set("simulation", "save_dt", 3.0),
+        ["simulation.save_dt = 3.0: must be <= t_end = 2.5 s (outputs are sampled at k * save_dt up to t_end)"],
+    ),
+    (
         "max_steps_float",
         _set("simulation", "max_steps", 1.5),
         ["simulation.max_steps = 1.5: must be an integer > 0"],

@@ -18,8 +18,14 @@ class ConfigError(ValueError):
     `str(error)` is `field = value: rule`."""
 
     def __init__(self, field: str, value, rule: str):
+        value = _plain(value)
         super().__init__(f"{field} = {value!r}: {rule}")
         self.field, self.value, self.rule = field, value, rule
+
+
+def _plain(value):
+    """NumPy/JAX scalars as Python numbers, so messages read `0.2769`, not `np.float64(0.2769)`."""
+    return value.item() if getattr(value, "shape", None) == () and hasattr(value, "item") else value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +60,13 @@ class SimulationConfig:
                 raise ConfigError(f"simulation.{name}", v, "must be a finite number > 0")
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
             raise ConfigError("simulation.max_steps", self.max_steps, "must be an integer > 0 (adaptive step budget)")
+        # the shortest span first, so the message names the setting that is out of place
+        if self.dt > self.t_end:
+            raise ConfigError("simulation.dt", _plain(self.dt), f"must be <= t_end = {_plain(self.t_end)!r} s (the "
+                              "rk4 step, or the adaptive integrators' first step)")
+        if self.save_dt > self.t_end:
+            raise ConfigError("simulation.save_dt", _plain(self.save_dt), f"must be <= t_end = "
+                              f"{_plain(self.t_end)!r} s (outputs are sampled at k * save_dt up to t_end)")
         if self.integrator == "rk4":
             for name in ("save_dt", "t_end"):
                 x = float(getattr(self, name))
@@ -61,7 +74,7 @@ class SimulationConfig:
                 if n < 1 or abs(x - n * self.dt) > TICK_RTOL * x:
                     raise ConfigError(
                         f"simulation.{name}", x,
-                        f'must be a whole multiple of dt = {self.dt!r} with integrator "rk4" (within {TICK_RTOL:g} '
+                        f'must be a whole multiple of dt = {_plain(self.dt)!r} with integrator "rk4" (within {TICK_RTOL:g} '
                         "relative; Basilisk samples at task ticks)")
 
 
