@@ -62,10 +62,10 @@ class SimulationConfig:
             raise ConfigError("simulation.max_steps", self.max_steps, "must be an integer > 0 (adaptive step budget)")
         # the shortest span first, so the message names the setting that is out of place
         if self.dt > self.t_end:
-            raise ConfigError("simulation.dt", _plain(self.dt), f"must be <= t_end = {_plain(self.t_end)!r} s (the "
+            raise ConfigError("simulation.dt", self.dt, f"must be <= t_end = {_plain(self.t_end)!r} s (the "
                               "rk4 step, or the adaptive integrators' first step)")
         if self.save_dt > self.t_end:
-            raise ConfigError("simulation.save_dt", _plain(self.save_dt), f"must be <= t_end = "
+            raise ConfigError("simulation.save_dt", self.save_dt, f"must be <= t_end = "
                               f"{_plain(self.t_end)!r} s (outputs are sampled at k * save_dt up to t_end)")
         if self.integrator == "rk4":
             for name in ("save_dt", "t_end"):

@@ -89,13 +89,13 @@ def failure_reason(code: int, simulation: SimulationConfig | None = None) -> str
     if code == 0:
         hint = "check masses and inertias (near-zero values make the model singular)"
         if simulation is not None and simulation.integrator == "rk4":
-            hint = f"a smaller simulation.dt (now {simulation.dt:g} s) or a softer hinge; or " + hint
-        return f"a non-finite value (NaN/inf) appeared in the state; try {hint}"
+            hint = f"try a smaller simulation.dt (now {simulation.dt:g} s) or a softer hinge, and " + hint
+        return f"a non-finite value (NaN/inf) appeared in the state; {hint}"
     if code == diffrax.RESULTS.max_steps_reached._value:
         where = "" if simulation is None else f" ({simulation.integrator}, simulation.max_steps = {simulation.max_steps})"
         return (f"the adaptive integrator used all its steps before t_end{where}: raise simulation.max_steps, "
                 "loosen simulation.rtol/atol, or check for a very stiff hinge")
-    messages = diffrax.RESULTS._index_to_message
+    messages = getattr(diffrax.RESULTS, "_index_to_message", ())  # diffrax's own wording, where it has one
     text = messages[code] if 0 <= code < len(messages) else ""
     return f"integrator result code {code}" + (f": {text.splitlines()[0]}" if text else "")
 
