@@ -342,6 +342,19 @@ def _iteration(solver, u, problem):
     return fn, options, init, gauss_newton
 
 
+def _gauss_newton_converged(solver, u, f_info) -> Bool[Array, ""]:
+    """The full Gauss-Newton step from the accepted point `u` (residuals and Jacobian `f_info`), the
+    minimum-norm least-squares solution of $J\\delta = -r$, is below the solver's tolerance in every coordinate
+    ($|\\delta_i| < atol + rtol\\,|u_i|$, the test optimistix applies to the step it took): `u` is the solution
+    to that tolerance. Without it a trust-region solver spends tens of steps at round-off level (steps rejected
+    one after the other while its region shrinks) before its own test sees a small accepted step. Never true at
+    a failed evaluation (residuals `FAIL`, zero Jacobian)."""
+    r, J = f_info.residual, f_info.jac.as_matrix()
+    delta = jnp.linalg.lstsq(J, r)[0]
+    small = jnp.all(jnp.abs(delta) < solver.atol + solver.rtol * jnp.abs(u))
+    return small & jnp.any(r != FAIL) & jnp.all(jnp.isfinite(delta))
+
+
 @eqx.filter_jit
 def _start(solver, u, problem):
     """The solver's initial state (its arrays) and first termination test."""
@@ -373,6 +386,8 @@ def _advance(solver, u, problem, dynamic, n):
         u, dynamic, k, _, _, costs = carry
         u, state, _ = solver.step(fn, u, problem, options, eqx.combine(dynamic, static), tags)
         done, result = solver.terminate(fn, u, problem, options, state, tags)
+        if gauss_newton:
+            done = done | _gauss_newton_converged(solver, u, state.f_info)
         finite = jnp.all(jnp.isfinite(u))
         result = optx.RESULTS.where(finite, result, optx.RESULTS.nonfinite)
         cost = 0.5 * jnp.sum(state.f_info.residual ** 2) if gauss_newton else state.f

@@ -52,28 +52,39 @@ from .._model._spacecraft import Panels, Spacecraft, State
 # stage fuses into one loop. Leading axes broadcast.
 
 
+def _xyz(a):
+    """The three components of `a` over its last axis, each keeping that axis (length 1): one `split`
+    instead of a slice and a squeeze per use, so the traced program is smaller (trace, lowering and
+    compile time of every simulation, its derivatives and batches)."""
+    return jnp.split(a, 3, axis=-1)
+
+
 def _dot(a, b):
     """$a \\cdot b$ over the last axis."""
-    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+    ax, ay, az = _xyz(a)
+    bx, by, bz = _xyz(b)
+    return (ax * bx + ay * by + az * bz)[..., 0]
 
 
 def _mv(M, x):
     """$M x$ for 3x3 `M`."""
-    return M[..., :, 0] * x[..., None, 0] + M[..., :, 1] * x[..., None, 1] + M[..., :, 2] * x[..., None, 2]
+    c0, c1, c2 = _xyz(M)  # columns (..., 3, 1)
+    x0, x1, x2 = (xi[..., None, :] for xi in _xyz(x))  # (..., 1, 1)
+    return (c0 * x0 + c1 * x1 + c2 * x2)[..., 0]
 
 
 def _mtv(M, x):
     """$M^T x$ for 3x3 `M`."""
-    return M[..., 0, :] * x[..., 0, None] + M[..., 1, :] * x[..., 1, None] + M[..., 2, :] * x[..., 2, None]
+    r0, r1, r2 = jnp.split(M, 3, axis=-2)  # rows (..., 1, 3)
+    x0, x1, x2 = (xi[..., None] for xi in _xyz(x))  # (..., 1, 1)
+    return (r0 * x0 + r1 * x1 + r2 * x2)[..., 0, :]
 
 
 def _mm(A, B):
     """$A B$ for 3x3 matrices."""
-    return (
-        A[..., :, 0, None] * B[..., None, 0, :]
-        + A[..., :, 1, None] * B[..., None, 1, :]
-        + A[..., :, 2, None] * B[..., None, 2, :]
-    )
+    a0, a1, a2 = _xyz(A)  # columns (..., 3, 1)
+    b0, b1, b2 = jnp.split(B, 3, axis=-2)  # rows (..., 1, 3)
+    return a0 * b0 + a1 * b1 + a2 * b2
 
 
 def _outer(a, b):
@@ -81,14 +92,9 @@ def _outer(a, b):
 
 
 def _cross(a, b):
-    return jnp.stack(
-        [
-            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
-        ],
-        -1,
-    )
+    ax, ay, az = _xyz(a)
+    bx, by, bz = _xyz(b)
+    return jnp.concatenate([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], -1)
 
 
 class HingeGeometry(NamedTuple):
