@@ -9,7 +9,7 @@ from jaxtyping import Array, Float
 
 from .._math import dcm_to_mrp, mrp_to_dcm
 from .._model._spacecraft import InitialState, Spacecraft, State
-from ._backsub import _cross, hinge_geometry, mass_properties
+from ._backsub import _cross, _dot, _mm, _mtv, _mv, hinge_geometry, mass_properties
 
 
 class Diagnostics(NamedTuple):
@@ -39,7 +39,6 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     """
     hub, p = spacecraft.hub, spacecraft.panels
     dcm_BN = mrp_to_dcm(state.sigma_BN)
-    dcm_NB = dcm_BN.T
     omega = state.omega_BN_B
     geom = hinge_geometry(p, state.theta, state.thetaDot)
     mp = mass_properties(spacecraft, geom)
@@ -49,43 +48,45 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     # hub about its own CoM, shifted to B (Basilisk computes "about C" contributions relative to B, then
     # subtracts the CoM terms below)
     w_x_rBc = _cross(omega, hub.r_BcB_B)
-    H_B = hub.IHubPntBc_B @ omega + hub.mHub * _cross(hub.r_BcB_B, w_x_rBc)
-    E_rot = 0.5 * omega @ hub.IHubPntBc_B @ omega + 0.5 * hub.mHub * w_x_rBc @ w_x_rBc
+    Iw_hub = _mv(hub.IHubPntBc_B, omega)
+    H_B = Iw_hub + hub.mHub * _cross(hub.r_BcB_B, w_x_rBc)
+    E_rot = 0.5 * _dot(omega, Iw_hub) + 0.5 * hub.mHub * _dot(w_x_rBc, w_x_rBc)
 
     omega_SN_B = omega + geom.w[:, None] * geom.s2
     rDot_SB_B = geom.rPrime_SB_B + _cross(omega, geom.r_SB_B)
-    Iw = jnp.einsum("nab,nb->na", mp.IPntS_B, omega_SN_B)
+    Iw = _mv(mp.IPntS_B, omega_SN_B)
     H_B = H_B + jnp.sum(Iw + p.mass[:, None] * _cross(geom.r_SB_B, rDot_SB_B), 0)
     E_rot = E_rot + jnp.sum(
-        0.5 * jnp.sum(omega_SN_B * Iw, -1)
-        + 0.5 * p.mass * jnp.sum(rDot_SB_B * rDot_SB_B, -1)
+        0.5 * _dot(omega_SN_B, Iw)
+        + 0.5 * p.mass * _dot(rDot_SB_B, rDot_SB_B)
         + 0.5 * p.k * (state.theta - p.thetaRef) ** 2
     )
 
-    rDot_B = dcm_BN @ state.v_BN_N
-    r_CN_N = state.r_BN_N + dcm_NB @ c_B
-    v_CN_N = state.v_BN_N + dcm_NB @ cDot_B
-    E_orb = 0.5 * m_sc * (rDot_B @ rDot_B + 2.0 * rDot_B @ cDot_B + cDot_B @ cDot_B)
+    rDot_B = _mv(dcm_BN, state.v_BN_N)
+    r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
+    v_CN_N = state.v_BN_N + _mtv(dcm_BN, cDot_B)
+    E_orb = 0.5 * m_sc * (_dot(rDot_B, rDot_B) + 2.0 * _dot(rDot_B, cDot_B) + _dot(cDot_B, cDot_B))
     if spacecraft.gravity is not None:
-        E_orb = E_orb - m_sc * spacecraft.gravity.mu / jnp.linalg.norm(r_CN_N)
-    E_rot = E_rot - 0.5 * m_sc * cDot_B @ cDot_B
+        E_orb = E_orb - m_sc * spacecraft.gravity.mu / jnp.sqrt(_dot(r_CN_N, r_CN_N))
+    E_rot = E_rot - 0.5 * m_sc * _dot(cDot_B, cDot_B)
     H_B = H_B - m_sc * _cross(c_B, cDot_B)
 
-    panel_r = state.r_BN_N + geom.r_SB_B @ dcm_BN
-    panel_v = state.v_BN_N + rDot_SB_B @ dcm_BN
-    dcm_SN = geom.dcm_SB @ dcm_BN
+    # elementwise 3x3 algebra (`_backsub`'s helpers): no separate matrix-product kernels
+    panel_r = state.r_BN_N + _mtv(dcm_BN, geom.r_SB_B)
+    panel_v = state.v_BN_N + _mtv(dcm_BN, rDot_SB_B)
+    dcm_SN = _mm(geom.dcm_SB, dcm_BN)
     return Diagnostics(
         r_CN_N=r_CN_N,
         v_CN_N=v_CN_N,
         totOrbEnergy=E_orb,
         totRotEnergy=E_rot,
         totOrbAngMomPntN_N=m_sc * _cross(r_CN_N, v_CN_N),
-        totRotAngMomPntC_N=dcm_NB @ H_B,
+        totRotAngMomPntC_N=_mtv(dcm_BN, H_B),
         panel_r_SN_N=panel_r,
         panel_v_SN_N=panel_v,
         panel_sigma_SN=dcm_to_mrp(dcm_SN),
-        panel_omega_SN_S=jnp.einsum("nab,nb->na", geom.dcm_SB, omega_SN_B),
-        panel_r_HN_N=state.r_BN_N + geom.r_HB_B @ dcm_BN,
+        panel_omega_SN_S=_mv(geom.dcm_SB, omega_SN_B),
+        panel_r_HN_N=state.r_BN_N + _mtv(dcm_BN, geom.r_HB_B),
     )
 
 
