@@ -390,12 +390,12 @@ def test_modal_loader_points_telemetry_fits_to_the_dispatcher(tmp_path):
 
 
 def test_committed_fits_example_is_consistent():
-    """fits/out holds the results of `jaxhinge fit fits/FIT.toml`: the fitted scenario reproduces the reported
+    """fits/reference holds the results of `jaxhinge fit fits/FIT.toml`: the fitted scenario reproduces the reported
     model frequencies, which meet the FIT.toml targets within its reach_rtol, and the simulation check agrees."""
     spec = load_fit(os.path.join(FITS, "FIT.toml"))
-    with open(os.path.join(FITS, "out", "result.json")) as fh:
+    with open(os.path.join(FITS, "reference", "result.json")) as fh:
         data = json.load(fh)
-    fitted = jh.load_scenario(os.path.join(FITS, "out", "fitted_scenario.toml"))
+    fitted = jh.load_scenario(os.path.join(FITS, "reference", "fitted_scenario.toml"))
     m = jh.modes(fitted, data["boundary"])
     assert data["converged"] and data["targets_reached"]
     for row, target in zip(data["targets"], spec.targets_hz):
@@ -413,7 +413,7 @@ def test_committed_fits_example_is_consistent():
 def test_fits_example_reproduces():
     """Re-running the worked example's fit gives the committed values."""
     spec = load_fit(os.path.join(FITS, "FIT.toml"))
-    with open(os.path.join(FITS, "out", "result.json")) as fh:
+    with open(os.path.join(FITS, "reference", "result.json")) as fh:
         data = json.load(fh)
     r = fit(spec.scenario, spec.targets_hz, check=False, **spec.fit_kwargs)
     for name, entry in data["parameters"].items():
