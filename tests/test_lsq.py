@@ -223,3 +223,30 @@ def test_identifiability_names_an_exactly_rank_deficient_combination():
     near = L.analyse(np.stack([a, b, a + 1e-3 * e], axis=1), r, coords)
     assert not near.undetermined and len(near.poorly_determined) == 1
     assert np.all(np.isfinite(near.sigma_u))
+
+
+def test_component_index_is_one_based_in_every_entry_point():
+    """Issue 14 item 4: `hub.omega_BN_BInit[1]` is the x component (about b1) in a sensitivity study, a fit's
+    free list and `apply_parameters` alike (it used to be y in SENS.toml and x in FIT.toml), and
+    `[0]` is refused everywhere, naming the allowed indices."""
+    from jaxhinge._analysis._sensitivity import parse_parameters
+    from jaxhinge._model._params import ParameterError
+
+    sc = jh.apply_parameters(jh.load_scenario(jh.example_path("two_panel.toml")),
+                             {"hub.omega_BN_BInit": jnp.array([0.11, -0.22, 0.33])})
+    name = "hub.omega_BN_BInit[1]"
+    # sensitivity: the differentiated scalar
+    (par,) = parse_parameters(sc, [name])
+    assert float(current_value(sc, par)) == 0.11
+    # fit: the coordinate's value at the initial guess
+    (coord,) = L.parse_free(sc, [name])
+    assert coord.name == name and float(coord.value(0.0)) == 0.11
+    # the API (and sweeps, whose members are applied with it; a dispersion names the whole vector)
+    np.testing.assert_array_equal(np.asarray(jh.apply_parameters(sc, {name: 0.5}).initial.omega_BN_BInit),
+                                  [0.5, -0.22, 0.33])
+    for refuse in (lambda: parse_parameters(sc, ["hub.omega_BN_BInit[0]"]),
+                   lambda: L.parse_free(sc, ["hub.omega_BN_BInit[0]"]),
+                   lambda: jh.apply_parameters(sc, {"hub.omega_BN_BInit[0]": 0.5})):
+        with pytest.raises((ParameterError, ValueError)) as e:
+            refuse()
+        assert "hub.omega_BN_BInit[0]" in str(e.value) and "[1]" in str(e.value), str(e.value)
