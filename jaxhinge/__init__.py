@@ -1,16 +1,12 @@
 """jaxhinge: a differentiable JAX simulator of a rigid hub with hinged rigid panels, exact to Basilisk's
 `hingedRigidBodyStateEffector` (and its chain effectors), built for system identification.
 
-Float64 is needed for Basilisk-level accuracy: `import jaxhinge` turns on JAX's float64
-(`jax_enable_x64`, off by default in JAX); a model built after it was switched off again is refused with a
-clear error instead of silently computing in float32.
+Float64 is needed for Basilisk-level accuracy: call `jax.config.update("jax_enable_x64", True)` before
+building a model (the CLI does this itself; importing jaxhinge changes no global setting). Without it, building a
+model is refused with a message naming `jax_enable_x64`, instead of silently computing in float32.
 
 The public API, by concept (README "Architecture" maps each to its module):
 """
-
-import jax as _jax
-
-_jax.config.update("jax_enable_x64", True)  # before any module below creates an array
 
 # Model: pytrees of array leaves (one stacked Panels tree for single panels and chains)
 # Analyses: modes, fits, telemetry identification, sensitivities, batches

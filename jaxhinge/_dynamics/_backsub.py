@@ -54,8 +54,9 @@ from .._model._spacecraft import Panels, Spacecraft, State
 
 def _xyz(a):
     """The three components of `a` over its last axis, each keeping that axis (length 1): one `split`
-    instead of a slice and a squeeze per use, so the traced program is smaller (trace, lowering and
-    compile time of every simulation, its derivatives and batches)."""
+    instead of a slice and a squeeze per use. One vector-field evaluation traces 898 instead of 1490
+    operations (tracing a telemetry fit's Jacobian 6.7 s -> 5.1 s); the compiled program is the same (XLA
+    merges repeated slices), so compile time does not change."""
     return jnp.split(a, 3, axis=-1)
 
 

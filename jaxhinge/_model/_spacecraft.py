@@ -23,11 +23,12 @@ from jaxtyping import Array, ArrayLike, Float
 
 
 def _f64(x):
-    """Every model leaf as float64. `import jaxhinge` turns JAX's float64 on; switched off afterwards, the model
-    refuses to be built rather than silently compute in float32 (1e-6 instead of 1e-13 against Basilisk)."""
+    """Every model leaf as float64. JAX computes in float32 unless `jax_enable_x64` is on, which entry points
+    (the CLI, notebooks, the caller's script) set; without it the model refuses to be built rather than silently
+    compute in float32 (1e-6 instead of 1e-13 against Basilisk)."""
     if not jax.config.jax_enable_x64:
-        raise ValueError("jaxhinge computes in float64 (Basilisk-level accuracy) but jax_enable_x64 is off: it was "
-                         "switched off after importing jaxhinge; call jax.config.update('jax_enable_x64', True)")
+        raise ValueError("jaxhinge computes in float64 (Basilisk-level accuracy) but jax_enable_x64 is off (JAX's "
+                         "default): call jax.config.update('jax_enable_x64', True) before building a model")
     return jnp.asarray(x, dtype=float)
 
 
