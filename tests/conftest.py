@@ -3,6 +3,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 # XLA's older CPU code generator (elemental IR emitters instead of the MLIR fusion emitters): the same
 # computations, compiled ~25-30 % faster (a reverse-mode simulation program 18 s -> 13 s; compilation is most of
 # the suite's time), and the forward simulation runs no slower. Set here, before JAX starts its backend, and
@@ -38,3 +40,30 @@ def pytest_unconfigure(config):
     """The run's own cache is removed by the process that made it (the xdist controller, or a plain run)."""
     if not hasattr(config, "workerinput") and os.environ.get("JAXHINGE_TEST_OWNS_CACHE") == "1":
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+
+
+# Scheduling (pytest-xdist `--dist loadgroup --no-loadscope-reorder`, set in pyproject.toml): one group per test
+# module, so a module's fixtures (shared models, trajectories, compiled programs) stay in one worker, and one group
+# per notebook, so the notebooks spread over the workers. Groups are handed out longest first (the measured
+# worker time of each, roughly, from `--durations` and compile logs) so no worker is left with a long group at the
+# end; a module not listed here runs after the listed ones. The order changes only the wall time, never a result.
+_LONGEST_FIRST = (
+    "test_chains.py", "test_modes.py", "test_basilisk_reference.py", "test_kane.py", "test_simulate.py",
+    "test_fit.py", "test_batch.py", "test_identify.py", "test_sensitivity.py", "02_fit_fea_frequencies.ipynb",
+    "01_quickstart.ipynb", "test_cli.py", "03_identify_from_telemetry.ipynb", "06_folding_array.ipynb",
+    "04_sensitivity.ipynb", "test_rk4_scan.py", "test_distributed.py", "05_monte_carlo.ipynb",
+)  # fmt: skip
+
+
+def _group(item) -> str:
+    if item.path.name == "test_notebooks.py" and hasattr(item, "callspec"):
+        return os.path.basename(item.callspec.params["path"])
+    return item.path.name
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist appends the group to the test ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: file order within a group

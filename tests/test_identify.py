@@ -82,7 +82,7 @@ def test_no_recompilation_for_new_data(bsk):
     guess = jh.apply_parameters(sc, {"p0.k": 1.1 * truth["p0.k"], "p1.c": 0.9 * truth["p1.c"]})
     res = jh.identify(guess, _noisy(sc, t, v, 21), FREE)
     assert (L._advance._cached._cache_size(), _simulate_jit._cached._cache_size()) == before
-    assert res.converged and res.solve_s < 5.0, (res.message, res.solve_s)
+    assert res.converged, res.message
 
 
 def test_output_times_and_irregular_synthetic_recovery(bsk):
@@ -105,6 +105,9 @@ def test_output_times_and_irregular_synthetic_recovery(bsk):
     res = jh.identify(guess, _noisy(sc, ts, v, 1), FREE, horizon=[0.5, 1.0])
     assert res.converged, res.message
     _check_recovered(res, truth)
+    # the reported outputs are the model's, at the solution and at the initial guess
+    for model, y in ((res.scenario, res.fitted), (guess, res.initial_fitted)):
+        np.testing.assert_allclose(jh.telemetry_columns(jh.simulate(model, ts=ts), sc, COLS)[1], y, rtol=0, atol=1e-12)
 
 
 @pytest.mark.slow

@@ -55,10 +55,10 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._io._telemetry import Telemetry, model_outputs, output_names
-from .._model._scenario import Scenario
-from .._model._scenario import compile_key
-from .._simulation._simulate import Trajectory, simulate, simulate_unjitted
+from .._model._scenario import Scenario, compile_key
+from .._simulation._simulate import Trajectory, simulate_unjitted
 from ._lsq import (
+    FAIL,
     AbstractResiduals,
     Coordinate,
     Coordinates,
@@ -69,6 +69,7 @@ from ._lsq import (
     common_fields,
     make_solver,
     parse_free,
+    residuals,
     solve,
 )
 
@@ -221,13 +222,15 @@ def identify(
     iterations = 0
     solve_s = 0.0
     for si, u0 in enumerate(u_starts):
-        u, history, steps = u0, [], 0
+        u, history, steps, r_init = u0, [], 0, None
         for h in hz:
             mask = (t_rel <= h * span * (1 + 1e-12))[:, None]
             prob = eqx.tree_at(lambda p: p.weight, base, jnp.where(jnp.asarray(mask), w_full, 0.0))
             stage = f"identify: start {si + 1}/{starts}, horizon {h:g}"
             sol = solve(prob, u, slv, max_steps=max_steps,
                         progress=None if progress is None else (lambda s, stage=stage: say(f"{stage}: {s}")))
+            if h == 1 and steps == 0:
+                r_init = sol.initial_residuals
             u = sol.u
             history.append(sol.history)
             steps += sol.steps
@@ -235,16 +238,21 @@ def identify(
             if progress is not None:
                 say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({int(mask.sum())} samples), {sol.status}")
         iterations += steps
-        runs.append({"sol": sol, "u": u, "chi2": sol.chi2, "status": sol.status, "steps": steps, "u0": u0,
+        runs.append({"sol": sol, "u": u, "chi2": sol.chi2, "r_init": r_init, "status": sol.status, "steps": steps, "u0": u0,
                      "history": np.concatenate(history)})
     finite = [r for r in runs if np.isfinite(r["chi2"])]
     best = min(finite or runs, key=lambda r: r["chi2"])
     sol = best["sol"]  # its last stage fits the whole record: the residuals and Jacobian at the solution
     r, J = sol.residuals, sol.jacobian
     fitted_sc = apply_coordinates(scenario, coords, best["u"])
-    traj = simulate(fitted_sc, ts=telemetry.t)  # the outputs at the solution and at the initial guess
-    ok = bool(traj.success)
-    fitted, fitted0 = (np.asarray(base.outputs(x)) for x in (traj, simulate(scenario, ts=telemetry.t)))
+    # the model outputs at the solution and at the initial guess, from the residuals there (full weights)
+    r_init = runs[0]["r_init"]
+    if r_init is None:  # the first stage fitted a shorter horizon
+        r_init = np.asarray(residuals(jnp.zeros(P), base))
+    ok = not np.all(r == FAIL)
+    shape = telemetry.values.shape
+    fitted, fitted0 = (telemetry.values + np.where(x == FAIL, np.nan, x).reshape(shape) / np.asarray(w_full)
+                       for x in (r, r_init))
     a = analyse(J, r, coords, ident_rtol=ident_rtol, warn_rtol=warn_rtol)
     converged = sol.converged and ok
     notes = []

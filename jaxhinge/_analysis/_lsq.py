@@ -416,7 +416,8 @@ def result_name(result) -> str:
 class Solution:
     """One solver run: the final coordinates `u`, `status` (`result_name`), `steps`, the `residuals` and
     `jacobian` at `u` (all `FAIL` and 0 where the model evaluation failed), `history` (the cost
-    $\\tfrac12\\sum r^2$ of the accepted point after each solver step) and `wall_s` (compilation included)."""
+    $\\tfrac12\\sum r^2$ of the accepted point after each solver step), `wall_s` (compilation included) and
+    `initial_residuals` (at `u0`; Gauss-Newton family, whose first step evaluates there, else `None`)."""
 
     u: np.ndarray
     status: str
@@ -425,6 +426,7 @@ class Solution:
     jacobian: np.ndarray
     history: np.ndarray
     wall_s: float
+    initial_residuals: np.ndarray | None = None
 
     @property
     def chi2(self) -> float:
@@ -458,12 +460,14 @@ def solve(
     u = jnp.asarray(u0, dtype=float)
     dynamic, done, result = _start(solver, u, problem)
     steps, history, chunk, last = 0, [], 1, t0
-    r = J = None
+    r = J = r0 = None
     while not bool(done) and result == optx.RESULTS.successful and steps < max_steps:
         tc = time.perf_counter()
         n = min(chunk, _CHUNK, max_steps - steps)
         u, dynamic, k, done, result, costs, r, J = _advance(solver, u, problem, dynamic, jnp.asarray(n))
         k = int(k)
+        if steps == 0 and k == 1 and r is not None:  # the first step accepts `u0`: the residuals there
+            r0 = np.asarray(r)
         steps += k
         history.extend(np.asarray(costs[:k]).tolist())
         now = time.perf_counter()
@@ -478,7 +482,8 @@ def solve(
         ev = evaluate(u, problem)
         r, J = ev.residuals, ev.jacobian
     return Solution(u=np.asarray(u), status=result_name(result), steps=steps, residuals=np.asarray(r),
-                    jacobian=np.asarray(J), history=np.asarray(history), wall_s=time.perf_counter() - t0)
+                    jacobian=np.asarray(J), history=np.asarray(history), wall_s=time.perf_counter() - t0,
+                    initial_residuals=r0)
 
 
 # ------------------------------------------------------------------------------------------------------------
