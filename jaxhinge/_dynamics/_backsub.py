@@ -41,6 +41,7 @@ division, as in Basilisk), block diagonal by chains otherwise.
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -283,6 +284,7 @@ def hub_solve(bs: BackSub) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
     return rDDot_B, omegaDot
 
 
+@jax.jit  # traced once per model structure, reused by every program that calls it (see `diagnostics`)
 def accelerations(
     spacecraft: Spacecraft,
     state: State,
@@ -341,6 +343,7 @@ def state_derivative(t, state: State, args) -> State:
     return state_derivative_held(spacecraft, state, f_b, f_n, tq, u)
 
 
+@jax.jit
 def state_derivative_held(spacecraft: Spacecraft, state: State, f_b, f_n, tq, u) -> State:
     """$\\dot y$ for given loads `(extForce_B, extForce_N, extTorquePntB_B, u_extra)` (see `accelerations`)."""
     rDDot_N, omegaDot, thetaDDot = accelerations(spacecraft, state, f_b, f_n, tq, u)

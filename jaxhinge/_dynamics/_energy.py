@@ -4,6 +4,7 @@ the panel config-log message)."""
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -28,6 +29,10 @@ class Diagnostics(NamedTuple):
     panel_r_HN_N: Float[Array, "panels 3"]
 
 
+# A nested `jit`: JAX traces the function once per model structure and reuses that trace (and its derivatives and
+# batched forms) in every program that calls it, instead of re-tracing the same arithmetic for each simulation,
+# gradient or Jacobian program (tracing is ~30 % of those programs' build time); the compiled code is unchanged.
+@jax.jit
 def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     """Energy and momentum about the system CoM C, CoM state, and panel inertial states, of one state.
 
