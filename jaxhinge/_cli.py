@@ -93,9 +93,9 @@ def _log(msg: str) -> None:
 
 
 def cmd_simulate(args) -> int:
-    from ._io._plot import plot_trajectory, relative_drift
+    from ._io._plot import plot_trajectory
     from ._io._scenario_file import load_scenario
-    from ._simulation._simulate import failure_reason, simulate
+    from ._simulation._simulate import check_memory, failure_reason, simulate
 
     path = args.scenario or str(example_path(EXAMPLE))
     _check_out_path(args.out, (".npz",), "--out")
@@ -103,6 +103,7 @@ def cmd_simulate(args) -> int:
     scenario = load_scenario(path)
     cfg = scenario.simulation
     names = scenario.spacecraft.panels.labels
+    check_memory(cfg, len(names))  # before the progress line: a refusal is the only line
     _log(
         f"jaxhinge: {path}: {len(names)} panel(s), t_end = {cfg.t_end} s, integrator {cfg.integrator}, "
         f"dt = {cfg.dt} s; compiling and running..."
@@ -114,7 +115,7 @@ def cmd_simulate(args) -> int:
     if not bool(traj.success):
         raise CLIError(
             f"{path}: integration failed after {int(traj.num_steps)} steps: "
-            f"{failure_reason(int(traj.result), cfg)}. Nothing was written."
+            f"{failure_reason(int(traj.result), scenario)}. Nothing was written."
         )
     out = traj.as_dict()
     if args.out:
@@ -132,8 +133,11 @@ def cmd_simulate(args) -> int:
     print("omega_BN_B final    " + np.array2string(out["omega_BN_B"][-1], precision=9))
     print("sigma_BN final      " + np.array2string(out["sigma_BN"][-1], precision=9))
     for key in ("totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"):
-        print(f"{key:<20}max relative drift {relative_drift(out[key]).max():.3e}")
-    return 0
+        print(f"{key:<20}max relative drift {traj.relative_drift(key).max():.3e}")
+    warning = traj.drift_warning(scenario)
+    if warning:
+        _log(f"jaxhinge: warning: {path}: {warning}")
+    return 1 if warning else 0
 
 
 def cmd_sweep(args) -> int:
@@ -270,11 +274,11 @@ def cmd_fit(args) -> int:
     data = result_dict(result, spec)
     data["timing_s"].update(timing)
     print("\n".join(_fit_report(result, data, written)))
-    if not result.converged:
-        _log(f"jaxhinge: warning: the fit did not converge: {result.message}")
+    if not (result.converged and result.targets_reached):
+        what = "converge" if not result.converged else (
+            f"reach its targets (fit.reach_rtol = {result.options['reach_rtol']:g}; outputs written, not a solution)")
+        _log(f"jaxhinge: warning: the fit did not {what}: {result.message}")
         return 1
-    if not result.targets_reached:
-        _log(f"jaxhinge: note: {result.message}")
     return 0
 
 
@@ -391,8 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit hinge stiffness k and damping c so the model's modes match target frequencies (and "
         "damping ratios), check the fit by simulating the nonlinear model, and write result.json, "
         "fitted_scenario.toml and a plot into the FIT.toml's output folder. A FIT.toml with a [data] table instead "
-        "fits free parameters to telemetry (CSV) by least squares (jaxhinge._io._identify_file). Exit status 0: converged; "
-        "1: did not converge (results still written); 2: bad input or unreachable targets.",
+        "fits free parameters to telemetry (CSV) by least squares (jaxhinge._io._identify_file). Exit status 0: converged "
+        "(modal: every target reached); 1: did not converge or reach the targets (results still written); 2: bad "
+        "input or unreachable targets.",
     )
     f.add_argument("fit", help="FIT.toml file (schema: jaxhinge._io._fit_file, jaxhinge._io._identify_file)")
     f.add_argument("--out", help="output folder (overrides [output] dir)")
@@ -424,11 +429,16 @@ def main(argv=None) -> int:
     _enable_x64()
     _compile_cache(not args.no_cache)
     from ._io._scenario_file import ScenarioError
+    from ._model._scenario import ConfigError
 
     try:
         return args.func(args)
     except (ScenarioError, CLIError) as e:
         print(f"jaxhinge: error: {e}", file=sys.stderr)
+        return 2
+    except ConfigError as e:  # a setting refused by the API before compute (the memory estimate): name the input
+        source = next((v for k in ("scenario", "sweep", "fit", "study") if (v := getattr(args, k, None))), EXAMPLE)
+        print(f"jaxhinge: error: {source}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("jaxhinge: interrupted", file=sys.stderr)

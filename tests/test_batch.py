@@ -246,6 +246,31 @@ def test_bad_dispersions(scenario, spec, match):
         jh.sample_dispersions(scenario, [spec], 4, 0)
 
 
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda s: jh.simulate_batch(s, {"p0.k": np.zeros(0)}), ValueError,
+         r"^simulate_batch: every batched value needs a leading member axis .* got lengths p0.k 0 "),
+        (lambda s: jh.simulate_batch(s, {"p0.k": 100.0}), ValueError, r"got lengths p0.k 0 \(0: no member axis"),
+        (lambda s: jh.simulate_batch(s, {"p0.k": np.ones(2), "p1.c": np.ones(3)}), ValueError, r"lengths p0.k 2, p1.c 3"),
+        (lambda s: jh.simulate_batch(s, {"p0.kk": np.ones(2)}), ValueError,
+         r"^simulate_batch: params: 'p0.kk': unknown field 'kk' \(did you mean 'k'\?\)"),
+        (lambda s: jh.simulate_batch(s, [("p0.k", [1.0])]), TypeError,
+         r"^simulate_batch: params = \[\[\"p0.k\", \[1.0\]\]\]: must be a mapping \{name: values"),
+        (lambda s: jh.simulate_batch(jh.scenario_to_dict(s), {"p0.k": np.ones(2)}), TypeError,
+         r"^simulate_batch: expected a jaxhinge Scenario, got dict"),
+        (lambda s: jh.simulate(jh.scenario_to_dict(s)), TypeError, r"^simulate: expected a jaxhinge Scenario .* got dict"),
+        (lambda s: jh.apply_parameters(jh.scenario_to_dict(s), {"p0.k": 1.0}), TypeError,
+         r"^apply_parameters: scenario must be a jaxhinge Scenario, got dict"),
+    ],
+)
+def test_api_misuse_is_refused_by_name(scenario, call, error, match):
+    """Issue 14 item 13: the argument, the value and what is allowed, instead of `TypeError: map()...`, an
+    AttributeError or an IndexError; raised before anything is compiled."""
+    with pytest.raises(error, match=match):
+        call(scenario)
+
+
 def _sweep_files(tmp_path, body: str):
     with open(SEED) as f:
         text = f.read()
@@ -330,6 +355,12 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
         (('dir = "out"', 'dir = "a/b"'), r"output.dir = \"a/b\": its parent folder '.*/a' does not exist"),
         (("[output]", "[output]\nfolder = 1"), r"output: unknown key 'folder'; allowed keys: dir"),
         (('param = "p1.c"', 'param = "wing.c"'), r"dispersions\[1\]\.param = 'wing.c': unknown owner 'wing'; the prefix must be 'hub' or a panel name"),
+        # issue 14 item 1: a value the scenario file would refuse is refused in a sweep too (the registry's rule)
+        (("low = 80.0", "low = -1.0"), r"dispersions\[0\]\.low = -1.0: p0.k must be >= 0 \(hinge stiffness"),
+        # item 10: the output size is estimated before compute: 8 bytes x 1e10 members x 7 samples x (39 + 19 x 2)
+        (("members = 8", "members = 10000000000"),
+         r"members = 10000000000: 10000000000 run\(s\) x 7 samples with 2 panel\(s\) need about 4\.31e\+04 GB of "
+         r"outputs and working memory, above the limit of [0-9.]+ GB \(set JAXHINGE_MEMORY_LIMIT_GB to raise it\)"),
     ],
 )
 def test_sweep_cli_bad_file(tmp_path, capsys, edit, match):

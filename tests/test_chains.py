@@ -133,7 +133,8 @@ def _long_chain(L=8, seed=8):
     for j in range(L):
         p = {
             "mass": float(rng.uniform(10, 60)),
-            "IPntS_S": np.diag(rng.uniform(5, 40, 3)).tolist(),
+            # a rigid body's moments: the largest at most the sum of the other two (scenario files check it)
+            "IPntS_S": np.diag(np.minimum(I := rng.uniform(5, 40, 3), I.sum() - I)).tolist(),
             "d": float(rng.uniform(0.3, 0.8)),
             "k": float(rng.uniform(50, 400)),
             "thetaInit": float(rng.uniform(-0.3, 0.3)),
@@ -313,6 +314,9 @@ BAD = [
     ("missing_l", _set(["chains", 0, "panels", 0, "l"], _DEL),
      ['chains[0] ("wing").panels[0] ("wing_1"): missing required key \'l\'', "only the last panel may omit it"]),
     ("negative_l", _set(["chains", 0, "panels", 0, "l"], -1.0), ['chains[0] ("wing").panels[0] ("wing_1").l = -1.0: must be > 0']),
+    # issue 14 item 16: l places the next panel's hinge; on the last panel it would be silently unused
+    ("l_on_last_panel", _set(["chains", 0, "panels", 1, "l"], 1.0),
+     ['chains[0] ("wing").panels[1] ("wing_2").l = 1.0: not allowed on the last panel of a chain', "remove it"]),
     ("unknown_panel_key", _set(["chains", 0, "panels", 1, "mas"], 1.0),
      ['chains[0] ("wing").panels[1] ("wing_2"): unknown key \'mas\' (did you mean \'mass\'?)']),
     ("unknown_chain_key", _set(["chains", 0, "dcm_BH"], 1.0),

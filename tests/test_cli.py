@@ -11,6 +11,7 @@ import pytest
 import jaxhinge as jh
 from jaxhinge import example_path
 from jaxhinge._cli import main
+from jaxhinge._model._scenario import ConfigError
 
 EXPECTED = {
     "t": (251,), "r_BN_N": (251, 3), "v_BN_N": (251, 3), "r_CN_N": (251, 3), "v_CN_N": (251, 3),
@@ -119,18 +120,79 @@ def test_adaptive_step_budget_exhausted_is_reported(tmp_path, capsys):
     assert not (tmp_path / "traj.npz").exists()
 
 
-def test_numerical_failure_is_reported_not_raised(tmp_path, capsys):
-    """A hinge far too stiff for rk4 at this step diverges: plain-words error, exit 2, nothing written."""
-    sc = jh.load_scenario(example_path("two_panel.toml"))
-    d = jh.scenario_to_dict(sc)
-    d["panels"][0]["k"] = 1e10  # omega_n * dt ~ 6: outside RK4's stability limit (2.8)
+def _two_panel_file(tmp_path, name, k):
+    """The bundled two-panel example over 0.5 s with hinge p0's stiffness `k`: one compiled program for the tests
+    below (only values differ)."""
+    d = jh.scenario_to_dict(jh.load_scenario(example_path("two_panel.toml")))
+    d["panels"][0]["k"] = k
     d["simulation"]["t_end"] = 0.5
-    jh.dump_scenario(jh.scenario_from_dict(d), tmp_path / "stiff.toml")
-    rc = main(["simulate", str(tmp_path / "stiff.toml"), "--out", str(tmp_path / "traj.npz")])
+    jh.dump_scenario(jh.scenario_from_dict(d), tmp_path / name)
+    return str(tmp_path / name)
+
+
+def test_numerical_failure_is_reported_not_raised(tmp_path, capsys):
+    """A hinge far too stiff for rk4 at this step diverges: plain-words error naming the panel whose hinge
+    frequency sqrt(k / (I_s2 + m d^2)) = sqrt(1e10 / 275) is beyond rk4's limit 2.8 / dt, exit 2, nothing written
+    (issue 14 item 12: the message points at the likely cause)."""
+    path = _two_panel_file(tmp_path, "stiff.toml", 1e10)
+    rc = main(["simulate", path, "--out", str(tmp_path / "traj.npz")])
     err = capsys.readouterr().err
     assert rc == 2
     last = err.strip().splitlines()[-1]  # after the progress line
-    assert last.startswith(f"jaxhinge: error: {tmp_path / 'stiff.toml'}: integration failed") and "non-finite" in last
-    assert "a smaller simulation.dt (now 0.001 s)" in last
+    assert last.startswith(f"jaxhinge: error: {path}: integration failed") and "non-finite" in last
+    assert ("panel 'p0' has a hinge frequency sqrt(k / (I_s2 + m d^2)) = 6.03e+03 rad/s, too high for simulation.dt "
+            "= 0.001 s (rk4 needs dt < 2.8 / 6.03e+03 = 0.00046 s): check its k, mass and IPntS_S") in last
     assert "Traceback" not in err
     assert not (tmp_path / "traj.npz").exists()
+
+
+def test_conservative_run_that_drifts_exits_1(tmp_path, capsys):
+    """Issue 14 item 6: no loads, no damping, no motor: the physics conserves energy and momentum. With omega dt ~
+    0.6 rk4 stays finite but damps the stiff hinge numerically (its spring energy falls by ~75 % in 0.5 s): the
+    run is not valid; the outputs are written, a warning names the drifts and the tolerance, exit 1. (The bundled
+    example itself drifts by ~1e-14 and exits 0: test_simulate_bundled_example_writes_contract.)"""
+    path = _two_panel_file(tmp_path, "coarse.toml", 1e8)
+    rc = main(["simulate", path, "--out", str(tmp_path / "traj.npz")])
+    out, err = capsys.readouterr()
+    assert rc == 1, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"jaxhinge: warning: {path}: relative drift ") and "totRotEnergy 0.75" in last
+    assert "> 0.0001, although with no external loads" in last and "the result is not valid" in last
+    assert "totRotEnergy        max relative drift 7.5" in out
+    assert (tmp_path / "traj.npz").exists()
+
+
+@pytest.mark.parametrize(
+    "edit, env, words",
+    [
+        ({"t_end": 1e9, "save_dt": 0.001}, None,
+         "simulation.save_dt = 0.001: 1 run(s) x 1e+12 samples with 2 panel(s) need about 6.16e+05 GB of outputs and "
+         "working memory, above the limit of "),
+        ({}, "1e-6", "simulation.save_dt = 0.01: 1 run(s) x 251 samples with 2 panel(s) need about 0.000155 GB of "
+         "outputs and working memory, above the limit of 1e-06 GB (set JAXHINGE_MEMORY_LIMIT_GB to raise it)"),
+        ({}, "lots", 'JAXHINGE_MEMORY_LIMIT_GB = "lots": must be a number of GB > 0'),
+    ],
+)
+def test_output_too_large_is_refused_before_compute(tmp_path, capsys, monkeypatch, edit, env, words):
+    """Issue 14 item 10: t_end = 1e9 with save_dt = 1e-3 used to try to allocate 7 TiB; now one line with the
+    estimate (8 bytes x samples x (39 + 19 N)), the limit and the setting that raises it, exit 2, nothing run or
+    written. The limit defaults to half the physical memory; JAXHINGE_MEMORY_LIMIT_GB sets it."""
+    d = jh.scenario_to_dict(jh.load_scenario(example_path("two_panel.toml")))
+    d["simulation"].update(edit)
+    jh.dump_scenario(jh.scenario_from_dict(d), tmp_path / "big.toml")
+    if env is not None:
+        monkeypatch.setenv("JAXHINGE_MEMORY_LIMIT_GB", env)
+    rc = main(["simulate", str(tmp_path / "big.toml"), "--out", str(tmp_path / "traj.npz")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(f"jaxhinge: error: {tmp_path / 'big.toml'}: {words}"), err
+    assert os.listdir(tmp_path) == ["big.toml"]
+
+
+def test_dense_output_step_states_are_counted(monkeypatch):
+    """rk4 output at given times keeps every step's state (13 + 2N floats): 2.5e8 steps of 1e-8 s need ~34 GB,
+    refused naming simulation.dt before anything is compiled (the API's ConfigError, as the CLI's)."""
+    monkeypatch.setenv("JAXHINGE_MEMORY_LIMIT_GB", "8")
+    sc = jh.load_scenario(example_path("two_panel.toml")).with_simulation(dt=1e-8)
+    with pytest.raises(ConfigError, match=r"^simulation.dt = 1e-08: 1 run\(s\) x 2 samples \+ 2.5e\+08 rk4 steps .* 34 GB"):
+        jh.simulate(sc, ts=[0.0, 1.0])

@@ -218,6 +218,32 @@ def test_compromise_is_reported(example):
     assert "more targets than free parameters" in r.message
 
 
+def test_cli_fit_targets_not_reached_exit_1(tmp_path, capsys):
+    """Issue 14 item 3: a converged least-squares compromise that misses its targets exits 1 (ran, result not
+    valid) with a warning naming reach_rtol, not 0 with a note; the outputs are written and say so. (The problem of
+    `test_compromise_is_reported`: one compiled solver.)"""
+    path = _fit_file(tmp_path, "[modes]\ntargets_hz = [0.21, 0.215]\n[fit]\nfree = [\"wing_pY.k = wing_mY.k\"]\n"
+                               "[check]\nsimulate = false\n[output]\nplot = false\n")
+    rc = main(["fit", path])
+    stderr = capsys.readouterr().err
+    assert rc == 1, stderr
+    assert ("jaxhinge: warning: the fit did not reach its targets (fit.reach_rtol = 1e-06; outputs written, not a "
+            "solution): converged in ") in stderr
+    assert "least-squares compromise: the targets cannot all be reached" in stderr
+    data = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert data["converged"] is True and data["targets_reached"] is False
+    assert max(abs(r["frequency_relative_error"]) for r in data["targets"]) > 1e-6
+
+
+def test_messages_print_plain_numbers(example):
+    """Issue 14 item 14: NumPy values in messages print as numbers (`0.2769`), not `np.float64(0.2769)`."""
+    with pytest.raises(FitError) as e:
+        fit(example, np.array([0.2769, 0.215]), free=["antenna.k"], check=False)
+    assert str(e.value).startswith("modes.targets_hz = [0.2769, 0.215]: must be in ascending order")
+    with pytest.raises(FitError, match=r"^modes.frequency_sigma = -0.01: must be a finite number > 0"):
+        fit(example, [0.2], free=["antenna.k"], frequency_sigma=np.float64(-0.01), check=False)
+
+
 def test_non_convergence_is_reported(example):
     ft, _ = _targets(example)
     start = _perturbed(example, [2.0, 2.0, 0.5], [1.0, 1.0, 1.0])
@@ -294,6 +320,11 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
          "fit.max_steps = 0: must be an integer > 0"),
         ("[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n[output]\nplot = \"fit.jpg\"\n",
          'output.plot = "fit.jpg": must be a file name ending in .png, .pdf or .svg, or false'),
+        # issue 14 item 10: the check's size, refused before the fit (>= 64 samples per period, one run per mode:
+        # 8 bytes x 3 x 6.4e10 x (39 + 19 x 3)); it used to fail after the fit, asking for 980 GiB
+        ("[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n[check]\nperiods = 1e9\n",
+         "check.periods = 1000000000.0: 3 run(s) x 6.4e+10 samples with 3 panel(s) need about 1.47e+05 GB of outputs "
+         "and working memory, above the limit of "),
     ],
 )
 def test_cli_fit_errors_one_line_no_output(tmp_path, capsys, body, fragment):

@@ -199,6 +199,9 @@ def test_accepted_edge_values():
     data["panels"][0]["IPntS_S"][0][1] = 1e-14  # below 1e-12 relative: treated as diagonal
     data["hub"]["sigma_BNInit"] = [3.0, -4.0, 0.0]  # any MRP with a finite norm (|sigma| > 1 allowed)
     data["hub"]["IHubPntBc_B"] = [[900.0, 1.0, 0.0], [1.0, 800.0, 0.0], [0.0, 0.0, 600.0]]  # symmetric, full
+    # a thin plate whose rounded moments break the triangle inequality by 1e-4 relative (the bundled example's
+    # wings): within the 1e-3 tolerance
+    data["panels"][1]["IPntS_S"] = [[13.33, 0.0, 0.0], [0.0, 83.33, 0.0], [0.0, 0.0, 96.67]]
     data["simulation"].update(t_end=3, save_dt=0.01, dt=0.001, max_steps=1000)  # 0.01 / 0.001 in floats
     rot = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     c, s = math.cos(0.3), math.sin(0.3)
@@ -363,6 +366,29 @@ BAD_CASES = [
         "panel_inertia_negative_diagonal",
         _set("panels", 0, "IPntS_S", [[-100.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]),
         [f"{P0}.IPntS_S[1][1] = -100.0: diagonal entries of IPntS_S must be > 0"],
+    ),
+    # physically implausible bodies (issue 14 items 12 and 16): a relative floor, the triangle inequality
+    (
+        "hub_mass_implausibly_small",
+        _set("hub", "mHub", 1e-300),
+        ["hub.mHub = 1e-300: implausibly small: must be >= 1e-09 x the spacecraft's total mass (200 kg)"],
+    ),
+    (
+        "panel_inertia_implausibly_small",
+        _set("panels", 1, "IPntS_S", [[1e-12, 0.0, 0.0], [0.0, 1e-12, 0.0], [0.0, 0.0, 1e-12]]),
+        [f"{P1}.IPntS_S = [[1e-12, 0.0, 0.0], ", "principal moment 1e-12 kg m^2 is implausibly small: must be >= 1e-09",
+         "largest (900)"],
+    ),
+    (
+        "panel_inertia_breaks_triangle_inequality",
+        _set("panels", 0, "IPntS_S", [[200.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]),
+        [f"{P0}.IPntS_S = [[200.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]: principal moments 50, 50, 200 kg "
+         "m^2 are not a rigid body's: the largest must be <= the sum of the others (within 0.001 of the largest)"],
+    ),
+    (
+        "hub_inertia_breaks_triangle_inequality",
+        _set("hub", "IHubPntBc_B", [[900.0, 0.0, 0.0], [0.0, 200.0, 0.0], [0.0, 0.0, 600.0]]),
+        ["hub.IHubPntBc_B = [[900.0, 0.0, 0.0], ", "principal moments 200, 600, 900 kg m^2 are not a rigid body's"],
     ),
     # dcm_HB
     (
@@ -668,6 +694,12 @@ BAD_CASES = [
         "pulse_end_before_start",
         _do(_set("loads", "pulses", 0, "t_start", 3.0), _set("loads", "pulses", 0, "t_end", 2.0)),
         ["loads.pulses[0].t_end = 2.0: must be > t_start = 3.0 (s)"],
+    ),
+    (
+        "pulse_after_the_run",  # issue 14 item 16: it would never act
+        _do(_set("loads", "pulses", 0, "t_start", 2.5), _set("loads", "pulses", 0, "t_end", 3.0)),
+        ["loads.pulses[0].t_start = 2.5: must be < simulation.t_end = 2.5 s: a pulse that starts when the run has "
+         "ended never acts"],
     ),
     (
         "pulse_negative_start",

@@ -201,3 +201,22 @@ def test_names_and_tolerances_do_not_recompile(traces):
     assert len(calls) == 1
     assert int(b.num_steps) < int(a.num_steps)
     np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), atol=1e-5)
+
+
+def test_conserved_outputs_follow_loads_damping_and_motors():
+    """Issue 14 item 6, the rule `Trajectory.drift_warning` checks (Basilisk's own tests: all four conserved without
+    loads or damping, with or without gravity; momenta and orbital energy with damping or a motor, which act inside
+    the spacecraft): no compilation, only the scenario's values."""
+    every = ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N", "totRotEnergy")
+    sc = _seed.no_gravity(sim=SHORT)
+    p = sc.spacecraft.panels
+    assert _sim.conserved(sc) == every
+    assert _sim.conserved(_seed.gravity(sim=SHORT)) == every
+    assert _sim.conserved(eqx.tree_at(lambda s: s.spacecraft.panels.c, sc, p.c.at[1].set(0.5))) == every[:3]
+    assert _sim.conserved(eqx.tree_at(lambda s: s.spacecraft.panels.motorTorque, sc, p.k * 0 + 2.0)) == every[:3]
+    assert _sim.conserved(eqx.tree_at(lambda s: s.loads, sc, jh.Loads(motorTorque_fn=lambda t: t))) == every[:3]
+    for loads in (jh.Loads(extTorquePntB_B=[0.0, 0.0, 1e-3]), jh.Loads(extForce_N_fn=lambda t: jnp.zeros(3)),
+                  jh.Loads(pulses=jh.Pulses([0.1], [0.2], [[1.0, 0, 0]], [[0.0] * 3], [[0.0] * 3]))):
+        assert _sim.conserved(eqx.tree_at(lambda s: s.loads, sc, loads)) == ()
+    zero_pulse = jh.Loads(pulses=jh.Pulses([0.1], [0.2], [[0.0] * 3], [[0.0] * 3], [[0.0] * 3]))
+    assert _sim.conserved(eqx.tree_at(lambda s: s.loads, sc, zero_pulse)) == every

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
+from .._io._files import _fmt
 from .._io._scenario_file import ScenarioError
 from .._model._params import (
     FIELDS,
@@ -49,9 +50,9 @@ from .._model._params import (
     resolve,
 )
 from .._model._params import nominal as _nominal
-from .._model._scenario import Scenario, compile_key
+from .._model._scenario import ConfigError, Scenario, compile_key
 from .._model._spacecraft import strip_labels
-from .._simulation._simulate import Trajectory, failure_reason, simulate_unjitted
+from .._simulation._simulate import Trajectory, check_memory, failure_reason, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
 
@@ -60,17 +61,6 @@ _SPEC_KEYS = {
     "normal": ("param", "dist", "mean", "std", "rel_std"),
     "values": ("param", "dist", "values"),
 }
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, (float, np.floating)):
-        return repr(float(v))
-    if isinstance(v, np.ndarray) and v.ndim == 0:
-        return repr(float(v))
-    if isinstance(v, (list, tuple, np.ndarray)):
-        a = np.asarray(v)
-        return np.array2string(a, threshold=8, separator=", ") if a.size <= 8 else f"array of shape {a.shape}"
-    return repr(v)
 
 
 def _as_array(ck, v: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
@@ -102,9 +92,13 @@ def check_dispersions(
         return ScenarioError(f"{source}: {msg}", source=source)
 
     if isinstance(members, bool) or not isinstance(members, int) or members <= 0:
-        raise ck(f"members = {members!r}: must be an integer > 0")
+        raise ck(f"members = {_fmt(members)}: must be an integer > 0")
     if isinstance(dispersions, Mapping) or not isinstance(dispersions, Sequence):
         raise ck(f"dispersions = {_fmt(dispersions)}: must be a list of tables")
+    try:
+        check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
+    except ConfigError as e:
+        raise ck(str(e)) from None
     allowed_names = parameter_names(scenario)
     seen: dict[str, int] = {}
     for j, spec in enumerate(dispersions):
@@ -259,13 +253,13 @@ def _run_chunk(base, batched, pars) -> Trajectory:
     return jax.vmap(lambda b: simulate_unjitted(apply_resolved(base, pars, b)))(batched)
 
 
-def _batch_size(batched) -> int:
-    sizes = {int(np.shape(x)[0]) for x in jax.tree.leaves(batched)}
-    if len(sizes) != 1:
-        raise ValueError(
-            f"simulate_batch: batched leaves must share one leading (member) axis; got sizes {sorted(sizes)}"
-        )
-    return sizes.pop()
+def _batch_size(batched, names=None) -> int:
+    sizes = [int(np.shape(x)[0]) if np.ndim(x) else 0 for x in jax.tree.leaves(batched)]
+    if len(set(sizes)) != 1 or not sizes[0]:
+        got = ", ".join(f"{n} {s}" for n, s in zip(names, sizes)) if names else sorted(set(sizes))
+        raise ValueError(f"simulate_batch: every batched value needs a leading member axis (one entry per member), "
+                         f"of one length >= 1 for all; got lengths {got} (0: no member axis, or no member)")
+    return sizes[0]
 
 
 def simulate_batch(
@@ -300,6 +294,9 @@ def simulate_batch(
     if params is None:
         base, batched, pars = None, strip_labels(scenario), None
     else:
+        if not isinstance(params, Mapping):
+            raise TypeError(f"simulate_batch: params = {_fmt(params)}: must be a mapping {{name: values (members, ...)}}"
+                            ", e.g. from sample_dispersions")
         if not params:
             raise ValueError("simulate_batch: params is empty; give at least one dispersed parameter")
         try:
@@ -308,7 +305,8 @@ def simulate_batch(
             raise ValueError(f"simulate_batch: params: {e}") from None
         base = compile_key(scenario)
         batched = tuple(jnp.asarray(v) for v in params.values())
-    members = _batch_size(batched)
+    members = _batch_size(batched, None if params is None else list(params))
+    check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
     if devices is None:
         devices = jax.local_devices()
     devices = list(devices)

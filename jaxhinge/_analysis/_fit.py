@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._io._files import _fmt
 from .._model._loads import Loads
 from .._model._params import Parameter
 from .._model._scenario import Scenario, SimulationConfig
@@ -152,14 +153,14 @@ class FitResult(LeastSquaresResult):
 
 def _floats(value, field: str, *, positive: bool) -> np.ndarray:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        raise FitError(f"{field} = {value!r}: must be a list of numbers", field=field)
+        raise FitError(f"{field} = {_fmt(value)}: must be a list of numbers", field=field)
     out = []
     for i, v in enumerate(value):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise FitError(f"{field}[{i}] = {v!r}: must be a number", field=field)
+            raise FitError(f"{field}[{i}] = {_fmt(v)}: must be a number", field=field)
         x = float(v)
         if not math.isfinite(x) or (positive and not x > 0):
-            raise FitError(f"{field}[{i}] = {v!r}: must be a finite number > 0", field=field)
+            raise FitError(f"{field}[{i}] = {_fmt(v)}: must be a finite number > 0", field=field)
         out.append(x)
     if not out:
         raise FitError(f"{field} = []: give at least one value", field=field)
@@ -233,14 +234,14 @@ def fit(
     if solver not in SOLVERS:
         raise FitError(f"fit.solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="fit.solver")
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise FitError(f"fit.max_steps = {max_steps!r}: must be an integer >= 1", field="fit.max_steps")
+        raise FitError(f"fit.max_steps = {_fmt(max_steps)}: must be an integer >= 1", field="fit.max_steps")
     for name, v in (("rtol", rtol), ("atol", atol), ("learning_rate", learning_rate), ("reach_rtol", reach_rtol),
                     ("ident_rtol", ident_rtol), ("warn_rtol", warn_rtol)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"fit.{name} = {v!r}: must be a finite number > 0", field=f"fit.{name}")
+            raise FitError(f"fit.{name} = {_fmt(v)}: must be a finite number > 0", field=f"fit.{name}")
     for name, v in (("frequency_sigma", frequency_sigma), ("damping_sigma", damping_sigma)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"modes.{name} = {v!r}: must be a finite number > 0 (relative uncertainty)",
+            raise FitError(f"modes.{name} = {_fmt(v)}: must be a finite number > 0 (relative uncertainty)",
                            field=f"modes.{name}")
 
     sc = scenario.spacecraft
@@ -248,7 +249,7 @@ def fit(
     n = len(names)
     ft = _floats(targets_hz, "modes.targets_hz", positive=True)
     if np.any(np.diff(ft) < 0):
-        raise FitError(f"modes.targets_hz = {list(ft)}: must be in ascending order (they are matched to the modes "
+        raise FitError(f"modes.targets_hz = {_fmt(ft)}: must be in ascending order (they are matched to the modes "
                        "in ascending frequency)", field="modes.targets_hz")
     zt = np.zeros(0)
     if damping_ratios is not None:
@@ -257,7 +258,7 @@ def fit(
             raise FitError(f"modes.damping_ratios has {len(zt)} values but modes.targets_hz has {len(ft)}: give one "
                            "damping ratio per target frequency", field="modes.damping_ratios")
         if np.any(zt >= 1):
-            raise FitError(f"modes.damping_ratios = {list(zt)}: each must be < 1 (an oscillating mode)",
+            raise FitError(f"modes.damping_ratios = {_fmt(zt)}: each must be < 1 (an oscillating mode)",
                            field="modes.damping_ratios")
     if n == 0:
         raise FitError("the scenario has no panels, hence no flexible modes to fit", field="scenario")
@@ -270,10 +271,10 @@ def fit(
     else:
         mn = list(mode_numbers)
         if len(mn) != len(ft) or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in mn):
-            raise FitError(f"modes.mode_numbers = {mn!r}: must be {len(ft)} integers (one per target)",
+            raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be {len(ft)} integers (one per target)",
                            field="modes.mode_numbers")
         if any(x < 1 or x > n for x in mn) or any(b <= a for a, b in itertools.pairwise(mn)):
-            raise FitError(f"modes.mode_numbers = {mn!r}: must be strictly increasing, between 1 and {n}",
+            raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be strictly increasing, between 1 and {n}",
                            field="modes.mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
 

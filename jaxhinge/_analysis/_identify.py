@@ -54,9 +54,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._io._files import _fmt
 from .._io._telemetry import Telemetry, model_outputs, output_names
 from .._model._scenario import Scenario, compile_key
-from .._simulation._simulate import Trajectory, simulate_unjitted
+from .._simulation._simulate import Trajectory, check_memory, simulate_unjitted
 from ._lsq import (
     FAIL,
     AbstractResiduals,
@@ -181,6 +182,8 @@ def identify(
     reported in the result (`converged`, `message`), not raised.
     """
     t_start = time.perf_counter()
+    if not isinstance(scenario, Scenario):
+        raise FitError(f"scenario: expected a jaxhinge Scenario, got {type(scenario).__name__}", field="scenario")
     names = output_names(scenario)
     for c in telemetry.columns:
         if c not in names:
@@ -188,24 +191,25 @@ def identify(
                            f"{', '.join(names)}", field="data.columns")
     t_end = float(scenario.simulation.t_end)
     if telemetry.t[0] < -1e-9 * max(1, t_end) or telemetry.t[-1] > t_end * (1 + 1e-9):
-        raise FitError(f"{telemetry.source}: samples span [{telemetry.t[0]!r}, {telemetry.t[-1]!r}] s, outside the "
-                       f"scenario's [0, {t_end!r}] s", field="data")
+        raise FitError(f"{telemetry.source}: samples span [{_fmt(telemetry.t[0])}, {_fmt(telemetry.t[-1])}] s, outside "
+                       f"the scenario's [0, {_fmt(t_end)}] s", field="data")
     if solver not in SOLVERS:
         raise FitError(f"fit.solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="fit.solver")
     for k, v in (("max_steps", max_steps), ("starts", starts)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise FitError(f"fit.{k} = {v!r}: must be an integer >= 1", field=f"fit.{k}")
+            raise FitError(f"fit.{k} = {_fmt(v)}: must be an integer >= 1", field=f"fit.{k}")
     for k, v in (("rtol", rtol), ("atol", atol), ("spread", spread), ("ident_rtol", ident_rtol),
                  ("warn_rtol", warn_rtol)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"fit.{k} = {v!r}: must be a finite number > 0", field=f"fit.{k}")
+            raise FitError(f"fit.{k} = {_fmt(v)}: must be a finite number > 0", field=f"fit.{k}")
     hz = list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
     if not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1 for h in hz) or \
             any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1:
-        raise FitError(f"fit.horizon = {horizon!r}: must be increasing fractions in (0, 1] ending with 1, e.g. "
+        raise FitError(f"fit.horizon = {_fmt(horizon)}: must be increasing fractions in (0, 1] ending with 1, e.g. "
                        "[0.25, 0.5, 1.0]", field="fit.horizon")
     coords = parse_free(scenario, free)
     P = len(coords)
+    check_memory(scenario.simulation, scenario.spacecraft.panels.count, P + 1, samples=len(telemetry.t))
     n_res = telemetry.values.size
     if n_res <= P:
         raise FitError(f"{n_res} residual(s) for {P} free parameter(s): need more samples or columns than free "

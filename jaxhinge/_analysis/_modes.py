@@ -735,6 +735,7 @@ def measure_modes(
     t_end = save_dt * math.ceil(t_end / save_dt)
     from .._model._scenario import SimulationConfig
     from .._model._spacecraft import InitialState
+    from .._simulation._simulate import check_memory
 
     cfg = SimulationConfig(t_end=t_end, save_dt=save_dt, integrator=_CHECK_INTEGRATOR, dt=save_dt / 4, rtol=1e-11,
                            atol=1e-14 * amplitude, max_steps=max(100_000, int(200 * t_end / save_dt)))
@@ -743,6 +744,7 @@ def measure_modes(
     from .._model._loads import Loads
 
     scen = Scenario(sim_sc, InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
+    check_memory(cfg, n, n, field="periods", value=periods)
     t, theta, ok = _simulate_batch(compile_key(scen), initials)
     t, theta, ok = np.asarray(t), np.asarray(theta), np.asarray(ok)
     f_meas, z_meas, fd_meas, count = nanv.copy(), nanv.copy(), nanv.copy(), np.zeros(n, int)

@@ -71,12 +71,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._io._files import to_json
+from .._io._files import _fmt, to_json
 from .._io._scenario_file import ScenarioError
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._params import _did_you_mean
 from .._model._scenario import Scenario, compile_key
-from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
+from .._simulation._simulate import OUTPUT_NAMES, check_memory, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
@@ -210,7 +210,7 @@ def parse_outputs(
                 or not math.isfinite(thr)
                 or thr <= 0
             ):
-                raise _fail(source, f"{where}.threshold = {thr!r}: must be a finite number > 0")
+                raise _fail(source, f"{where}.threshold = {_fmt(thr)}: must be a finite number > 0")
             clean = {"signal": signal, "threshold": float(thr)}
         elif name == "final_attitude_error":
             if "sigma_R" in opts:
@@ -220,7 +220,7 @@ def parse_outputs(
                     s = np.zeros(0)
                 if s.shape != (3,) or not np.all(np.isfinite(s)) or isinstance(opts["sigma_R"], str):
                     raise _fail(
-                        source, f"{where}.sigma_R = {opts['sigma_R']!r}: must be 3 finite numbers (an MRP)"
+                        source, f"{where}.sigma_R = {_fmt(opts['sigma_R'])}: must be 3 finite numbers (an MRP)"
                     )
                 clean = {"sigma_R": tuple(float(v) for v in s)}
         elif name in MODAL_OUTPUTS:
@@ -589,6 +589,7 @@ def _prepare(scenario: Scenario, outputs, parameters, source: str = "<sensitivit
         raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
     params = parse_parameters(scenario, parameters, source)
     outs = parse_outputs(scenario, outputs, source)
+    check_memory(scenario.simulation, scenario.spacecraft.panels.count, len(params) + 1)  # a tangent per parameter
     x0 = jnp.asarray([float(nominal(scenario, p)) for p in params], dtype=jnp.float64)
     sigma0 = jnp.asarray(scenario.initial.sigma_BNInit, dtype=jnp.float64)
     return _Prepared(scenario, x0, sigma0, params, outs)

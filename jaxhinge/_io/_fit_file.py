@@ -54,7 +54,8 @@ import numpy as np
 from .._analysis._fit import SOLVERS, FitResult, fit
 from .._analysis._lsq import FitError
 from .._analysis._modes import BOUNDARIES, measure_modes
-from .._model._scenario import Scenario
+from .._model._scenario import ConfigError, Scenario, SimulationConfig
+from .._simulation._simulate import check_memory
 from ._files import _Checker, _kind, least_squares_json, write_json, write_output_files
 from ._files import json_number as _num
 from ._scenario_file import load_scenario, scenario_toml
@@ -175,6 +176,12 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
+    if check and "periods" in check:  # one run per mode, >= 64 samples per period (`measure_modes`), before the fit
+        try:
+            n = scenario.spacecraft.panels.count
+            check_memory(SimulationConfig(t_end=check["periods"], save_dt=1 / 64), n, n, field="check.periods")
+        except ConfigError as e:
+            raise ck.bad(e.field, check_t["periods"], e.rule) from None
     return FitSpec(
         path=source,
         scenario_path=scen_path,

@@ -10,8 +10,8 @@ The schema (field names, frames and units are Basilisk's; SI units, radians):
 
 ```toml
 [hub]                   # required
-mHub = 750.0            # required, kg, > 0
-IHubPntBc_B = [[900.0, 0.0, 0.0], [0.0, 800.0, 0.0], [0.0, 0.0, 600.0]]   # required, kg m^2, SPD
+mHub = 750.0            # required, kg, > 0 (every mass >= 1e-9 x the total: `_check_bodies`)
+IHubPntBc_B = [[900.0, 0.0, 0.0], [0.0, 800.0, 0.0], [0.0, 0.0, 600.0]]   # required, kg m^2, SPD, a rigid body's
 r_BcB_B = [0.0, 0.0, 1.0]             # m, default 0
 r_CN_NInit = [0.1, -0.4, 0.3]         # m, system CoM C, default 0
 v_CN_NInit = [-0.2, 0.5, 0.1]         # m/s, default 0
@@ -43,7 +43,7 @@ name = "wing_1"         # optional, default "<chain name>_<1-based position>"; u
 mass = 60.0             # required, kg, > 0
 IPntS_S = [[60.0, 0.0, 0.0], [0.0, 30.0, 0.0], [0.0, 0.0, 35.0]]    # required, kg m^2, diagonal, > 0
 d = 0.8                 # required, m, > 0: this panel's hinge to its CoM, along -s1
-l = 1.7                 # m, > 0: this panel's hinge to the next one, along -s1 (required except on the last)
+l = 1.7                 # m, > 0: this panel's hinge to the next one, along -s1 (required; not on the last panel)
 k = 250.0               # required, N m/rad, >= 0
 c = 3.0                 # N m s/rad, >= 0, default 0
 thetaInit = 0.08        # rad, default 0: RELATIVE to the previous panel (to the hinge frame H for the root)
@@ -61,7 +61,7 @@ extForce_N = [0.0, 0.0, 0.0]          # N, N frame
 extTorquePntB_B = [0.0, 0.0, 0.0]     # N m about B, B frame
 
 [[loads.pulses]]        # optional; acts on t_start <= t < t_end
-t_start = 0.0           # s, >= 0
+t_start = 0.0           # s, >= 0, < simulation.t_end
 t_end = 5.0             # s, > t_start
 extForce_B = [0.2, 0.7, 0.0]          # same keys as [loads], default 0
 
@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 
 from .._model._loads import Loads, Pulses
-from .._model._scenario import INTEGRATORS, ConfigError, Scenario, SimulationConfig
+from .._model._scenario import ConfigError, Scenario, SimulationConfig
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
 from ._files import (  # noqa: F401  (the checker and its helpers live in the file layer, shared by every loader)
     ScenarioError,
@@ -175,7 +175,7 @@ _DESCRIPTION = {
     "k": "hinge spring stiffness, N m/rad, >= 0",
     "r_HB_B": "hinge point relative to B, B frame, 3 numbers, m",
     "dcm_HB": "[HB], rows h1 h2 h3 in B components, 3x3 proper rotation",
-    "l": "hinge to next hinge distance, m, > 0 (required on every chain panel but the last)",
+    "l": "hinge to next hinge distance, m, > 0 (required on every chain panel but the last, refused there)",
     "panels": "the chain's panels, [[chains.panels]], root first, at least one",
     "mu": "gravitational parameter, m^3/s^2, > 0",
     "t_start": "pulse start time, s, >= 0",
@@ -221,6 +221,8 @@ _ALIASES = {
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _SYM_RTOL = 1e-12  # hub inertia symmetry, relative to max |I_ij|
+_REL_FLOOR = 1e-9  # a body's mass or principal moment: at least this fraction of the spacecraft's total / largest
+_TRIANGLE_RTOL = 1e-3  # principal moments: largest <= sum of the other two + this fraction of the largest
 _DIAG_RTOL = 1e-12  # panel inertia off-diagonals, relative to max |I_ii|
 _DCM_TOL = 1e-9  # dcm_HB orthonormality and det
 
@@ -352,18 +354,16 @@ def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken:
         out["mass"] = ck.positive(panel["mass"], f"{plabel}.mass", "kg")
         out["IPntS_S"] = _check_panel_inertia(ck, panel, plabel)
         out["d"] = ck.positive(panel["d"], f"{plabel}.d", "m")
-        if j < L - 1:
-            if "l" not in panel:
-                raise ck.fail(
-                    plabel,
-                    f"missing required key 'l' (hinge to next hinge distance, m, > 0): panel {j + 1} of {L} "
-                    "in the chain needs it (only the last panel may omit it)",
-                )
-            out["l"] = ck.positive(panel["l"], f"{plabel}.l", "m, hinge to next hinge distance")
-        else:
-            out["l"] = (
-                ck.nonnegative(panel["l"], f"{plabel}.l", "m; unused on the last panel") if "l" in panel else 0.0
+        if j < L - 1 and "l" not in panel:
+            raise ck.fail(
+                plabel,
+                f"missing required key 'l' (hinge to next hinge distance, m, > 0): panel {j + 1} of {L} "
+                "in the chain needs it (only the last panel may omit it)",
             )
+        if j == L - 1 and "l" in panel:
+            raise ck.bad(f"{plabel}.l", panel["l"], "not allowed on the last panel of a chain: l places the next "
+                         "panel's hinge (as in Basilisk's nHinged effector), and no panel follows; remove it")
+        out["l"] = ck.positive(panel["l"], f"{plabel}.l", "m, hinge to next hinge distance") if j < L - 1 else 0.0
         out["k"] = ck.nonnegative(panel["k"], f"{plabel}.k", "N m/rad")
         out["c"] = ck.nonnegative(panel["c"], f"{plabel}.c", "N m s/rad") if "c" in panel else 0.0
         for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
@@ -378,6 +378,25 @@ def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken:
     arrays["r_HB_B"] = r_HB_B
     arrays["dcm_HB"] = dcm_HB
     return name, tuple(names), arrays
+
+
+def _check_bodies(ck: _Checker, bodies: list) -> None:
+    """Every rigid body, `(mass field, mass, inertia field, inertia)`, is plausible: its principal moments obey the
+    triangle inequality (largest <= sum of the other two, within `_TRIANGLE_RTOL` of the largest for rounded
+    values); neither its mass nor a moment is below `_REL_FLOOR` of the spacecraft's total mass or largest moment
+    (most likely a unit slip; so light a body leaves the equations of motion ill-conditioned)."""
+    moments = [np.linalg.eigvalsh(0.5 * (I + I.T)) for *_, I in bodies]
+    total, top = sum(b[1] for b in bodies), max(I[-1] for I in moments)
+    for (mass_field, m, field, inertia), (a, b, c) in zip(bodies, moments):
+        if c > a + b + _TRIANGLE_RTOL * c:
+            raise ck.bad(field, inertia, f"principal moments {a:.6g}, {b:.6g}, {c:.6g} kg m^2 are not a rigid body's: "
+                         f"the largest must be <= the sum of the others (within {_TRIANGLE_RTOL:g} of the largest)")
+        if m < _REL_FLOOR * total:
+            raise ck.bad(mass_field, m, f"implausibly small: must be >= {_REL_FLOOR:g} x the spacecraft's total mass "
+                         f"({total:.6g} kg), or the equations of motion are ill-conditioned")
+        if a < _REL_FLOOR * top:
+            raise ck.bad(field, inertia, f"principal moment {a:.6g} kg m^2 is implausibly small: must be >= "
+                         f"{_REL_FLOOR:g} x the spacecraft's largest ({top:.6g}), or the equations are ill-conditioned")
 
 
 def _check_panel_inertia(ck: _Checker, panel: Mapping, label: str) -> np.ndarray:
@@ -448,40 +467,13 @@ def _check_pulse(ck: _Checker, pulse: Any, j: int) -> dict[str, Any]:
 
 
 def _check_simulation(ck: _Checker, sim: Mapping) -> SimulationConfig:
+    """The [simulation] table: number types here, the rest (ranges, integrator, ticks) by `SimulationConfig`."""
     ck.keys(sim, "simulation", _SIM_KEYS, (), _ALIASES["simulation"])
-    defaults = SimulationConfig()
-    kw: dict[str, Any] = {}
-    units = {
-        "t_end": "s",
-        "save_dt": "s",
-        "dt": "s",
-        "rtol": "relative tolerance",
-        "atol": "absolute tolerance",
-    }
-    for key in _SIM_FLOATS:
-        kw[key] = (
-            ck.positive(sim[key], f"simulation.{key}", units[key])
-            if key in sim
-            else float(getattr(defaults, key))
-        )
-    if "integrator" in sim:
-        integ = sim["integrator"]
-        if not isinstance(integ, str) or integ not in INTEGRATORS:
-            allowed = ", ".join(_toml_str(s) for s in INTEGRATORS)
-            raise ck.bad("simulation.integrator", integ, f"must be one of {allowed}")
-        kw["integrator"] = integ
-    else:
-        kw["integrator"] = defaults.integrator
-    if "max_steps" in sim:
-        v = _unwrap(sim["max_steps"])
-        ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-        if not ok and isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-            ok, v = True, int(v)
-        if not ok or not int(v) > 0:
-            raise ck.bad(
-                "simulation.max_steps", sim["max_steps"], "must be an integer > 0 (adaptive step budget)"
-            )
-        kw["max_steps"] = int(v)
+    units = dict(t_end="s", save_dt="s", dt="s", rtol="relative tolerance", atol="absolute tolerance")
+    kw: dict[str, Any] = {k: ck.positive(sim[k], f"simulation.{k}", units[k]) for k in _SIM_FLOATS if k in sim}
+    kw |= {k: _unwrap(sim[k]) for k in ("integrator", "max_steps") if k in sim}
+    if isinstance(kw.get("max_steps"), float) and kw["max_steps"].is_integer():
+        kw["max_steps"] = int(kw["max_steps"])  # 1000.0 is 1000 steps
     try:
         return SimulationConfig(**kw)
     except ConfigError as e:
@@ -532,6 +524,11 @@ def _check_all(data: Any, ck: _Checker) -> _Parsed:
         _check_chain(ck, ck.table(ch, f"chains[{i}]", "[[chains]]"), i, taken, chain_taken)
         for i, ch in enumerate(raw_chains)
     ]
+    where = [(f"panels[{i}] ({_toml_str(nm)})", p["mass"], p["IPntS_S"]) for i, (nm, p) in enumerate(zip(names, per_panel))]
+    where += [(f"chains[{i}] ({_toml_str(cn)}).panels[{j}] ({_toml_str(pn)})", a["mass"][j], a["IPntS_S"][j])
+              for i, (cn, pns, a) in enumerate(chains) for j, pn in enumerate(pns)]
+    _check_bodies(ck, [("hub.mHub", hub["mHub"], "hub.IHubPntBc_B", hub["IHubPntBc_B"]),
+                       *((f"{w}.mass", m, f"{w}.IPntS_S", inertia) for w, m, inertia in where)])
 
     mu = None
     if "gravity" in data:
@@ -574,6 +571,10 @@ def _check_all(data: Any, ck: _Checker) -> _Parsed:
         if "simulation" in data
         else SimulationConfig()
     )
+    late = np.flatnonzero(pulses["t_start"] >= sim.t_end) if pulses is not None else []
+    if len(late):
+        raise ck.bad(f"loads.pulses[{late[0]}].t_start", pulses["t_start"][late[0]], f"must be < simulation.t_end = "
+                     f"{_fmt(sim.t_end)} s: a pulse that starts when the run has ended never acts")
     return _Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains)
 
 
@@ -738,8 +739,8 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         last = i + 1 == n_all or pan.parent[i + 1] != i
         row: dict[str, Any] = {"name": names[i]}
         for k in _CHAIN_PANEL_KEYS[1:]:
-            if k == "l" and last and columns[k][i] == 0.0:
-                continue  # unused on the last panel
+            if k == "l" and last:
+                continue  # l places the next panel: unused (and refused) on the last
             row[k] = columns[k][i]
         chains[-1]["panels"].append(row)
 

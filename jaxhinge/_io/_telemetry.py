@@ -26,6 +26,7 @@ import numpy as np
 
 from .._analysis._lsq import FitError
 from .._model._scenario import Scenario
+from ._files import _fmt
 
 _VECTORS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
 _PANEL_OUTPUTS = ("theta", "thetaDot")
@@ -79,7 +80,7 @@ def _sigma(source: str, sigma, columns: Sequence[str]) -> np.ndarray:
         if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
             raise _err(source, f"sigma for column {c!r} = {s!r}: must be a number", "data.sigma")
         if not (math.isfinite(s) and s > 0):
-            raise _err(source, f"sigma for column {c!r} = {s!r}: must be a finite number > 0 (the column's 1-sigma "
+            raise _err(source, f"sigma for column {c!r} = {_fmt(s)}: must be a finite number > 0 (the column's 1-sigma "
                                "noise; it weights the residuals)", "data.sigma")
         out.append(float(s))
     return np.asarray(out)
@@ -111,18 +112,18 @@ def _check_t(source: str, t: np.ndarray, t_end: float | None) -> None:
         raise _err(source, "no samples (only a header row)")
     bad = np.flatnonzero(~np.isfinite(t))
     if bad.size:
-        raise _err(source, f"t = {t[bad[0]]!r} in data row {bad[0] + 1}: sample times must be finite numbers")
+        raise _err(source, f"t = {_fmt(t[bad[0]])} in data row {bad[0] + 1}: sample times must be finite numbers")
     d = np.diff(t)
     bad = np.flatnonzero(~(d > 0))
     if bad.size:
         i = int(bad[0])
-        raise _err(source, f"t is not strictly increasing: data row {i + 2} has t = {t[i + 1]!r} after "
-                           f"t = {t[i]!r} in row {i + 1} (sort the samples and drop duplicates)")
+        raise _err(source, f"t is not strictly increasing: data row {i + 2} has t = {_fmt(t[i + 1])} after "
+                           f"t = {_fmt(t[i])} in row {i + 1} (sort the samples and drop duplicates)")
     if t_end is not None:
         tol = 1e-9 * max(1.0, t_end)
         if t[0] < -tol or t[-1] > t_end + tol:
             out = t[0] if t[0] < -tol else t[-1]
-            raise _err(source, f"t = {out!r} lies outside the scenario's time span [0, {t_end!r}] s (samples must "
+            raise _err(source, f"t = {_fmt(out)} lies outside the scenario's time span [0, {_fmt(t_end)}] s (samples must "
                                "lie within simulation.t_end of the scenario; raise t_end or drop the samples)")
 
 
@@ -143,8 +144,8 @@ def telemetry_from_arrays(t, values, columns: Sequence[str], sigma, scenario: Sc
     bad = np.argwhere(~np.isfinite(v))
     if bad.size:
         i, j = bad[0]
-        raise _err(source, f"column {cols[j]!r} has a non-finite value ({v[i, j]!r}) in data row {i + 1} at "
-                           f"t = {t[i]!r} (drop or fill the sample; NaN is not allowed)")
+        raise _err(source, f"column {cols[j]!r} has a non-finite value ({_fmt(v[i, j])}) in data row {i + 1} at "
+                           f"t = {_fmt(t[i])} (drop or fill the sample; NaN is not allowed)")
     return Telemetry(t=t, columns=cols, values=v, sigma=sig, source=source)
 
 

@@ -270,6 +270,8 @@ def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Sce
     """One member's scenario: the nominal `scenario` with the values of `params` (names as in the module
     docstring; a bare name takes the field's whole value (3 numbers for vectors, inertia factors and rotations),
     a component name one number). Pure and traceable: `vmap` it over a batch. **Raises:** `ParameterError`."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"apply_parameters: scenario must be a jaxhinge Scenario, got {type(scenario).__name__}")
     return apply_resolved(scenario, tuple(resolve(scenario, n) for n in params), tuple(params.values()))
 
 

@@ -4,9 +4,10 @@ import dataclasses
 
 import equinox as eqx
 
-from ._loads import Loads
 from jaxtyping import Array, Float
 
+from .._io._files import _fmt
+from ._loads import Loads
 from ._spacecraft import InitialState, Spacecraft, _f64, strip_labels
 
 INTEGRATORS = ("rk4", "tsit5", "dopri8")
@@ -18,14 +19,8 @@ class ConfigError(ValueError):
     `str(error)` is `field = value: rule`."""
 
     def __init__(self, field: str, value, rule: str):
-        value = _plain(value)
-        super().__init__(f"{field} = {value!r}: {rule}")
+        super().__init__(f"{field} = {_fmt(value)}: {rule}")  # plain numbers: `0.2769`, not `np.float64(0.2769)`
         self.field, self.value, self.rule = field, value, rule
-
-
-def _plain(value):
-    """NumPy/JAX scalars as Python numbers, so messages read `0.2769`, not `np.float64(0.2769)`."""
-    return value.item() if getattr(value, "shape", None) == () and hasattr(value, "item") else value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +46,8 @@ class SimulationConfig:
     max_steps: int = 1_000_000
 
     def __post_init__(self):
-        if self.integrator not in INTEGRATORS:
-            raise ConfigError("simulation.integrator", self.integrator,
-                              f"allowed values are {', '.join(INTEGRATORS)}")
+        if not isinstance(self.integrator, str) or self.integrator not in INTEGRATORS:
+            raise ConfigError("simulation.integrator", self.integrator, f"must be one of {_fmt(INTEGRATORS)[1:-1]}")
         for name in ("t_end", "save_dt", "dt", "rtol", "atol"):
             v = getattr(self, name)
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and v == v and abs(v) != float("inf") and v > 0):
@@ -62,11 +56,11 @@ class SimulationConfig:
             raise ConfigError("simulation.max_steps", self.max_steps, "must be an integer > 0 (adaptive step budget)")
         # the shortest span first, so the message names the setting that is out of place
         if self.dt > self.t_end:
-            raise ConfigError("simulation.dt", self.dt, f"must be <= t_end = {_plain(self.t_end)!r} s (the "
+            raise ConfigError("simulation.dt", self.dt, f"must be <= t_end = {_fmt(self.t_end)} s (the "
                               "rk4 step, or the adaptive integrators' first step)")
         if self.save_dt > self.t_end:
             raise ConfigError("simulation.save_dt", self.save_dt, f"must be <= t_end = "
-                              f"{_plain(self.t_end)!r} s (outputs are sampled at k * save_dt up to t_end)")
+                              f"{_fmt(self.t_end)} s (outputs are sampled at k * save_dt up to t_end)")
         if self.integrator == "rk4":
             for name in ("save_dt", "t_end"):
                 x = float(getattr(self, name))
@@ -74,7 +68,7 @@ class SimulationConfig:
                 if n < 1 or abs(x - n * self.dt) > TICK_RTOL * x:
                     raise ConfigError(
                         f"simulation.{name}", x,
-                        f'must be a whole multiple of dt = {_plain(self.dt)!r} with integrator "rk4" (within {TICK_RTOL:g} '
+                        f'must be a whole multiple of dt = {_fmt(self.dt)} with integrator "rk4" (within {TICK_RTOL:g} '
                         "relative; Basilisk samples at task ticks)")
 
 
