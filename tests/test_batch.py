@@ -359,8 +359,8 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
         (("low = 80.0", "low = -1.0"), r"dispersions\[0\]\.low = -1.0: p0.k must be >= 0 \(hinge stiffness"),
         # item 10: the output size is estimated before compute: 8 bytes x 1e10 members x 7 samples x (39 + 19 x 2)
         (("members = 8", "members = 10000000000"),
-         r"members = 10000000000: 10000000000 run\(s\) x 7 samples with 2 panel\(s\) need about 4\.31e\+04 GB of "
-         r"outputs and working memory, above the limit of [0-9.]+ GB \(set JAXHINGE_MEMORY_LIMIT_GB to raise it\)"),
+         (r"members = 10000000000: 10000000000 run\(s\) x 7 samples with 2 panel\(s\) need about 4\.31e\+04 GB of "
+          r"outputs and working memory, above the limit of [0-9.]+ GB \(set JAXHINGE_MEMORY_LIMIT_GB to raise it\)")),
     ],
 )
 def test_sweep_cli_bad_file(tmp_path, capsys, edit, match):

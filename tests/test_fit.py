@@ -323,8 +323,8 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
         # issue 14 item 10: the check's size, refused before the fit (>= 64 samples per period, one run per mode:
         # 8 bytes x 3 x 6.4e10 x (39 + 19 x 3)); it used to fail after the fit, asking for 980 GiB
         ("[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n[check]\nperiods = 1e9\n",
-         "check.periods = 1000000000.0: 3 run(s) x 6.4e+10 samples with 3 panel(s) need about 1.47e+05 GB of outputs "
-         "and working memory, above the limit of "),
+         ("check.periods = 1000000000.0: 3 run(s) x 6.4e+10 samples with 3 panel(s) need about 1.47e+05 GB of outputs "
+          "and working memory, above the limit of ")),
     ],
 )
 def test_cli_fit_errors_one_line_no_output(tmp_path, capsys, body, fragment):

@@ -382,8 +382,8 @@ BAD_CASES = [
     (
         "panel_inertia_breaks_triangle_inequality",
         _set("panels", 0, "IPntS_S", [[200.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]),
-        [f"{P0}.IPntS_S = [[200.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]: principal moments 50, 50, 200 kg "
-         "m^2 are not a rigid body's: the largest must be <= the sum of the others (within 0.001 of the largest)"],
+        [(f"{P0}.IPntS_S = [[200.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]: principal moments 50, 50, 200 kg "
+          "m^2 are not a rigid body's: the largest must be <= the sum of the others (within 0.001 of the largest)")],
     ),
     (
         "hub_inertia_breaks_triangle_inequality",
@@ -698,8 +698,8 @@ BAD_CASES = [
     (
         "pulse_after_the_run",  # issue 14 item 16: it would never act
         _do(_set("loads", "pulses", 0, "t_start", 2.5), _set("loads", "pulses", 0, "t_end", 3.0)),
-        ["loads.pulses[0].t_start = 2.5: must be < simulation.t_end = 2.5 s: a pulse that starts when the run has "
-         "ended never acts"],
+        [("loads.pulses[0].t_start = 2.5: must be < simulation.t_end = 2.5 s: a pulse that starts when the run has "
+          "ended never acts")],
     ),
     (
         "pulse_negative_start",

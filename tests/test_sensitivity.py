@@ -22,6 +22,7 @@ from jaxhinge._analysis._sensitivity import attitude_error, settling_time
 from jaxhinge._cli import main
 from jaxhinge._io._sens_file import load_study
 from jaxhinge._math import mrp_to_dcm
+from jaxhinge._model._scenario import ConfigError
 
 # central differences with a relative step 1e-5: truncation ~ (1e-5)^2 * O(1) relative, rounding
 # ~ 1e-16 / 1e-5 = 1e-11 relative; the rk4 solution is a smooth function of the parameters at fixed steps.
@@ -337,6 +338,15 @@ def test_api_refuses_bad_mode_and_names(study):
         jh.sensitivity(study.scenario, ["peak_hub_rate"], mode="fwd")
     with pytest.raises(jh.ScenarioError, match=r"unknown field 'omega_BN_Binit' \(did you mean 'omega_BN_BInit'\?\)"):
         jh.sensitivity(study.scenario, ["peak_hub_rate"], ["hub.omega_BN_Binit"])
+
+
+def test_memory_estimate_counts_a_run_per_parameter(study, monkeypatch):
+    """Issue 14 item 10: forward mode carries a tangent trajectory per parameter, so 4 parameters (every k and c)
+    count as 5 runs of 401 samples: 8 x 5 x 401 x (39 + 19 x 2) bytes = 1.2e-3 GB (one run: 2.5e-4), refused
+    before compiling."""
+    monkeypatch.setenv("JAXHINGE_MEMORY_LIMIT_GB", "1e-3")
+    with pytest.raises(ConfigError, match=r"^simulation.save_dt = 0.01: 5 run\(s\) x 401 samples .* 0.00124 GB"):
+        jh.sensitivity(study.scenario, ["peak_hub_rate"])
 
 
 @pytest.mark.parametrize(

@@ -469,7 +469,7 @@ def _check_pulse(ck: _Checker, pulse: Any, j: int) -> dict[str, Any]:
 def _check_simulation(ck: _Checker, sim: Mapping) -> SimulationConfig:
     """The [simulation] table: number types here, the rest (ranges, integrator, ticks) by `SimulationConfig`."""
     ck.keys(sim, "simulation", _SIM_KEYS, (), _ALIASES["simulation"])
-    units = dict(t_end="s", save_dt="s", dt="s", rtol="relative tolerance", atol="absolute tolerance")
+    units = {"t_end": "s", "save_dt": "s", "dt": "s", "rtol": "relative tolerance", "atol": "absolute tolerance"}
     kw: dict[str, Any] = {k: ck.positive(sim[k], f"simulation.{k}", units[k]) for k in _SIM_FLOATS if k in sim}
     kw |= {k: _unwrap(sim[k]) for k in ("integrator", "max_steps") if k in sim}
     if isinstance(kw.get("max_steps"), float) and kw["max_steps"].is_integer():
