@@ -52,7 +52,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
 from .._io._telemetry import Telemetry, model_outputs, output_names
 from .._model._scenario import Scenario, compile_key
@@ -69,7 +69,6 @@ from ._lsq import (
     common_fields,
     make_solver,
     parse_free,
-    residuals,
     solve,
 )
 
@@ -89,7 +88,8 @@ class _TelemetryResiduals(AbstractResiduals):
     ts: Float[Array, " T"]
     data: Float[Array, "T C"]
     weight: Float[Array, "T C"]  # 1/sigma, 0 for samples outside the current horizon
-    cols: Int[Array, " C"]  # indices into the model output matrix
+    cols: tuple[int, ...] = eqx.field(static=True)  # indices into the model output matrix (static: the
+    # program computes only the measured outputs, and their derivatives)
     n_panels: int = eqx.field(static=True)
 
     def __call__(self, u):
@@ -105,7 +105,7 @@ class _TelemetryResiduals(AbstractResiduals):
         s = traj.sigma_BN
         shadow = -s / jnp.sum(s * s, axis=1, keepdims=True).clip(1e-300)
         full_b = jnp.concatenate([full[:, :3], shadow, full[:, 6:]], axis=1)
-        a, b = full[:, self.cols], full_b[:, self.cols]
+        a, b = (jnp.stack([x[:, c] for c in self.cols], axis=1) for x in (full, full_b))
         # either MRP set of the attitude matches the data: take the closer one per sample
         pick = jnp.sum(((a - self.data) * self.weight) ** 2, axis=1) <= jnp.sum(((b - self.data) * self.weight) ** 2,
                                                                                 axis=1)
@@ -118,7 +118,7 @@ def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordina
     w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
     return _TelemetryResiduals(scenario=compile_key(scenario), coordinates=Coordinates(coords),
                                ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values), weight=jnp.asarray(w),
-                               cols=jnp.asarray(cols), n_panels=scenario.spacecraft.panels.count)
+                               cols=tuple(int(c) for c in cols), n_panels=scenario.spacecraft.panels.count)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -247,8 +247,8 @@ def identify(
     fitted_sc = apply_coordinates(scenario, coords, best["u"])
     # the model outputs at the solution and at the initial guess, from the residuals there (full weights)
     r_init = runs[0]["r_init"]
-    if r_init is None:  # the first stage fitted a shorter horizon
-        r_init = np.asarray(residuals(jnp.zeros(P), base))
+    if r_init is None:  # the first stage fitted a shorter horizon: one step on the whole record (same program)
+        r_init = solve(base, np.zeros(P), slv, max_steps=1).initial_residuals
     ok = not np.all(r == FAIL)
     shape = telemetry.values.shape
     fitted, fitted0 = (telemetry.values + np.where(x == FAIL, np.nan, x).reshape(shape) / np.asarray(w_full)
