@@ -424,9 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _interrupted(signum, frame) -> None:
-    """Ctrl-C in the `jaxhinge` process: remove the temporary files of writes in progress, say so in one line,
-    and end the process at once with status 130 (`os._exit`: no interpreter teardown while XLA's threads
-    still compile or run, which crashed with SIGSEGV; nothing more is printed or written)."""
+    """Ctrl-C in the `jaxhinge` process: remove the writes in progress, say so in one line and end the process
+    at once, status 130 (`os._exit`: a teardown while XLA's threads compile or run crashed with SIGSEGV)."""
     from ._io._files import abandon_writes
 
     abandon_writes()

@@ -9,8 +9,9 @@ choices, paths relative to the file) and output folders, and raise one-line erro
 
 Writing: `atomic_write(path, write)` (one file) and `write_output_files(folder, writers)` (a set of files in
 one folder, all or nothing) write through temporary files in the target folder, `fsync`, give the file the
-mode of the file it replaces (or `0o666 & ~umask`) and rename with `os.replace`: a failed write never leaves a
-half-written or temporary file. `toml_text` (TOML: the one writer, exact floats, inline arrays), `write_json` / `to_json` /
+mode of the file it replaces (or `0o666 & ~umask`) and rename with `os.replace`: a failed write (a full disk: a
+one-line `ScenarioError`) or one stopped by `abandon_writes` (Ctrl-C) leaves no half-written or temporary file and
+no new empty folder. `toml_text` (TOML: the one writer, exact floats, inline arrays), `write_json` / `to_json` /
 `json_number` (JSON, NaN and inf as `null`), `least_squares_json` (the blocks every fit's `result.json` shares).
 
 Nothing here imports the model: the loaders of each file format (`_scenario_file`, `_fit_file`,
@@ -36,6 +37,7 @@ import numpy as np
 
 __all__ = [
     "ScenarioError",
+    "abandon_writes",
     "atomic_write",
     "json_number",
     "output_dir_problem",
@@ -509,31 +511,26 @@ def _unlink(path: str) -> None:
 
 
 def abandon_writes() -> None:
-    """Remove the temporary files and the newly created output folders of every write in progress, and keep
-    the lock that the final renames take, so that none of them completes: for the CLI's Ctrl-C handler, which
-    then ends the process (an interrupted run leaves no partial output)."""
+    """Remove the temporary files and new output folders of the writes in progress and keep the lock of their
+    final renames (none completes): the CLI's Ctrl-C handler, which then ends the process, leaves no output."""
     _COMMIT.acquire()
     for path in sorted(_PENDING, reverse=True):  # a folder's temporary files before the folder
         with contextlib.suppress(OSError):
             (os.rmdir if os.path.isdir(path) else os.unlink)(path)
 
 
-def _cannot_write(dest: str, e: OSError) -> ScenarioError:
-    """A write the system refused (disk full, quota, I/O error), as one line."""
+def _cannot_write(dest: str, e: OSError) -> ScenarioError:  # disk full, quota, I/O error: one line
     return ScenarioError(f"{dest}: cannot write: {e.strerror or e}; nothing was written", source=dest)
 
 
 def _fsync_folder(folder: str) -> None:
     """Make the renames durable (best effort: not every platform can open a folder)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
 
 
 def _write_temp(dest: str, write: Callable[[IO[bytes]], Any]) -> str:

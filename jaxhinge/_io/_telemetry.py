@@ -136,7 +136,6 @@ def telemetry_from_arrays(t, values, columns: Sequence[str], sigma, scenario: Sc
     """Build and check `Telemetry` from arrays: `t` (T,), `values` (T, C), `columns` (C names), `sigma`
     (number or C numbers). With a `scenario`, column names and the time span are checked against it; with the
     file `lines` of the samples, messages name them."""
-
     allowed = output_names(scenario) if scenario is not None else None
     cols = _check_columns(source, list(columns), allowed)
     sig = _sigma(source, sigma, cols)
