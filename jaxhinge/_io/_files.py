@@ -605,7 +605,8 @@ def write_output_files(
             for tmp, dest in zip(tmps.values(), written):
                 os.replace(tmp, dest)
         created = False
-        _fsync_folder(folder)
+        for d in {os.path.dirname(w) for w in written}:
+            _fsync_folder(d)
         return written
     finally:
         for tmp in tmps.values():
