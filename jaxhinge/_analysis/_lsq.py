@@ -250,20 +250,6 @@ def residuals(u: Float[Array, " P"], problem: AbstractResiduals) -> Float[Array,
     return _guarded(problem, u)[0]
 
 
-def residuals_and_jacobian(
-    u: Float[Array, " P"], problem: AbstractResiduals
-) -> tuple[Float[Array, " n"], Float[Array, "n P"], Bool[Array, ""], PyTree]:
-    """Residuals, their Jacobian $\\partial r/\\partial u$ (n, P), success flag and auxiliary outputs in one
-    forward-mode pass (`jvp`, batched over the P coordinate directions)."""
-    eye = jnp.eye(u.shape[0], dtype=u.dtype)
-
-    def one(t):
-        return jax.jvp(lambda v: _guarded(problem, v), (u,), (t,), has_aux=True)
-
-    r, J, (ok, aux) = jax.vmap(one, out_axes=(None, 1, None))(eye)
-    return r, J, ok, aux
-
-
 class Evaluation(eqx.Module):
     """`residuals` (n,), `jacobian` (n, P), `ok` (the model evaluation succeeded) and `aux` (the problem's
     auxiliary outputs) at one point."""
@@ -276,12 +262,19 @@ class Evaluation(eqx.Module):
 
 @eqx.filter_jit
 def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
-    """Residuals, Jacobian and auxiliary outputs at `u` (one compiled program per problem structure).
+    """Residuals, their Jacobian $\\partial r/\\partial u$ (n, P), success flag and auxiliary outputs at `u`,
+    in one forward-mode pass (`jvp`, batched over the P coordinate directions); one compiled program per
+    problem structure.
 
     `residuals` and `evaluate` are jitted functions also where they are called inside other traces (the
     solver's): JAX traces the model once per structure and reuses that trace, which matters because tracing
     a differentiated simulation costs seconds of Python."""
-    return Evaluation(*residuals_and_jacobian(u, problem))
+
+    def one(t):
+        return jax.jvp(lambda v: _guarded(problem, v), (u,), (t,), has_aux=True)
+
+    r, J, (ok, aux) = jax.vmap(one, out_axes=(None, 1, None))(jnp.eye(u.shape[0], dtype=u.dtype))
+    return Evaluation(r, J, ok, aux)
 
 
 @jax.custom_jvp
@@ -672,23 +665,18 @@ class LeastSquaresResult:
 def common_fields(
     coords: Sequence[Coordinate],
     u: np.ndarray,
-    analysis: Analysis,
+    a: Analysis,
     *,
-    sigma_note: str,
-    converged: bool,
-    status: str,
-    message: str,
-    iterations: int,
     scenario: Scenario,
-    solver: str,
-    options: dict,
     history: np.ndarray,
     wall_s: float,
     solve_s: float,
+    **settings: Any,
 ) -> dict[str, Any]:
-    """The `LeastSquaresResult` fields of a fit at the coordinates `u` (keyword arguments for a result type)."""
+    """The `LeastSquaresResult` fields of a fit at the coordinates `u` with the analysis `a` (keyword
+    arguments for a result type). `settings`: the fields given as they are (`sigma_note`, `converged`,
+    `status`, `message`, `iterations`, `solver`, `options`)."""
     values = np.array([float(c.value(u[j])) for j, c in enumerate(coords)], dtype=float).reshape(len(coords))
-    a = analysis
     return {
         "names": tuple(c.name for c in coords),
         "members": tuple(c.members for c in coords),
@@ -700,14 +688,9 @@ def common_fields(
         "initial": np.array([c.x0 for c in coords], dtype=float),
         "covariance": a.covariance,
         "correlation": a.correlation,
-        "sigma_note": sigma_note,
         "chi2": a.chi2,
         "dof": a.dof,
         "chi2_per_dof": a.chi2 / a.dof if a.dof > 0 else math.nan,
-        "converged": converged,
-        "status": status,
-        "message": message,
-        "iterations": iterations,
         "identifiable": not a.undetermined,
         "well_posed": not (a.undetermined or a.poorly_determined),
         "condition_number": a.condition_number,
@@ -715,9 +698,8 @@ def common_fields(
         "undetermined": a.undetermined,
         "poorly_determined": a.poorly_determined,
         "scenario": to_numpy(scenario),
-        "solver": solver,
-        "options": options,
         "history": np.asarray(history, dtype=float),
         "wall_s": float(wall_s),
         "solve_s": float(solve_s),
+        **settings,
     }

@@ -73,10 +73,17 @@ from jaxtyping import Array, Float
 
 from .._io._files import to_json
 from .._io._scenario_file import ScenarioError
-from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
-from .._model._params import _did_you_mean
+from .._model._params import (
+    Parameter,
+    ParameterError,
+    _did_you_mean,
+    anonymous,
+    apply_resolved,
+    expand,
+    nominal,
+)
 from .._model._scenario import Scenario, compile_key
-from .._simulation._simulate import OUTPUT_NAMES, simulate_unjitted
+from .._simulation._simulate import OUTPUT_NAMES, save_times, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
@@ -204,12 +211,8 @@ def parse_outputs(
                     source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per signal)"
                 )
             thr = opts["threshold"]
-            if (
-                isinstance(thr, bool)
-                or not isinstance(thr, (int, float))
-                or not math.isfinite(thr)
-                or thr <= 0
-            ):
+            number = not isinstance(thr, bool) and isinstance(thr, (int, float))
+            if not number or not math.isfinite(thr) or thr <= 0:
                 raise _fail(source, f"{where}.threshold = {thr!r}: must be a finite number > 0")
             clean = {"signal": signal, "threshold": float(thr)}
         elif name == "final_attitude_error":
@@ -278,13 +281,9 @@ def settling_time(
     return ts, status
 
 
-def _build(scenario: Scenario, x, params: tuple[Parameter, ...]) -> Scenario:
-    return apply_resolved(scenario, params, [x[j] for j in range(len(params))])
-
-
-def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
-    """x (P,) -> (y (M,), (y, status)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
-    scn = _build(scenario, x, params)
+def _evaluate(scenario, x, params, outputs, adjoint):
+    """x (P,) -> (y (M,), (y, status, ok)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
+    scn = apply_resolved(scenario, params, [x[j] for j in range(len(params))])
     needs_sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
     traj = simulate_unjitted(scn, adjoint) if needs_sim else None
     ys, status = [], []
@@ -296,7 +295,8 @@ def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
         elif o.name == "peak_hub_rate":
             y = jnp.max(_safe_norm(traj.omega_BN_B))[None]
         elif o.name == "final_attitude_error":
-            ref = o.opt("sigma_R")
+            ref = o.opt("sigma_R")  # default: the nominal initial attitude (a constant)
+            sigma0 = scenario.initial.sigma_BNInit
             ref = sigma0 if ref is None else jnp.asarray(ref, dtype=sigma0.dtype)
             y = attitude_error(traj.sigma_BN[-1], ref)[None]
         elif o.name == "settling_time":
@@ -317,16 +317,11 @@ def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
 
 
 @eqx.filter_jit
-def _jacobian(scenario, x, sigma0, params, outputs, mode):
+def _jacobian(scenario, x, params, outputs, mode):
     """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: a separate program, so
     the simulation's program has no host callback and can live in JAX's persistent compilation cache)."""
-    if mode == "forward":
-        sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
-        adjoint = diffrax.ForwardMode() if sim else None
-        f = lambda x: _evaluate(scenario, x, sigma0, params, outputs, adjoint)
-        return jax.jacfwd(f, has_aux=True)(x)
-    f = lambda x: _evaluate(scenario, x, sigma0, params, outputs, None)
-    return jax.jacrev(f, has_aux=True)(x)
+    jac, adjoint = (jax.jacfwd, diffrax.ForwardMode()) if mode == "forward" else (jax.jacrev, None)
+    return jac(lambda x: _evaluate(scenario, x, params, outputs, adjoint), has_aux=True)(x)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -389,13 +384,9 @@ class SensitivityResult:
     def output(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`(values, jacobian, normalized)` of one requested output, shaped `shape`, `shape + (P,)`, `shape + (P,)`."""
         b = self.block(name)
-        P = len(self.parameter_names)
-        sl = slice(b.start, b.stop)
-        return (
-            self.output_values[sl].reshape(b.shape),
-            self.jacobian[sl].reshape(*b.shape, P),
-            self.normalized[sl].reshape(*b.shape, P),
-        )
+        rows, P = slice(b.start, b.stop), len(self.parameter_names)
+        return (self.output_values[rows].reshape(b.shape), self.jacobian[rows].reshape(*b.shape, P),
+                self.normalized[rows].reshape(*b.shape, P))
 
     def row(self, output: str) -> int:
         """The row index of a scalar output row name (e.g. `"peak_hub_rate"`, `"modal_frequencies[mode 2]"`)."""
@@ -409,15 +400,10 @@ class SensitivityResult:
         """Parameters ranked by $|\\partial\\ln y/\\partial\\ln p|$ for one output row, largest first; the
         undefined ones (value None) last, in parameter order."""
         r = self.row(output)
-        defined = [
-            (n, float(self.normalized[r, j]))
-            for j, n in enumerate(self.parameter_names)
-            if self.normalized_defined[r, j]
-        ]
-        undefined = [
-            (n, None) for j, n in enumerate(self.parameter_names) if not self.normalized_defined[r, j]
-        ]
-        return sorted(defined, key=lambda nv: -abs(nv[1])) + undefined
+        values = [(n, float(self.normalized[r, j]) if self.normalized_defined[r, j] else None)
+                  for j, n in enumerate(self.parameter_names)]
+        defined = [(n, v) for n, v in values if v is not None]
+        return sorted(defined, key=lambda nv: -abs(nv[1])) + [(n, v) for n, v in values if v is None]
 
     def scalar_rows(self) -> list[str]:
         """The row names of the scalar and modal outputs (not time histories): what a tornado plot can show."""
@@ -431,19 +417,11 @@ class SensitivityResult:
         for b in self.blocks:
             v, J, N = self.output(b.name)
             D = self.normalized_defined[b.start : b.stop].reshape(*b.shape, P)
-            entry = {
-                "name": b.name,
-                "kind": b.kind,
-                "unit": b.unit,
-                "options": b.options,
-                "shape": list(b.shape),
-                "labels": list(b.labels),
-                "value": v.tolist(),
-                "jacobian": J.tolist(),
-                "normalized": np.where(D, N, np.nan).astype(object).tolist(),
-            }
-            outs.append(entry)
-        d = {
+            outs.append({"name": b.name, "kind": b.kind, "unit": b.unit, "options": b.options,
+                         "shape": list(b.shape), "labels": list(b.labels), "value": v.tolist(),
+                         "jacobian": J.tolist(),
+                         "normalized": np.where(D, N, np.nan).astype(object).tolist()})
+        return to_json({
             "mode": self.mode,
             "success": self.success,
             "parameters": [
@@ -453,26 +431,13 @@ class SensitivityResult:
             "t": None if self.t is None else self.t.tolist(),
             "outputs": outs,
             "notes": list(self.notes),
-        }
-        return to_json(d)
+        })
 
     def csv_rows(self) -> list[list]:
         """One row per (output row, parameter): output, component, t, value, unit, parameter, parameter value,
         parameter unit, dy/dp, dln y/dln p (empty when undefined). Header first."""
-        rows: list[list] = [
-            [
-                "output",
-                "component",
-                "t_s",
-                "value",
-                "unit",
-                "parameter",
-                "parameter_value",
-                "parameter_unit",
-                "dy_dp",
-                "dlny_dlnp",
-            ]
-        ]
+        rows: list[list] = [["output", "component", "t_s", "value", "unit", "parameter", "parameter_value",
+                             "parameter_unit", "dy_dp", "dlny_dlnp"]]
         for b in self.blocks:
             ncomp = len(b.labels) if b.labels else 1
             for r in range(b.start, b.stop):
@@ -480,20 +445,10 @@ class SensitivityResult:
                 comp = b.labels[local % ncomp] if b.labels else ""
                 tt = repr(float(self.t[local // ncomp])) if b.kind == "history" else ""
                 for j, pn in enumerate(self.parameter_names):
-                    rows.append(
-                        [
-                            b.name,
-                            comp,
-                            tt,
-                            repr(float(self.output_values[r])),
-                            b.unit,
-                            pn,
-                            repr(float(self.parameter_values[j])),
-                            self.parameter_units[j],
-                            repr(float(self.jacobian[r, j])),
-                            repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else "",
-                        ]
-                    )
+                    rows.append([b.name, comp, tt, repr(float(self.output_values[r])), b.unit, pn,
+                                 repr(float(self.parameter_values[j])), self.parameter_units[j],
+                                 repr(float(self.jacobian[r, j])),
+                                 repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else ""])
         return rows
 
     def plot_tornado(self, output: str, f=None, fmt: str = "png", ax=None, top: int | None = None):
@@ -576,24 +531,6 @@ def _row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]
     return names
 
 
-class _Prepared(eqx.Module):
-    scenario: Scenario
-    x0: Array
-    sigma0: Array
-    params: tuple = eqx.field(static=True)
-    outputs: tuple = eqx.field(static=True)
-
-
-def _prepare(scenario: Scenario, outputs, parameters, source: str = "<sensitivity>") -> _Prepared:
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
-    params = parse_parameters(scenario, parameters, source)
-    outs = parse_outputs(scenario, outputs, source)
-    x0 = jnp.asarray([float(nominal(scenario, p)) for p in params], dtype=jnp.float64)
-    sigma0 = jnp.asarray(scenario.initial.sigma_BNInit, dtype=jnp.float64)
-    return _Prepared(scenario, x0, sigma0, params, outs)
-
-
 def sensitivity(
     scenario: Scenario,
     outputs: Sequence[Any] = ("peak_hub_rate",),
@@ -624,22 +561,23 @@ def sensitivity(
     """
     if mode not in MODES:
         raise _fail("<sensitivity>", f"mode = {mode!r}: allowed values are {', '.join(MODES)}")
-    prep = _prepare(scenario, outputs, parameters)
-    blocks = _blocks(scenario, prep.outputs)
-    M, P = blocks[-1].stop, len(prep.params)
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
+    params = parse_parameters(scenario, parameters)
+    outs = parse_outputs(scenario, outputs)
+    x0 = np.array([float(nominal(scenario, p)) for p in params])
+    blocks = _blocks(scenario, outs)
+    M, P = blocks[-1].stop, len(params)
     used = mode if mode != "auto" else ("forward" if P <= M else "reverse")
     J, y = np.zeros((M, P)), np.zeros(M)
-    status, ok = np.zeros(len(prep.outputs), dtype=int), True
+    status, ok = np.zeros(len(outs), dtype=int), True
     for modal in (False, True):
-        group = [i for i, o in enumerate(prep.outputs) if (o.name in MODAL_OUTPUTS) == modal]
+        group = [i for i, o in enumerate(outs) if (o.name in MODAL_OUTPUTS) == modal]
         if not group:
             continue
-        outs = tuple(prep.outputs[i] for i in group)
-        Jg, (yg, stg, okg) = _jacobian(
-            compile_key(prep.scenario), prep.x0, prep.sigma0, anonymous(prep.params), outs, used
-        )
-        Jg, yg = np.asarray(Jg), np.asarray(yg)
-        row = 0
+        Jg, (yg, stg, okg) = _jacobian(compile_key(scenario), jnp.asarray(x0), anonymous(params),
+                                       tuple(outs[i] for i in group), used)
+        Jg, yg, row = np.asarray(Jg), np.asarray(yg), 0
         for k, i in enumerate(group):
             b = blocks[i]
             n = b.stop - b.start
@@ -647,48 +585,38 @@ def sensitivity(
             status[i] = int(np.asarray(stg)[k])
             row += n
         ok = ok and bool(okg)
-    x0 = np.asarray(prep.x0)
-    has_hist = any(b.kind == "history" for b in blocks)
-    from .._simulation._simulate import save_times
-
-    t = save_times(scenario.simulation) if has_hist else None
+    t = save_times(scenario.simulation) if any(b.kind == "history" for b in blocks) else None
     names = _row_names(blocks, t)
-    units = [b.unit for b in blocks for _ in range(b.stop - b.start)]
+    row_blocks = [b for b in blocks for _ in range(b.stop - b.start)]
     notes = []
-    if not bool(ok):
-        notes.append(
-            "the simulation failed (see simulate(...).result): the values and Jacobians are not valid"
-        )
+    if not ok:
+        notes.append("the simulation failed (see simulate(...).result): the values and Jacobians are not "
+                     "valid")
     # |y| small relative to its output's largest |y| counts as zero
-    scale = np.zeros(M)
-    for b in blocks:
-        scale[b.start : b.stop] = np.max(np.abs(y[b.start : b.stop])) if b.stop > b.start else 0.0
+    scale = np.concatenate([np.full(b.stop - b.start, np.max(np.abs(y[b.start : b.stop]), initial=0.0))
+                            for b in blocks])
     y_zero = np.abs(y) <= _UNDEFINED_RTOL * scale
     defined = (~y_zero)[:, None] & (x0 != 0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         N = np.where(defined, J * x0[None, :] / np.where(y_zero, 1.0, y)[:, None], 0.0)
-    for b, o, st in zip(blocks, prep.outputs, (status[i] for i in range(len(prep.outputs)))):
+    for b, st in zip(blocks, status):
         if b.name == "settling_time" and st == 1:
-            notes.append(
-                f"settling_time ({dict(o.options)}): the signal never exceeds the threshold; t_s = 0"
-            )
+            notes.append(f"settling_time ({b.options}): the signal never exceeds the threshold; t_s = 0")
         if b.name == "settling_time" and st == 2:
-            notes.append(
-                f"settling_time ({dict(o.options)}): not settled by t_end; t_s = t_end and its "
-                "derivatives (0) mean nothing"
-            )
-    zp = [p.name for p, v in zip(prep.params, x0) if v == 0]
+            notes.append(f"settling_time ({b.options}): not settled by t_end; t_s = t_end and its "
+                         "derivatives (0) mean nothing")
+    zp = [p.name for p, v in zip(params, x0) if v == 0]
     if zp:
         notes.append(f"normalised sensitivities undefined for parameters at 0: {', '.join(zp)}")
-    zy = [names[r] for r in range(M) if y_zero[r] and _block_kind(blocks, r) != "history"]
+    zy = [names[r] for r, b in enumerate(row_blocks) if y_zero[r] and b.kind != "history"]
     if zy:
         notes.append(f"normalised sensitivities undefined for outputs at 0: {', '.join(zy)}")
     return SensitivityResult(
-        parameter_names=tuple(p.name for p in prep.params),
-        parameter_units=tuple(p.unit for p in prep.params),
+        parameter_names=tuple(p.name for p in params),
+        parameter_units=tuple(p.unit for p in params),
         parameter_values=x0,
         output_names=tuple(names),
-        output_units=tuple(units),
+        output_units=tuple(b.unit for b in row_blocks),
         output_values=y,
         jacobian=J,
         normalized=N,
@@ -696,13 +624,6 @@ def sensitivity(
         blocks=blocks,
         t=t,
         mode=used,
-        success=bool(ok),
+        success=ok,
         notes=tuple(notes),
     )
-
-
-def _block_kind(blocks: Sequence[OutputBlock], row: int) -> str:
-    for b in blocks:
-        if b.start <= row < b.stop:
-            return b.kind
-    raise IndexError(row)
