@@ -12,14 +12,8 @@ def tilde(v: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
     """Skew-symmetric cross-product matrix: `tilde(a) @ b == cross(a, b)`."""
     x, y, z = v[..., 0], v[..., 1], v[..., 2]
     zero = jnp.zeros_like(x)
-    return jnp.stack(
-        [
-            jnp.stack([zero, -z, y], -1),
-            jnp.stack([z, zero, -x], -1),
-            jnp.stack([-y, x, zero], -1),
-        ],
-        -2,
-    )
+    rows = ([zero, -z, y], [z, zero, -x], [-y, x, zero])
+    return jnp.stack([jnp.stack(r, -1) for r in rows], -2)
 
 
 def mrp_to_dcm(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
@@ -52,15 +46,7 @@ def dcm_to_mrp(dcm: Float[Array, "*batch 3 3"]) -> Float[Array, "*batch 3"]:
     """
     c = dcm
     tr = c[..., 0, 0] + c[..., 1, 1] + c[..., 2, 2]
-    b2 = jnp.stack(
-        [
-            (1.0 + tr) / 4.0,
-            (1.0 + 2.0 * c[..., 0, 0] - tr) / 4.0,
-            (1.0 + 2.0 * c[..., 1, 1] - tr) / 4.0,
-            (1.0 + 2.0 * c[..., 2, 2] - tr) / 4.0,
-        ],
-        -1,
-    )
+    b2 = jnp.stack([(1.0 + tr) / 4.0] + [(1.0 + 2.0 * c[..., k, k] - tr) / 4.0 for k in range(3)], -1)
     i = jnp.argmax(b2, -1)
     d23 = c[..., 1, 2] - c[..., 2, 1]
     d31 = c[..., 2, 0] - c[..., 0, 2]
@@ -86,6 +72,4 @@ def m2(theta: Float[Array, "*batch"]) -> Float[Array, "*batch 3 3"]:
     """Basilisk's `eigenM2`: rotation about the second axis, `[[c, 0, -s], [0, 1, 0], [s, 0, c]]`."""
     ct, st = jnp.cos(theta), jnp.sin(theta)
     z, o = jnp.zeros_like(theta), jnp.ones_like(theta)
-    return jnp.stack(
-        [jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2
-    )
+    return jnp.stack([jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2)

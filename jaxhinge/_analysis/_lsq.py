@@ -119,7 +119,6 @@ class Coordinate:
 def parse_free(
     scenario: Scenario,
     free: Sequence[str],
-    field: str = "fit.free",
     *,
     seed: Callable[[Parameter], float | None] | None = None,
 ) -> tuple[Coordinate, ...]:
@@ -128,8 +127,7 @@ def parse_free(
     **Arguments:**
 
     - `scenario`: the model; its values of the free parameters are the initial guesses.
-    - `free`: the list of names and ties.
-    - `field`: the FIT.toml key named in errors.
+    - `free`: the list of names and ties (`fit.free` in errors).
     - `seed`: called for a member of a positive field whose value is not > 0 (it cannot start a log-ratio);
       returns its initial guess, or `None` to refuse it.
 
@@ -138,12 +136,12 @@ def parse_free(
     **Raises:** `FitError`, one line naming the entry, the value and the rule.
     """
     if isinstance(free, str) or not isinstance(free, (list, tuple)) or not free:
-        raise FitError(f"{field} = {free!r}: must be a non-empty list of names like \"p0.k\", "
-                       "\"hub.omega_BN_BInit\" or \"p0.k = p1.k\"", field=field)
+        raise FitError(f"fit.free = {free!r}: must be a non-empty list of names like \"p0.k\", "
+                       "\"hub.omega_BN_BInit\" or \"p0.k = p1.k\"", field="fit.free")
     seen: dict[tuple[str, int | None], int] = {}
     out: list[Coordinate] = []
     for i, entry in enumerate(free):
-        where = f"{field}[{i}]"
+        where = f"fit.free[{i}]"
         if not isinstance(entry, str):
             raise FitError(f"{where} = {entry!r}: must be a string like \"p0.k\" or \"p0.k = p1.k\"", field=where)
         members = []
@@ -164,8 +162,8 @@ def parse_free(
                 clash = [seen[k] for k in seen if k == key or k == (t.base, None)
                          or (t.component is None and k[0] == t.base)]
                 if clash:
-                    raise FitError(f"{where} = {entry!r}: {t.name} is already free in {field}[{clash[0]}] (each "
-                                   "parameter may appear once)", field=where)
+                    raise FitError(f"{where} = {entry!r}: {t.name} is already free in fit.free[{clash[0]}] "
+                                   "(each parameter may appear once)", field=where)
                 seen[key] = i
             fld = targets[0].field
             x0s = [float(nominal(scenario, t)) for t in targets]
@@ -389,12 +387,10 @@ def _advance(solver, u, problem, dynamic, n):
     carry = (u, dynamic, jnp.array(0), jnp.array(False), optx.RESULTS.successful,
              jnp.full(_CHUNK, jnp.nan, dtype=u.dtype))
     u, dynamic, k, done, result, costs = jax.lax.while_loop(cond, body, carry)
-    if gauss_newton:  # the state holds the residuals and Jacobian of the last accepted point, which is `u`
-        f_info = eqx.combine(dynamic, static).f_info
-        r, J = f_info.residual, f_info.jac.as_matrix()
-    else:
-        r = J = None
-    return u, dynamic, k, done, result, costs, r, J
+    if not gauss_newton:
+        return u, dynamic, k, done, result, costs, None, None
+    f_info = eqx.combine(dynamic, static).f_info  # of the last accepted point, which is `u`
+    return u, dynamic, k, done, result, costs, f_info.residual, f_info.jac.as_matrix()
 
 
 def result_name(result) -> str:
@@ -447,8 +443,7 @@ def solve(
 
     The steps run in compiled chunks (`_advance`): 1 step, then twice as many each call while a call takes
     under `every` seconds (at most `_CHUNK`). Between chunks the host reports progress and keeps the cost
-    history; the compiled programs hold no host callback, so JAX's persistent compilation cache keeps them
-    across processes."""
+    history."""
     t0 = time.perf_counter()
     u = jnp.asarray(u0, dtype=float)
     dynamic, done, result = _start(solver, u, problem)

@@ -161,9 +161,8 @@ def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
 def mass_matrix(spacecraft: Spacecraft) -> Float[Array, "dof dof"]:
     """$M = \\sum_b J_{v,b}^T m_b J_{v,b} + J_{\\omega,b}^T I_b J_{\\omega,b}$ at the rest equilibrium."""
     bj = body_jacobians(spacecraft)
-    M = jnp.einsum("n,nia,nib->ab", bj.mass, bj.J_v, bj.J_v) + jnp.einsum(
-        "nia,nij,njb->ab", bj.J_w, bj.inertia, bj.J_w
-    )
+    M = jnp.einsum("n,nia,nib->ab", bj.mass, bj.J_v, bj.J_v)
+    M = M + jnp.einsum("nia,nij,njb->ab", bj.J_w, bj.inertia, bj.J_w)
     return 0.5 * (M + M.T)
 
 
@@ -277,12 +276,8 @@ def _poles_host(Kt, Ct):
     wn = np.array([math.sqrt(max((lam[a] * lam[b]).real, 0.0)) for a, b in units])
     order = np.lexsort((w2[undamped], wn))
     idx = np.array([k for u in order for k in units[u]], dtype=int)
-    return (
-        lam[idx].astype(np.complex128),
-        proj[idx].astype(np.complex128),
-        undamped[order].astype(np.int32),
-        order >= len(upper),  # the real-pole units come after the conjugate pairs
-    )
+    # (the real-pole units come after the conjugate pairs)
+    return lam[idx].astype(np.complex128), proj[idx], undamped[order].astype(np.int32), order >= len(upper)
 
 
 def _pair_real(real: list[int], lam: np.ndarray, overlap: np.ndarray) -> list[tuple[int, int]]:
@@ -315,12 +310,8 @@ def damped_poles(
     ascending $|\\lambda|$; the undamped mode (index into ascending $\\omega^2$ of $\\tilde K$) matched to each;
     whether each mode is overdamped. Differentiable in `Kt`, `Ct` (custom JVP, see the module docstring)."""
     n = Kt.shape[-1]
-    shapes = (
-        jax.ShapeDtypeStruct((2 * n,), jnp.complex128),
-        jax.ShapeDtypeStruct((2 * n, n, n), jnp.complex128),
-        jax.ShapeDtypeStruct((n,), jnp.int32),
-        jax.ShapeDtypeStruct((n,), jnp.bool_),
-    )
+    shapes = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in (
+        ((2 * n,), jnp.complex128), ((2 * n, n, n), jnp.complex128), ((n,), jnp.int32), ((n,), jnp.bool_)))
     lam, proj, undamped, over = jax.pure_callback(
         _poles_host, shapes, jax.lax.stop_gradient(Kt), jax.lax.stop_gradient(Ct), vmap_method="sequential"
     )

@@ -73,15 +73,8 @@ from jaxtyping import Array, Float
 
 from .._io._files import to_json
 from .._io._scenario_file import ScenarioError
-from .._model._params import (
-    Parameter,
-    ParameterError,
-    _did_you_mean,
-    anonymous,
-    apply_resolved,
-    expand,
-    nominal,
-)
+from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
+from .._model._params import _did_you_mean
 from .._model._scenario import Scenario, compile_key
 from .._simulation._simulate import OUTPUT_NAMES, save_times, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
@@ -101,18 +94,9 @@ _OPTIONS = {
 _UNDEFINED_RTOL = 1e-12
 
 HISTORY_UNITS = {
-    "r_BN_N": "m",
-    "v_BN_N": "m/s",
-    "r_CN_N": "m",
-    "v_CN_N": "m/s",
-    "sigma_BN": "1 (MRP)",
-    "omega_BN_B": "rad/s",
-    "theta": "rad",
-    "thetaDot": "rad/s",
-    "totOrbEnergy": "J",
-    "totRotEnergy": "J",
-    "totOrbAngMomPntN_N": "kg m^2/s",
-    "totRotAngMomPntC_N": "kg m^2/s",
+    "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
+    "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
+    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s",
 }
 
 
@@ -185,31 +169,26 @@ def parse_outputs(
         else:
             raise _fail(source, f"{where} = {spec!r}: must be an output name or a table with key 'name'")
         if not isinstance(name, str) or name not in OUTPUTS:
-            raise _fail(
-                source,
-                f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; allowed: "
-                f"{', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: {', '.join(HISTORY_OUTPUTS)}",
-            )
+            raise _fail(source, f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; "
+                        f"allowed: {', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: "
+                        f"{', '.join(HISTORY_OUTPUTS)}")
         allowed = _OPTIONS.get(name, ())
         for key in opts:
             if key not in allowed:
                 hint = (
                     f"allowed keys are name, {', '.join(allowed)}" if allowed else f"{name} takes no options"
                 )
-                raise _fail(
-                    source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; {hint}"
-                )
+                raise _fail(source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; "
+                            f"{hint}")
         clean: dict[str, Any] = {}
         if name == "settling_time":
             signal = opts.get("signal", "theta")
             if signal not in SETTLING_SIGNALS:
-                raise _fail(
-                    source, f"{where}.signal = {signal!r}: allowed values are {', '.join(SETTLING_SIGNALS)}"
-                )
+                raise _fail(source, f"{where}.signal = {signal!r}: allowed values are "
+                            f"{', '.join(SETTLING_SIGNALS)}")
             if "threshold" not in opts:
-                raise _fail(
-                    source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per signal)"
-                )
+                raise _fail(source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per "
+                            "signal)")
             thr = opts["threshold"]
             number = not isinstance(thr, bool) and isinstance(thr, (int, float))
             if not number or not math.isfinite(thr) or thr <= 0:
@@ -222,9 +201,8 @@ def parse_outputs(
                 except (TypeError, ValueError):
                     s = np.zeros(0)
                 if s.shape != (3,) or not np.all(np.isfinite(s)) or isinstance(opts["sigma_R"], str):
-                    raise _fail(
-                        source, f"{where}.sigma_R = {opts['sigma_R']!r}: must be 3 finite numbers (an MRP)"
-                    )
+                    raise _fail(source, f"{where}.sigma_R = {opts['sigma_R']!r}: must be 3 finite numbers "
+                                "(an MRP)")
                 clean = {"sigma_R": tuple(float(v) for v in s)}
         elif name in MODAL_OUTPUTS:
             boundary = opts.get("boundary", "free")
@@ -612,18 +590,8 @@ def sensitivity(
     if zy:
         notes.append(f"normalised sensitivities undefined for outputs at 0: {', '.join(zy)}")
     return SensitivityResult(
-        parameter_names=tuple(p.name for p in params),
-        parameter_units=tuple(p.unit for p in params),
-        parameter_values=x0,
-        output_names=tuple(names),
-        output_units=tuple(b.unit for b in row_blocks),
-        output_values=y,
-        jacobian=J,
-        normalized=N,
-        normalized_defined=defined,
-        blocks=blocks,
-        t=t,
-        mode=used,
-        success=ok,
-        notes=tuple(notes),
+        parameter_names=tuple(p.name for p in params), parameter_units=tuple(p.unit for p in params),
+        parameter_values=x0, output_names=tuple(names), output_units=tuple(b.unit for b in row_blocks),
+        output_values=y, jacobian=J, normalized=N, normalized_defined=defined, blocks=blocks, t=t, mode=used,
+        success=ok, notes=tuple(notes),
     )
