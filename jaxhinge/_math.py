@@ -31,6 +31,12 @@ def mrp_bmat(sigma: Float[Array, "3"]) -> Float[Array, "3 3"]:
     return (1.0 - s2) * jnp.eye(3, dtype=sigma.dtype) + 2.0 * tilde(sigma) + 2.0 * sigma[:, None] * sigma[None, :]
 
 
+def safe_sqrt(x: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+    """$\\sqrt{x}$ where $x > 0$, else 0, with a finite derivative everywhere (0 where $x \\le 0$)."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
 def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
     """Basilisk's switch: if $|\\sigma| > 1$, $\\sigma \\to -\\sigma/|\\sigma|^2$ (same attitude, $|\\sigma| \\le 1$)."""
     s2 = jnp.sum(sigma * sigma, -1, keepdims=True)

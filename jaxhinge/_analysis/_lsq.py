@@ -14,7 +14,7 @@ A failed evaluation (failed simulation, non-finite values) gives residuals $10^6
 the solver rejects the step: nothing is raised from inside JAX.
 
 **Jacobian.** Forward mode, $J = \partial r/\partial u$ as one `jvp` batched over the $P$ coordinate
-directions (`residuals_and_jacobian`). The solver sees the residuals through a custom JVP that computes this
+directions (`evaluate`). The solver sees the residuals through a custom JVP that computes this
 Jacobian once per point: its linearisations (function value, Jacobian materialisation, trust-region checks)
 all reuse it instead of each putting another differentiated model into the compiled loop.
 
@@ -277,9 +277,8 @@ def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
 
 @jax.custom_jvp
 def _residuals_lm(u, problem):
-    """`residuals` as the solver sees it: its custom JVP computes the Jacobian once per point (`evaluate`)
-    and every linearisation the solver makes reuses it (same values; one differentiated model in the
-    compiled loop). Differentiable in `u` only."""
+    """`residuals` as the solver sees it, its JVP from `evaluate` (module docstring). Differentiable in `u`
+    only."""
     return residuals(u, problem)
 
 
@@ -564,21 +563,18 @@ def analyse(
     good = [k for k in range(p) if k not in bad]
     inv = (vt[good].T / sv[good] ** 2) @ vt[good] if good else np.zeros((p, p))
     cov = s2 * inv / safe[:, None] / safe[None, :]
-    var = np.diag(cov).copy()
-    undet = np.zeros(p, bool)
+    undet = np.zeros(p, bool)  # the coordinates taking part in an undetermined combination
     for k in bad:
         a = np.abs(vt[k])
         undet |= a >= 0.05 * a.max()
-    var[undet] = np.inf
     d = np.sqrt(np.diag(cov))
     with np.errstate(invalid="ignore", divide="ignore"):
         corr = cov / d[:, None] / d[None, :]
-    corr = np.where(np.isfinite(corr), corr, np.nan)
-    corr[undet, :] = np.nan
-    corr[:, undet] = np.nan
+    corr = np.where(np.isfinite(corr) & ~np.logical_or.outer(undet, undet), corr, np.nan)
     np.fill_diagonal(corr, 1.0)
-    return Analysis(chi2=chi2, dof=dof, s2=s2, covariance=cov, sigma_u=np.sqrt(var), correlation=corr,
-                    condition_number=cond, singular_values=rel, undetermined=undetermined, poorly_determined=poor)
+    return Analysis(chi2=chi2, dof=dof, s2=s2, covariance=cov, sigma_u=np.where(undet, np.inf, d),
+                    correlation=corr, condition_number=cond, singular_values=rel, undetermined=undetermined,
+                    poorly_determined=poor)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ from jaxtyping import Array, Bool, Complex, Float, Int
 
 from .._dynamics._backsub import accelerations, hinge_geometry, panel_inertia_diag
 from .._io._files import json_number as _num
-from .._math import mrp_bmat, tilde
+from .._math import mrp_bmat, safe_sqrt, tilde
 from .._model._loads import Loads
 from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import InitialState, Spacecraft, State, strip_labels
@@ -382,11 +382,6 @@ class Modes(eqx.Module):
         ]}
 
 
-def _safe_sqrt(x):
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
 def _modes(sc: Spacecraft, boundary: str) -> Modes:
     n = sc.panels.count
     dtype = jnp.result_type(sc.hub.mHub)
@@ -405,7 +400,7 @@ def _modes(sc: Spacecraft, boundary: str) -> Modes:
     Kt, Ct = congruence(Kr), congruence(Cr)
     lam, undamped, overdamped = damped_poles(Kt, Ct)
     a, b = lam[0::2], lam[1::2]
-    wn = _safe_sqrt(jnp.real(a * b))
+    wn = safe_sqrt(jnp.real(a * b))
     zeta = jnp.where(wn > 0, -jnp.real(a + b) / (2.0 * jnp.where(wn > 0, wn, 1.0)), jnp.inf) + 0.0
     two_pi = 2.0 * jnp.pi
     # the representative pole: Im >= 0, or the slower real pole
@@ -432,7 +427,7 @@ def _modes(sc: Spacecraft, boundary: str) -> Modes:
         frequency_hz=wn / two_pi,
         damping_ratio=zeta,
         damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
-        natural_frequency_hz=_safe_sqrt(w2) / two_pi,
+        natural_frequency_hz=safe_sqrt(w2) / two_pi,
         eigenvalue=rep,
         overdamped=overdamped,
         shape=X,

@@ -6,14 +6,12 @@ and the normalised one (elasticity) $\partial \ln y / \partial \ln p = (p/y)\,\p
 change of $y$ per percent change of $p$, which makes parameters of different units comparable (tornado plot).
 
 **Parameters** are named by the parameter registry (`jaxhinge._model._params`), as everywhere:
-`"<panel name>.<field>"` (any panel, chain panels included) and `"hub.<field>"` for every field of `Panels`,
-`Hub` and `InitialState` (the hub's initial conditions are `hub.` fields, as in the scenario file). Scalars (`k`,
-`c`, `mass`, `d`, `thetaInit`, `hub.mHub`, ...) are one parameter each. Vector and matrix fields are
-differentiated **per component**, with a 1-based index: `"hub.omega_BN_BInit[3]"` is the initial hub rate about
-$\hat b_3$; the bare name `"hub.omega_BN_BInit"` stands for its three components. As in the dispersions, an inertia (`IPntS_S`, `hub.IHubPntBc_B`) is parametrised by 3
-scale factors $s$ of nominal value 1 ($I' = DID$, $D = \mathrm{diag}(\sqrt s)$; for a diagonal inertia $s_i$
-scales the $i$-th principal value, so $\partial\ln y/\partial\ln s_i = \partial y/\partial s_i / y$), and a hinge
-orientation `dcm_HB` by a small rotation vector $\phi$ [rad] of nominal value 0, in the hinge frame. Default
+`"<panel name>.<field>"` and `"hub.<field>"` (the hub's initial conditions included, as in the scenario file).
+Vector and matrix fields are differentiated **per component**, 1-based: `"hub.omega_BN_BInit[3]"` is the
+initial hub rate about $\hat b_3$, the bare name its three components. As in the dispersions, an inertia
+(`IPntS_S`, `hub.IHubPntBc_B`) is 3 scale factors $s$ of nominal value 1 ($I' = DID$,
+$D = \mathrm{diag}(\sqrt s)$, so $\partial\ln y/\partial\ln s_i = \partial y/\partial s_i / y$) and a hinge
+orientation `dcm_HB` a small rotation vector $\phi$ [rad] of nominal value 0, in the hinge frame. Default
 parameters: every panel's `k` and `c`.
 
 **Outputs** (each a function of one simulated trajectory or of the linear modes; a string, or a table with
@@ -73,6 +71,7 @@ from jaxtyping import Array, Float
 
 from .._io._files import to_json
 from .._io._scenario_file import ScenarioError
+from .._math import safe_sqrt
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._params import _did_you_mean
 from .._model._scenario import Scenario, compile_key
@@ -223,12 +222,6 @@ def parse_outputs(
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _safe_norm(x: Float[Array, "... 3"]) -> Float[Array, "..."]:
-    s = jnp.sum(x * x, axis=-1)
-    pos = s > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1.0)), 0.0)
-
-
 def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> Float[Array, ""]:
     """Principal rotation angle $\\Phi \\in [0, \\pi]$ [rad] between the attitudes $\\sigma_{BN}$ and $\\sigma_{RN}$
     (MRPs), through the MRP difference (module docstring); smooth for $0 < \\Phi < \\pi$, 0 derivative at 0."""
@@ -236,7 +229,7 @@ def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> 
     s2, r2 = jnp.dot(s, s), jnp.dot(r, r)
     num = (1.0 - r2) * s - (1.0 - s2) * r + 2.0 * jnp.cross(s, r)
     den = jnp.abs(1.0 + r2 * s2 + 2.0 * jnp.dot(r, s))
-    n = _safe_norm(num)
+    n = safe_sqrt(jnp.sum(num * num, axis=-1))
     return 4.0 * jnp.arctan2(jnp.minimum(n, den), jnp.maximum(n, den))
 
 
@@ -271,7 +264,7 @@ def _evaluate(scenario, x, params, outputs, adjoint):
             v = getattr(traj, o.name)
             y = v.reshape(v.shape[0], -1).reshape(-1)
         elif o.name == "peak_hub_rate":
-            y = jnp.max(_safe_norm(traj.omega_BN_B))[None]
+            y = jnp.max(safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1)))[None]
         elif o.name == "final_attitude_error":
             ref = o.opt("sigma_R")  # default: the nominal initial attitude (a constant)
             sigma0 = scenario.initial.sigma_BNInit
@@ -281,7 +274,7 @@ def _evaluate(scenario, x, params, outputs, adjoint):
             if o.opt("signal") == "theta":
                 sig = jnp.max(jnp.abs(traj.theta - scn.spacecraft.panels.thetaRef), axis=1)
             else:
-                sig = _safe_norm(traj.omega_BN_B)
+                sig = safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1))
             ts, st = settling_time(traj.t, sig, o.opt("threshold"))
             y = ts[None]
         else:
@@ -467,20 +460,14 @@ class SensitivityResult:
 
 
 def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
-    from .._simulation._simulate import save_times
-
     T = len(save_times(scenario.simulation))
     panels = scenario.spacecraft.panels.labels
     N = len(panels)
     out, start = [], 0
     for o in outputs:
         if o.name in HISTORY_OUTPUTS:
-            if o.name in ("theta", "thetaDot"):
-                labels = panels
-            elif o.name in ("totOrbEnergy", "totRotEnergy"):
-                labels = ()
-            else:
-                labels = ("0", "1", "2")
+            energy = o.name in ("totOrbEnergy", "totRotEnergy")
+            labels = panels if o.name in ("theta", "thetaDot") else () if energy else ("0", "1", "2")
             shape = (T, len(labels)) if labels else (T,)
             kind, unit = "history", HISTORY_UNITS[o.name]
         elif o.name in MODAL_OUTPUTS:
@@ -489,7 +476,7 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
         else:
             labels, shape, kind = (), (), "scalar"
             unit = {"peak_hub_rate": "rad/s", "final_attitude_error": "rad", "settling_time": "s"}[o.name]
-        size = int(np.prod(shape)) if shape else 1
+        size = int(np.prod(shape))
         out.append(OutputBlock(o.name, kind, start, start + size, shape, labels, unit, dict(o.options)))
         start += size
     return tuple(out)
@@ -522,11 +509,9 @@ def sensitivity(
 
     - `scenario`: the nominal `Scenario`. Use the fixed-step `rk4` integrator for derivatives that equal finite
       differences of the simulator (an adaptive solve is differentiated through its step-size control).
-    - `outputs`: output names or tables `{"name": ..., options}` (module docstring): time histories of any
-      `Trajectory` output, `"peak_hub_rate"`, `"final_attitude_error"` (`sigma_R`), `"settling_time"`
-      (`signal`, `threshold`), `"modal_frequencies"` / `"damping_ratios"` (`boundary`).
-    - `parameters`: names such as `"p0.k"`, `"hub.mHub"`, `"hub.omega_BN_BInit[2]"` (module docstring);
-      default every panel's `k` and `c`.
+    - `outputs`: output names or tables `{"name": ..., options}` (module docstring's table).
+    - `parameters`: names such as `"p0.k"`, `"hub.mHub"`, `"hub.omega_BN_BInit[2]"`; default every panel's `k`
+      and `c`.
     - `mode`: `"auto"` (forward when #parameters <= #output rows, else reverse), `"forward"` or `"reverse"`.
 
     **Returns:** a `SensitivityResult`.
