@@ -296,18 +296,13 @@ def _residuals_lm_jvp(primals, tangents):
 
 def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.02):
     """The optimistix solver named `solver` (`SOLVERS`). `learning_rate` is adam's, in coordinate units."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
     kw = {"rtol": rtol, "atol": atol}
-    if solver == "lm":
-        return optx.LevenbergMarquardt(**kw)
-    if solver == "dogleg":
-        return optx.Dogleg(**kw)
-    if solver == "gauss_newton":
-        return optx.GaussNewton(**kw)
-    if solver == "adam":
-        return optx.OptaxMinimiser(optax.adam(learning_rate), **kw)
-    if solver == "lbfgs":
-        return optx.OptaxMinimiser(optax.lbfgs(), **kw)
-    raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
+    if solver in ("adam", "lbfgs"):
+        return optx.OptaxMinimiser(optax.adam(learning_rate) if solver == "adam" else optax.lbfgs(), **kw)
+    least_squares = {"lm": optx.LevenbergMarquardt, "dogleg": optx.Dogleg, "gauss_newton": optx.GaussNewton}
+    return least_squares[solver](**kw)
 
 
 def _residual_fn(u, problem):
@@ -334,11 +329,10 @@ def _iteration(solver, u, problem):
 
 def _gauss_newton_converged(solver, u, f_info) -> Bool[Array, ""]:
     """The full Gauss-Newton step from the accepted point `u` (residuals and Jacobian `f_info`), the
-    minimum-norm least-squares solution of $J\\delta = -r$, is below the solver's tolerance in every coordinate
-    ($|\\delta_i| < atol + rtol\\,|u_i|$, the test optimistix applies to the step it took): `u` is the solution
-    to that tolerance. Without it a trust-region solver spends tens of steps at round-off level (steps rejected
-    one after the other while its region shrinks) before its own test sees a small accepted step. Never true at
-    a failed evaluation (residuals `FAIL`, zero Jacobian)."""
+    minimum-norm solution of $J\\delta = -r$, is below the solver's tolerance in every coordinate
+    ($|\\delta_i| < atol + rtol\\,|u_i|$, optimistix's test of a step taken). Without it a trust-region solver
+    spends tens of rejected steps at round-off level before its own test passes. Never true at a failed
+    evaluation (residuals `FAIL`, zero Jacobian)."""
     r, J = f_info.residual, f_info.jac.as_matrix()
     delta = jnp.linalg.lstsq(J, r)[0]
     small = jnp.all(jnp.abs(delta) < solver.atol + solver.rtol * jnp.abs(u))
@@ -361,9 +355,7 @@ def _advance(solver, u, problem, dynamic, n):
     and result, the cost $\\tfrac12\\sum r^2$ of the accepted point after each step, and the residuals and
     Jacobian at the new point (Gauss-Newton family: from the solver state; optax: `None`, `solve` evaluates
     them at the end). Only arrays cross between calls: the static part of the state is rebuilt from its shape.
-
-    No host callback inside, so the program goes into JAX's persistent compilation cache: the host runs the
-    steps in chunks (`solve`) and reports progress between them."""
+    No host callback inside, so the program goes into JAX's persistent compilation cache."""
     fn, options, init, gauss_newton = _iteration(solver, u, problem)
     static = eqx.filter(eqx.filter_eval_shape(init), lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
     tags = frozenset()

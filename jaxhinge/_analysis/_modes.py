@@ -150,12 +150,10 @@ def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
     dw = jnp.concatenate([hub_row, geom.s2[:, :, None] * T[:, None, :]])
     r = jnp.concatenate([hub.r_BcB_B[None], geom.r_SB_B])  # body CoMs relative to B
     IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, panel_inertia_diag(p), geom.dcm_SB)
-    return BodyJacobians(
-        J_v=jnp.concatenate([eyes, -tilde(r), dv], 2),
-        J_w=jnp.concatenate([jnp.zeros_like(eyes), eyes, dw], 2),
-        mass=jnp.concatenate([hub.mHub[None], p.mass]),
-        inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0),
-    )
+    return BodyJacobians(J_v=jnp.concatenate([eyes, -tilde(r), dv], 2),
+                         J_w=jnp.concatenate([jnp.zeros_like(eyes), eyes, dw], 2),
+                         mass=jnp.concatenate([hub.mHub[None], p.mass]),
+                         inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0))
 
 
 def mass_matrix(spacecraft: Spacecraft) -> Float[Array, "dof dof"]:
@@ -339,9 +337,8 @@ class Modes(eqx.Module):
       and each panel (columns, in `participants` order); rows sum to 1.
     - `boundary` (static): `"free"` or `"clamped"`; `panel_names`, `dof_names`, `participants` (static).
 
-    Gradients of `frequency_hz`, `damping_ratio`, `natural_frequency_hz` with respect to every parameter of the
-    spacecraft are defined (also at repeated frequencies). Shapes and energy fractions inside a cluster of
-    repeated frequencies are an arbitrary basis of the eigenspace.
+    Gradients of `frequency_hz`, `damping_ratio`, `natural_frequency_hz` are defined also at repeated
+    frequencies, where shapes and energy fractions are an arbitrary basis of the eigenspace.
     """
 
     frequency_hz: Float[Array, " modes"]
@@ -423,18 +420,10 @@ def _modes(sc: Spacecraft, boundary: str) -> Modes:
     e_trans = 0.5 * bj.mass * jnp.sum(v * v, -1)  # (modes, bodies)
     e_rot = 0.5 * jnp.einsum("mbi,bij,mbj->mb", w, bj.inertia, w)
     parts = jnp.concatenate([e_trans[:, :1], e_rot[:, :1], (e_trans + e_rot)[:, 1:]], 1)
-    return Modes(
-        frequency_hz=wn / two_pi,
-        damping_ratio=zeta,
-        damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
-        natural_frequency_hz=safe_sqrt(w2) / two_pi,
-        eigenvalue=rep,
-        overdamped=overdamped,
-        shape=X,
-        energy_fraction=parts / jnp.sum(parts, 1, keepdims=True),
-        boundary=boundary,
-        **_labels(sc),
-    )
+    return Modes(frequency_hz=wn / two_pi, damping_ratio=zeta,
+                 damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
+                 natural_frequency_hz=safe_sqrt(w2) / two_pi, eigenvalue=rep, overdamped=overdamped, shape=X,
+                 energy_fraction=parts / jnp.sum(parts, 1, keepdims=True), boundary=boundary, **_labels(sc))
 
 
 _modes_jit = eqx.filter_jit(_modes)
@@ -579,10 +568,9 @@ def _crossings(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idx = idx[(idx >= 1) & (idx + 2 < len(x))]
     tc, sc = [], []
     for k in idx:
-        tt = t[k - 1 : k + 3] - t[k]
-        coef = np.polyfit(tt, x[k - 1 : k + 3], 3)
-        roots = np.roots(coef)
+        coef = np.polyfit(t[k - 1 : k + 3] - t[k], x[k - 1 : k + 3], 3)
         h = t[k + 1] - t[k]
+        roots = np.roots(coef)
         good = [r.real for r in roots if abs(r.imag) < 1e-9 * h and -1e-9 * h <= r.real <= h * (1 + 1e-9)]
         if not good:
             continue

@@ -540,13 +540,8 @@ def sensitivity(
             continue
         Jg, (yg, stg, okg) = _jacobian(compile_key(scenario), jnp.asarray(x0), anonymous(params),
                                        tuple(outs[i] for i in group), used)
-        Jg, yg, row = np.asarray(Jg), np.asarray(yg), 0
-        for k, i in enumerate(group):
-            b = blocks[i]
-            n = b.stop - b.start
-            J[b.start : b.stop], y[b.start : b.stop] = Jg[row : row + n], yg[row : row + n]
-            status[i] = int(np.asarray(stg)[k])
-            row += n
+        rows = np.concatenate([np.arange(blocks[i].start, blocks[i].stop) for i in group])  # the group's rows
+        J[rows], y[rows], status[group] = np.asarray(Jg), np.asarray(yg), np.asarray(stg)
         ok = ok and bool(okg)
     t = save_times(scenario.simulation) if any(b.kind == "history" for b in blocks) else None
     names = _row_names(blocks, t)

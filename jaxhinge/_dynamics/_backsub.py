@@ -170,11 +170,8 @@ def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
     # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
     r, rp = geom.r_SB_B, geom.rPrime_SB_B
     rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
-    ISCPrime = jnp.sum(
-        (geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
-        - p.mass[:, None, None] * rpt_rt,
-        0,
-    )
+    ISCPrime = jnp.sum((geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
+                       - p.mass[:, None, None] * rpt_rt, 0)
     return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B)
 
 
@@ -228,18 +225,13 @@ def hinge_contributions(
     a = top.lever(d, l, jnp.eye(p.count, dtype=m.dtype))
     Mw = top.lever_T(d, l, m[:, None] * a) * (g.s3 @ g.s3.T) + jnp.diag(Is[:, 1])
     Ft, Gt = top.descendants(F), top.descendants(G)
-    Mth = top.project(Mw)
     rhs = jnp.concatenate([-Ft, -Gt, (Q - top.descendants(vw))[:, None]], 1)
-    sol = top.solve(Mth, rhs)
+    sol = top.solve(top.project(Mw), rhs)
     aTheta, bTheta, cTheta = sol[:, 0:3], sol[:, 3:6], sol[:, 6]
     v_trans = -jnp.sum(Ft * cTheta[:, None] + m[:, None] * g.rDDot_w2, 0)
-    v_rot = -jnp.sum(
-        Gt * cTheta[:, None]
-        + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
-        + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
-        + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2),
-        0,
-    )
+    v_rot = -jnp.sum(Gt * cTheta[:, None] + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
+                     + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
+                     + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2), 0)
     A, B = jnp.sum(_outer(Ft, aTheta), 0), jnp.sum(_outer(Ft, bTheta), 0)
     C, D = jnp.sum(_outer(Gt, aTheta), 0), jnp.sum(_outer(Gt, bTheta), 0)
     return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)

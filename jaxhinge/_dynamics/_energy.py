@@ -61,11 +61,8 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     rDot_SB_B = geom.rPrime_SB_B + _cross(omega, geom.r_SB_B)
     Iw = _mv(mp.IPntS_B, omega_SN_B)
     H_B = H_B + jnp.sum(Iw + p.mass[:, None] * _cross(geom.r_SB_B, rDot_SB_B), 0)
-    E_rot = E_rot + jnp.sum(
-        0.5 * _dot(omega_SN_B, Iw)
-        + 0.5 * p.mass * _dot(rDot_SB_B, rDot_SB_B)
-        + 0.5 * p.k * (state.theta - p.thetaRef) ** 2
-    )
+    E_rot = E_rot + jnp.sum(0.5 * _dot(omega_SN_B, Iw) + 0.5 * p.mass * _dot(rDot_SB_B, rDot_SB_B)
+                            + 0.5 * p.k * (state.theta - p.thetaRef) ** 2)
 
     rDot_B = _mv(dcm_BN, state.v_BN_N)
     r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
