@@ -202,9 +202,7 @@ def identify(
     slv = make_solver(solver, rtol, atol)
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
-    runs = []
-    iterations = 0
-    solve_s = 0.0
+    runs, solve_s = [], 0.0
     for si, u0 in enumerate(u_starts):
         u, history, steps, r_init = u0, [], 0, None
         for h in hz:
@@ -220,7 +218,6 @@ def identify(
             steps += sol.steps
             solve_s += sol.wall_s
             say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({int(mask.sum())} samples), {sol.status}")
-        iterations += steps
         runs.append({"sol": sol, "r_init": r_init, "steps": steps, "u0": u0,
                      "history": np.concatenate(history)})
     finite = [r for r in runs if np.isfinite(r["sol"].chi2)]
@@ -258,7 +255,7 @@ def identify(
                "spread": spread, "seed": seed, "horizon": hz, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
     return IdentifyResult(
         **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
-                        message=message, iterations=iterations,
+                        message=message, iterations=sum(x["steps"] for x in runs),
                         scenario=apply_coordinates(scenario, coords, sol.u),
                         solver=solver, options=options, history=best["history"],
                         wall_s=time.perf_counter() - t_start, solve_s=solve_s),

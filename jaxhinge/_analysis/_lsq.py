@@ -262,11 +262,8 @@ class Evaluation(eqx.Module):
 def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
     """Residuals, their Jacobian $\\partial r/\\partial u$ (n, P), success flag and auxiliary outputs at `u`,
     in one forward-mode pass (`jvp`, batched over the P coordinate directions); one compiled program per
-    problem structure.
-
-    `residuals` and `evaluate` are jitted functions also where they are called inside other traces (the
-    solver's): JAX traces the model once per structure and reuses that trace, which matters because tracing
-    a differentiated simulation costs seconds of Python."""
+    problem structure. Jitted (as `residuals`) also for the calls inside the solver's trace: JAX then traces
+    the model once per structure, and tracing a differentiated simulation costs seconds of Python."""
 
     def one(t):
         return jax.jvp(lambda v: _guarded(problem, v), (u,), (t,), has_aux=True)

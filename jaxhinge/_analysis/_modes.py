@@ -356,16 +356,14 @@ class Modes(eqx.Module):
 
     def as_dict(self) -> dict:
         """Plain Python (JSON-ready; NaN/inf as `None`): `{"boundary", "modes": [...]}`, one entry per mode."""
-        f, z, fd, fn, lam, over, shape, ef = (np.asarray(x) for x in (
-            self.frequency_hz, self.damping_ratio, self.damped_frequency_hz, self.natural_frequency_hz,
-            self.eigenvalue, self.overdamped, self.shape, self.energy_fraction))
+        values = {k: np.asarray(getattr(self, k))
+                  for k in ("frequency_hz", "damping_ratio", "damped_frequency_hz", "natural_frequency_hz")}
+        lam, over, shape, ef = (np.asarray(x) for x in (self.eigenvalue, self.overdamped, self.shape,
+                                                        self.energy_fraction))
         return {"boundary": self.boundary, "modes": [
             {
                 "mode": j + 1,
-                "frequency_hz": _num(f[j]),
-                "damping_ratio": _num(z[j]),
-                "damped_frequency_hz": _num(fd[j]),
-                "natural_frequency_hz": _num(fn[j]),
+                **{k: _num(v[j]) for k, v in values.items()},
                 "eigenvalue": [_num(lam[j].real), _num(lam[j].imag)],
                 "overdamped": bool(over[j]),
                 "energy_fraction": {k: _num(v) for k, v in zip(self.participants, ef[j])},
@@ -375,7 +373,7 @@ class Modes(eqx.Module):
                     "theta_rad": {k: _num(v) for k, v in zip(self.panel_names, shape[j, 6:])},
                 },
             }
-            for j in range(f.shape[0])
+            for j in range(lam.shape[0])
         ]}
 
 
@@ -525,19 +523,13 @@ class ModeMeasurement(eqx.Module):
 
     def as_dict(self) -> dict:
         """JSON-ready: one entry per mode plus the run settings (without the time histories)."""
-        rows = [
-            {
-                "mode": j + 1,
-                "measured_frequency_hz": _num(self.frequency_hz[j]),
-                "measured_damping_ratio": _num(self.damping_ratio[j]),
-                "measured_damped_frequency_hz": _num(self.damped_frequency_hz[j]),
-                "model_frequency_hz": _num(self.model_frequency_hz[j]),
-                "model_damping_ratio": _num(self.model_damping_ratio[j]),
-                "zero_crossings": int(self.crossings[j]),
-                "panel": self.panel[j],
-            }
-            for j in range(len(self.panel))
-        ]
+        values = {"measured_frequency_hz": self.frequency_hz, "measured_damping_ratio": self.damping_ratio,
+                  "measured_damped_frequency_hz": self.damped_frequency_hz,
+                  "model_frequency_hz": self.model_frequency_hz,
+                  "model_damping_ratio": self.model_damping_ratio}
+        rows = [{"mode": j + 1, **{k: _num(v[j]) for k, v in values.items()},
+                 "zero_crossings": int(self.crossings[j]), "panel": self.panel[j]}
+                for j in range(len(self.panel))]
         return {
             "method": (
                 "each mode started alone (initial state = real part of its damped eigenvector, hinge amplitude "

@@ -128,11 +128,10 @@ def parse_parameters(
             out += expand(scenario, raw)
         except ParameterError as e:
             raise _fail(source, f"parameters[{j}] = {e}") from None
-    seen: set[str] = set()
-    for p in out:
-        if p.name in seen:
-            raise _fail(source, f"parameter {p.name!r} is listed twice")
-        seen.add(p.name)
+    names = [p.name for p in out]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise _fail(source, f"parameter {name!r} is listed twice")
     return tuple(out)
 
 
@@ -557,12 +556,9 @@ def sensitivity(
     defined = (~y_zero)[:, None] & (x0 != 0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         N = np.where(defined, J * x0[None, :] / np.where(y_zero, 1.0, y)[:, None], 0.0)
-    for b, st in zip(blocks, status):
-        if b.name == "settling_time" and st == 1:
-            notes.append(f"settling_time ({b.options}): the signal never exceeds the threshold; t_s = 0")
-        if b.name == "settling_time" and st == 2:
-            notes.append(f"settling_time ({b.options}): not settled by t_end; t_s = t_end and its "
-                         "derivatives (0) mean nothing")
+    unsettled = {1: "the signal never exceeds the threshold; t_s = 0",
+                 2: "not settled by t_end; t_s = t_end and its derivatives (0) mean nothing"}
+    notes += [f"settling_time ({b.options}): {unsettled[st]}" for b, st in zip(blocks, status) if st]
     zp = [p.name for p, v in zip(params, x0) if v == 0]
     if zp:
         notes.append(f"normalised sensitivities undefined for parameters at 0: {', '.join(zp)}")
