@@ -254,8 +254,7 @@ def settling_time(
 def _evaluate(scenario, x, params, outputs, adjoint):
     """x (P,) -> (y (M,), (y, status, ok)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
     scn = apply_resolved(scenario, params, [x[j] for j in range(len(params))])
-    needs_sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
-    traj = simulate_unjitted(scn, adjoint) if needs_sim else None
+    traj = simulate_unjitted(scn, adjoint) if any(o.name not in MODAL_OUTPUTS for o in outputs) else None
     ys, status = [], []
     for o in outputs:
         st = jnp.asarray(0)
@@ -428,9 +427,7 @@ class SensitivityResult:
         from .._io._plot import _plt
 
         plt = _plt()
-        ranked = self.ranking(output)
-        if top is not None:
-            ranked = ranked[:top]
+        ranked = self.ranking(output)[:top]
         own = ax is None
         if own:
             fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(ranked) + 1.6))

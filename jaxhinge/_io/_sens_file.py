@@ -105,9 +105,9 @@ def run_study(study: Study) -> SensitivityResult:
     return sensitivity(study.scenario, study.outputs, study.parameters, mode=study.mode)
 
 
-def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None = None) -> list[str]:
+def write_outputs(result: SensitivityResult, study: Study) -> list[str]:
     """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
-    `out_dir` (default `study.out_dir`), all or nothing. **Returns:** the paths written."""
+    `study.out_dir`, all or nothing. **Returns:** the paths written."""
     data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
 
     def write_csv(f):
@@ -129,4 +129,4 @@ def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None =
 
     files = {"sensitivity.json": lambda f: write_json(data, f, indent=1), "sensitivity.csv": write_csv,
              "tornado.png": write_png}
-    return write_output_files(study.out_dir if out_dir is None else out_dir, files)
+    return write_output_files(study.out_dir, files)
