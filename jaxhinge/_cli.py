@@ -2,12 +2,14 @@
 
 import argparse
 import os
+import signal
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._io._files import atomic_write, output_dir_problem, output_file_problem
+from ._io._files import output_dir_problem, output_file_problem, write_output_files
 from ._io._scenario_file import example_path
 
 EXAMPLE = "two_panel.toml"
@@ -118,12 +120,10 @@ def cmd_simulate(args) -> int:
             f"{failure_reason(int(traj.result), scenario)}. Nothing was written."
         )
     out = traj.as_dict()
-    if args.out:
-        atomic_write(args.out, lambda f: np.savez(f, panel_names=np.array(names, dtype=str), **out))
-        _log(f"jaxhinge: wrote {args.out}")
-    if args.plot:
-        atomic_write(args.plot, lambda f: plot_trajectory(out, names, f, title=os.path.basename(path), fmt=_fmt(args.plot)))
-        _log(f"jaxhinge: wrote {args.plot}")
+    writers = {args.out: lambda f: np.savez(f, panel_names=np.array(names, dtype=str), **out),
+               args.plot: lambda f: plot_trajectory(out, names, f, title=os.path.basename(path), fmt=_fmt(args.plot))}
+    for w in write_output_files(".", {k: v for k, v in writers.items() if k}):  # both or neither
+        _log(f"jaxhinge: wrote {os.path.relpath(w)}")
     print(f"scenario            {path}")
     print(f"samples             {len(out['t'])} (t = 0 .. {out['t'][-1]:g} s), {int(traj.num_steps)} steps, "
           f"{wall:.2f} s wall (incl. compilation)")
@@ -144,12 +144,16 @@ def cmd_sweep(args) -> int:
     from ._analysis._batch import sample_dispersions, simulate_batch, summarize
     from ._io._sweep_file import load_sweep, sweep_summary, write_outputs
 
-    sweep = load_sweep(args.sweep, out_dir=_check_out_dir(args.out_dir, "--out-dir"))
+    path = args.sweep or str(example_path("sweep"))  # the bundled example writes into ./sweep_out
+    out_dir = args.out_dir or (None if args.sweep else "sweep_out")
+    sweep = load_sweep(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
     params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
     cfg = sweep.scenario.simulation
+    size = min(sweep.chunk_size, sweep.members)
+    chunks = -(-sweep.members // size)
     _log(
-        f"jaxhinge: {args.sweep}: {sweep.members} members x {len(params)} dispersed parameter(s), "
-        f"t_end = {cfg.t_end} s, integrator {cfg.integrator}; compiling and running in chunks of {sweep.chunk_size}..."
+        f"jaxhinge: {path}: {sweep.members} members x {len(params)} dispersed parameter(s), t_end = {cfg.t_end} s, "
+        f"integrator {cfg.integrator}; compiling and running {chunks} chunk(s) of {size} members..."
     )
     t0 = time.perf_counter()
 
@@ -162,7 +166,7 @@ def cmd_sweep(args) -> int:
     env = summarize(traj, ("omega_BN_B", "theta"))
     for w in write_outputs(sweep, params, traj, summary, env):
         _log(f"jaxhinge: wrote {w}")
-    print(f"sweep               {args.sweep}: {sweep.members} members, {summary['succeeded']} succeeded, "
+    print(f"sweep               {path}: {sweep.members} members, {summary['succeeded']} succeeded, "
           f"{summary['failed']} failed, {wall:.2f} s wall (incl. compilation)")
     for key, st in summary["statistics (successful members)"].items():
         if st:
@@ -342,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="jaxhinge",
         description="Differentiable simulator of a spacecraft hub with hinged panels (Basilisk-exact).",
     )
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"jaxhinge {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--no-cache", action="store_true",
@@ -371,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(low, high) | normal (std or rel_std, optional mean; default nominal) | values (one per member)}, "
         "[output] dir (default <sweep name>_out). Writes sweep.npz, summary.json, envelopes.png, histograms.png.",
     )
-    w.add_argument("sweep", help="sweep TOML file")
+    w.add_argument("sweep", nargs="?", help="sweep TOML file (default: the bundled example, 64 runs of "
+                   "two_panel.toml, written into ./sweep_out)")
     w.add_argument("--out-dir", help="output directory (overrides [output] dir)")
     w.set_defaults(func=cmd_sweep)
     m = add(
@@ -420,7 +428,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupted(signum, frame) -> None:
+    """Ctrl-C in the `jaxhinge` process: remove the writes in progress, say so in one line and end the process
+    at once, status 130 (`os._exit`: a teardown while XLA's threads compile or run crashed with SIGSEGV)."""
+    from ._io._files import abandon_writes
+
+    abandon_writes()
+    print("jaxhinge: interrupted", file=sys.stderr, flush=True)
+    os._exit(130)
+
+
 def main(argv=None) -> int:
+    """The `jaxhinge` command; **returns** its exit status (0 done, 1 result not valid, 2 refused, 130
+    interrupted). As a program (`argv` None) the command runs in a worker thread while the main thread waits,
+    so that Ctrl-C (`_interrupted`) stops it at once, even inside one long compilation or XLA call; called
+    in-process with `argv`, Ctrl-C raises `KeyboardInterrupt` in the caller's thread as usual (exit 130)."""
+    as_program = argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if as_program:
+        signal.signal(signal.SIGINT, _interrupted)
     parser = build_parser()
     args = parser.parse_args(None if argv is None else [os.fspath(a) for a in argv])
     if args.command is None:
@@ -432,7 +457,10 @@ def main(argv=None) -> int:
     from ._model._scenario import ConfigError
 
     try:
-        return args.func(args)
+        if not as_program:
+            return args.func(args)
+        with ThreadPoolExecutor(1, thread_name_prefix="jaxhinge") as worker:
+            return worker.submit(args.func, args).result()
     except (ScenarioError, CLIError) as e:
         print(f"jaxhinge: error: {e}", file=sys.stderr)
         return 2

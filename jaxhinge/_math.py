@@ -12,14 +12,8 @@ def tilde(v: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
     """Skew-symmetric cross-product matrix: `tilde(a) @ b == cross(a, b)`."""
     x, y, z = v[..., 0], v[..., 1], v[..., 2]
     zero = jnp.zeros_like(x)
-    return jnp.stack(
-        [
-            jnp.stack([zero, -z, y], -1),
-            jnp.stack([z, zero, -x], -1),
-            jnp.stack([-y, x, zero], -1),
-        ],
-        -2,
-    )
+    rows = ([zero, -z, y], [z, zero, -x], [-y, x, zero])
+    return jnp.stack([jnp.stack(r, -1) for r in rows], -2)
 
 
 def mrp_to_dcm(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
@@ -37,6 +31,12 @@ def mrp_bmat(sigma: Float[Array, "3"]) -> Float[Array, "3 3"]:
     return (1.0 - s2) * jnp.eye(3, dtype=sigma.dtype) + 2.0 * tilde(sigma) + 2.0 * sigma[:, None] * sigma[None, :]
 
 
+def safe_sqrt(x: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+    """$\\sqrt{x}$ where $x > 0$, else 0, with a finite derivative everywhere (0 where $x \\le 0$)."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
 def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
     """Basilisk's switch: if $|\\sigma| > 1$, $\\sigma \\to -\\sigma/|\\sigma|^2$ (same attitude, $|\\sigma| \\le 1$)."""
     s2 = jnp.sum(sigma * sigma, -1, keepdims=True)
@@ -52,22 +52,10 @@ def dcm_to_mrp(dcm: Float[Array, "*batch 3 3"]) -> Float[Array, "*batch 3"]:
     """
     c = dcm
     tr = c[..., 0, 0] + c[..., 1, 1] + c[..., 2, 2]
-    b2 = jnp.stack(
-        [
-            (1.0 + tr) / 4.0,
-            (1.0 + 2.0 * c[..., 0, 0] - tr) / 4.0,
-            (1.0 + 2.0 * c[..., 1, 1] - tr) / 4.0,
-            (1.0 + 2.0 * c[..., 2, 2] - tr) / 4.0,
-        ],
-        -1,
-    )
+    b2 = jnp.stack([(1.0 + tr) / 4.0] + [(1.0 + 2.0 * c[..., k, k] - tr) / 4.0 for k in range(3)], -1)
     i = jnp.argmax(b2, -1)
-    d23 = c[..., 1, 2] - c[..., 2, 1]
-    d31 = c[..., 2, 0] - c[..., 0, 2]
-    d12 = c[..., 0, 1] - c[..., 1, 0]
-    s23 = c[..., 1, 2] + c[..., 2, 1]
-    s31 = c[..., 2, 0] + c[..., 0, 2]
-    s12 = c[..., 0, 1] + c[..., 1, 0]
+    d23, d31, d12 = c[..., 1, 2] - c[..., 2, 1], c[..., 2, 0] - c[..., 0, 2], c[..., 0, 1] - c[..., 1, 0]
+    s23, s31, s12 = c[..., 1, 2] + c[..., 2, 1], c[..., 2, 0] + c[..., 0, 2], c[..., 0, 1] + c[..., 1, 0]
 
     def cand(bk, parts):
         bk = jnp.sqrt(jnp.maximum(bk, 1e-300))
@@ -86,6 +74,4 @@ def m2(theta: Float[Array, "*batch"]) -> Float[Array, "*batch 3 3"]:
     """Basilisk's `eigenM2`: rotation about the second axis, `[[c, 0, -s], [0, 1, 0], [s, 0, c]]`."""
     ct, st = jnp.cos(theta), jnp.sin(theta)
     z, o = jnp.zeros_like(theta), jnp.ones_like(theta)
-    return jnp.stack(
-        [jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2
-    )
+    return jnp.stack([jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2)

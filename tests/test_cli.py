@@ -1,9 +1,16 @@
 """`jaxhinge simulate`: the output file contract (as a process), the plot, output paths checked before compute,
-and numerical failure reported in plain words (in-process: `jaxhinge._cli.main`)."""
+and numerical failure reported in plain words (in-process: `jaxhinge._cli.main`); Ctrl-C (as a process), a full
+disk, `--version` and the bundled sweep example."""
 
+import dataclasses
+import errno
+import io
 import os
+import signal
 import subprocess
 import sys
+import time
+import tomllib
 
 import numpy as np
 import pytest
@@ -196,3 +203,109 @@ def test_dense_output_step_states_are_counted(monkeypatch):
     sc = jh.load_scenario(example_path("two_panel.toml")).with_simulation(dt=1e-8)
     with pytest.raises(ConfigError, match=r"^simulation.dt = 1e-08: 1 run\(s\) x 2 samples \+ 2.5e\+08 rk4 steps .* 34 GB"):
         jh.simulate(sc, ts=[0.0, 1.0])
+
+
+def test_ctrl_c_during_compilation_exits_130_cleanly(tmp_path):
+    """The one subprocess test of Ctrl-C (issue 14 item 8): SIGINT while XLA compiles the bundled example ends
+    the process with exit 130 and one line, no report, no output or temporary file. Reference: before, the
+    process crashed with SIGSEGV after printing "interrupted" when interrupted during XLA compilation (and took
+    seconds to get there). JAX's compile log (`JAX_LOG_COMPILES`) says when the simulation program goes to XLA."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env.update(JAXHINGE_CACHE_DIR="off", JAX_LOG_COMPILES="1")  # compile (not load) the program, and log it
+    script = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited "
+              "ignored\nfrom jaxhinge._cli import main; sys.exit(main())")  # as the `jaxhinge` console script does
+    p = subprocess.Popen([sys.executable, "-c", script, "simulate", "--out", "traj.npz"], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = []
+    for line in p.stderr:  # "Finished jaxpr to MLIR module conversion jit(_simulate_jit) ...": XLA compiles next
+        log.append(line)
+        if line.startswith("Finished") and "MLIR" in line and "(_simulate_jit)" in line:
+            time.sleep(0.5)  # into XLA's compilation (seconds long), not the Python between
+            p.send_signal(signal.SIGINT)
+            break
+    out, err = p.communicate(timeout=120)
+    assert any(line.endswith("compiling and running...\n") for line in log), "".join(log) + err
+    assert (p.returncode, err, out) == (130, "jaxhinge: interrupted\n", "")
+    assert os.listdir(tmp_path) == []
+
+
+def _tiny_trajectory(T=3, n=2):
+    """A `Trajectory` of T samples of n panels without running anything (for tests of the writing only)."""
+    import jax.numpy as jnp
+
+    from jaxhinge._simulation._simulate import Trajectory
+
+    dims = {"T": T, "panels": n, "3": 3}
+    return Trajectory(**{f.name: jnp.asarray(np.full([dims[d] for d in f.type.dim_str.split()], 0.5))
+                         for f in dataclasses.fields(Trajectory)
+                         if f.name not in ("result", "success", "num_steps")},
+                      result=jnp.asarray(0), success=jnp.asarray(True), num_steps=jnp.asarray(T - 1))
+
+
+def test_disk_full_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """Issue 14 item 9: the disk fills up while the plot is written (the .npz before it was written in full):
+    exit 2, one line naming the file and the reason, no traceback, and neither output (both or neither) nor a
+    temporary file is left. Reference: before, three chained tracebacks, and the .npz was already in place.
+    The simulation is replaced by a fixed trajectory (nothing compiles), the plot by 20 kB of zeros, the disk by a
+    file that refuses writes."""
+    import jaxhinge._io._plot as plot
+    import jaxhinge._simulation._simulate as sim
+
+    class DiskFull(io.FileIO):
+        def write(self, b):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    opened = []
+    fdopen = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: opened.append(fd) or (
+        fdopen(fd, mode) if len(opened) == 1 else io.BufferedWriter(DiskFull(fd, "wb"))))
+    monkeypatch.setattr(sim, "simulate", lambda scenario: _tiny_trajectory())
+    monkeypatch.setattr(plot, "plot_trajectory", lambda out, names, f, **kw: f.write(bytes(20_000)))
+    monkeypatch.chdir(tmp_path)
+    rc = main(["simulate", "--out", "traj.npz", "--plot", "traj.png"])
+    out, err = capsys.readouterr()
+    assert len(opened) == 2 and rc == 2 and out == ""
+    assert err.splitlines()[1:] == [
+        f"jaxhinge: error: {tmp_path / 'traj.png'}: cannot write: No space left on device; nothing was written"]
+    assert os.listdir(tmp_path) == []
+
+
+def test_version(capsys):
+    """`jaxhinge --version` prints `jaxhinge.__version__`, which is also the package's version (pyproject.toml
+    reads it from there: one place)."""
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == f"jaxhinge {jh.__version__}\n"
+    with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    assert project["project"]["dynamic"] == ["version"] and "version" not in project["project"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "jaxhinge.__version__"}
+
+
+def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
+    """Issue 14 item 18: `jaxhinge sweep` without a file runs the bundled example (every key checked: it loads
+    as a SWEEP file) into ./sweep_out, and the progress line states the real chunking (before: "in chunks of
+    256" for 64 members). The sampling is skipped and the batch replaced by a Ctrl-C (nothing compiles): in-process exit 130, one line,
+    nothing written."""
+    import jaxhinge._analysis._batch as batch
+    from jaxhinge._io._sweep_file import load_sweep
+
+    sweep = load_sweep(example_path("sweep"), out_dir=str(tmp_path / "out"))
+    assert (sweep.members, sweep.chunk_size, len(sweep.dispersions)) == (64, 256, 4)
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(batch, "sample_dispersions", lambda sc, dispersions, *a: {d["param"]: 0 for d in dispersions})
+    monkeypatch.setattr(batch, "simulate_batch", interrupt)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep_out").write_text("a file\n")
+    assert main(["sweep"]) == 2
+    assert capsys.readouterr().err == ("jaxhinge: error: output folder = 'sweep_out': "
+                                       f"{str(tmp_path / 'sweep_out')!r} exists and is not a folder\n")
+    os.remove(tmp_path / "sweep_out")
+    assert main(["sweep"]) == 130
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"jaxhinge: {example_path('sweep')}: 64 members x 4 dispersed parameter(s), t_end = 2.5 s, "
+                      "integrator rk4; compiling and running 1 chunk(s) of 64 members...")
+    assert err[1:] == ["jaxhinge: interrupted"] and os.listdir(tmp_path) == []

@@ -113,6 +113,39 @@ def test_write_output_files_all_or_nothing(tmp_path):
     assert sorted(os.listdir(out)) == ["a.json", "b.png"] and (out / "a.json").read_bytes() == b"new a"
 
 
+def test_interrupted_write_leaves_no_folder_and_no_temp_file(tmp_path):
+    """Issue 14 item 15: a fit's outputs (several files in a new folder) interrupted while being written leave
+    nothing, not an empty folder; an existing folder stays. `abandon_writes` (the CLI's Ctrl-C handler, run
+    while another thread writes) removes the temporary files and the new folder of the writes in progress and
+    holds the lock of the final renames."""
+    from jaxhinge._io import _files
+
+    def interrupt(f):
+        f.write(b"half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_output_files(tmp_path / "out", {"result.json": lambda f: f.write(b"{}"), "fit.png": interrupt})
+    assert os.listdir(tmp_path) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        write_output_files(tmp_path / "kept", {"fit.png": interrupt})
+    assert os.listdir(tmp_path) == ["kept"] and os.listdir(tmp_path / "kept") == []
+
+    def handler_runs_now(f):
+        assert len(os.listdir(tmp_path / "new")) == 2  # the first file's temporary file and this one
+        _files.abandon_writes()
+        try:
+            assert not (tmp_path / "new").exists() and not _files._COMMIT.acquire(blocking=False)
+        finally:
+            _files._COMMIT.release()
+        raise KeyboardInterrupt  # (the handler would end the process here)
+
+    with pytest.raises(KeyboardInterrupt):
+        write_output_files(tmp_path / "new", {"a.json": lambda f: f.write(b"{}"), "b.png": handler_runs_now})
+    assert os.listdir(tmp_path) == ["kept"] and not _files._PENDING
+
+
 def test_write_output_files_creates_the_folder_or_says_why_not(tmp_path):
     write_output_files(tmp_path / "new", {"x": lambda f: f.write(b"1")})
     assert (tmp_path / "new" / "x").read_bytes() == b"1"

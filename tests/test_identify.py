@@ -312,6 +312,29 @@ def test_bad_telemetry(tmp_path, case, words):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("text, words", [
+    ("\ufefft,theta_p0\n0.0,0.01\n0.1,0.02\n", None),  # a UTF-8 byte-order mark (Excel's "CSV UTF-8")
+    ("t;theta_p0\n0.0;0.01\n", "header: t;theta_p0; columns must be separated by commas"),
+    ("# exported\n\nt,theta_p0\n0.0,0.01\n# gap\n\n0.1,abc\n", "'theta_p0' = 'abc' in data row 2 (line 7): not a number"),
+    ("t,theta_p0\n0.2,0.01\n\n0.1,0.02\n", "not strictly increasing: data row 2 (line 4) has t = "),
+    ("t,theta_p0,theta_p0\n0.0,0.01,0.5\n", "column 'theta_p0' appears 2 times in the header (line 1)"),
+], ids=["byte_order_mark", "semicolons", "comment_lines", "blank_line", "duplicate_column"])
+def test_telemetry_csv_details(tmp_path, text, words):
+    """Issue 14 item 11. References: before, a byte-order mark gave "no column 't'" under a header showing `t`,
+    a semicolon-separated file had no hint, line numbers counted only data rows (wrong after comment and blank
+    lines), and of a duplicated column the first was taken silently."""
+    sc = jh.load_scenario(BSK_TOML)
+    path = tmp_path / "tel.csv"
+    path.write_text(text, encoding="utf-8")
+    if words is None:
+        tel = jh.load_telemetry(path, ["theta_p0"], 1e-3, sc)
+        np.testing.assert_array_equal(tel.t, [0.0, 0.1])
+        return
+    with pytest.raises(jh.TelemetryError) as e:
+        jh.load_telemetry(path, ["theta_p0"], 1e-3, sc)
+    assert str(e.value).startswith(f"{path}: ") and words in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
 # ------------------------------------------------------------------------------------------------------------
 # FIT.toml with [data]: the CLI end to end
 # ------------------------------------------------------------------------------------------------------------

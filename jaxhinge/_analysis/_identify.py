@@ -6,35 +6,22 @@ pulses and known initial state; the free parameters set to the current iterate).
 
 $$r_{jc} = \frac{\hat y_c(t_j;\,p) - y_{jc}}{\sigma_c}$$
 
-and $\chi^2 = \sum r^2$ is minimised by Levenberg-Marquardt (`optimistix.LevenbergMarquardt`) with
-forward-mode Jacobians through diffrax (`ForwardMode`). A simulation that fails inside an iterate (step
-budget, non-finite state) gives residuals $10^6$ with zero derivative: the solver rejects that step.
+and $\chi^2 = \sum r^2$ is minimised by Levenberg-Marquardt (`optimistix.LevenbergMarquardt`; also `"dogleg"`,
+`"gauss_newton"`) with forward-mode Jacobians through diffrax (`ForwardMode`). A simulation that fails inside
+an iterate (step budget, non-finite state) gives residuals $10^6$ with zero derivative: the solver rejects
+that step. Attitude columns are compared with the closer of the two MRP sets of the simulated attitude, per
+sample.
 
-**Free parameters** use the dispersion names of `jaxhinge.sample_dispersions` (one resolver):
-`"<panel>.<field>"` (`k`, `c`, `mass`, `d`, `thetaInit`, `thetaDotInit`, `thetaRef`, `thetaDotRef`,
-`motorTorque`, `IPntS_S`, `r_HB_B`, `dcm_HB`) and `"hub.<field>"` (`mHub`, `IHubPntBc_B`, `r_BcB_B`,
-`r_CN_NInit`, `v_CN_NInit`, `sigma_BNInit`, `omega_BN_BInit`). A vector field frees its 3 components
-(named `"hub.omega_BN_BInit[1]"` .. `[3]`, 1-based like the telemetry columns); `"hub.omega_BN_BInit[2]"`
-frees one. Inertias are 3 positive scale factors $s$ ($I' = D I D$, $D = \mathrm{diag}\sqrt{s}$, nominal 1),
-`dcm_HB` a small rotation vector [rad] (nominal 0), as in dispersions. Scalars of one field may be **tied**:
-`"p0.k = p1.k"` fits one value for both (initial guess: geometric/arithmetic mean).
-
-**Coordinates.** Positive quantities (`k`, `c`, `mass`, `d`, `mHub`, inertia factors) are fitted as
-$u = \ln(p/p_0)$; signed ones linearly, $p = p_0 + s\,u$ with a fixed scale $s$ per field (`Field.scale` of the
-parameter registry). Coordinates, Jacobian, solvers, covariance and identifiability are those of the
-least-squares core, `jaxhinge._analysis._lsq`, shared with the modal fit.
-
-**Uncertainties.** At the solution, $J = \partial r/\partial u$; $s^2 = \chi^2/\mathrm{dof}$
-($\mathrm{dof} = $ residuals $-$ parameters) and $\mathrm{cov}_u = s^2 (J^TJ)^{-1}$; the parameter sigmas are
-$\sigma_p = p\,\sigma_u$ (log) or $s\,\sigma_u$ (linear), the correlation matrix that of $\mathrm{cov}_u$.
-
-**Identifiability.** The SVD of the column-scaled Jacobian $J D^{-1}$ ($D$ = column norms):
-singular values below `ident_rtol` (default $10^{-6}$, i.e. $\mathrm{cond}(J^TJ) > 10^{12}$) times the
-largest mark combinations of parameters the data do not determine; they are reported by name (e.g.
-`+1.00 log(p0.k) -1.00 log(p1.k)`: equal and opposite relative changes are not seen), and such parameters
-get `sigma = inf`. Ratios below `warn_rtol` (default $10^{-2}$, $\mathrm{cond}(J^TJ) > 10^4$) are reported as poorly
-determined (e.g. identical panels seen only through the hub rates: their difference enters the outputs at
-second order only, and the two panels can be swapped).
+**Free parameters, coordinates, uncertainties, identifiability** are those of the least-squares core
+(`jaxhinge._analysis._lsq`, shared with the modal fit). Names are those of the parameter registry and the
+dispersions: `"<panel>.<field>"`, `"hub.<field>"`; a vector field frees its 3 components (1-based like the
+telemetry columns: `"hub.omega_BN_BInit[2]"` frees one); inertias are 3 positive scale factors, `dcm_HB` a
+small rotation vector; `"p0.k = p1.k"` ties two scalars of one field. Positive quantities are fitted as
+$\ln(p/p_0)$, signed ones linearly. The covariance is $s^2 (J^TJ)^{-1}$ with $s^2 = \chi^2/\mathrm{dof}$;
+singular-value ratios of the column-scaled Jacobian below `ident_rtol` (default $10^{-6}$) mark combinations
+the data do not determine (reported by name, e.g. `+1.00 log(p0.k) -1.00 log(p1.k)`; their parameters get
+`sigma = inf`), below `warn_rtol` (default $10^{-2}$) poorly determined ones (e.g. identical panels seen only
+through the hub rates).
 
 **Long records.** `horizon = (0.3, 1.0)`: a growing horizon; fit the samples with $t \le 0.3\,t_{last}$ first,
 then continue from that solution on the whole record (one compiled solver: later samples get weight 0).
@@ -52,7 +39,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
 from .._io._files import _fmt
 from .._io._telemetry import Telemetry, model_outputs, output_names
@@ -70,7 +57,6 @@ from ._lsq import (
     common_fields,
     make_solver,
     parse_free,
-    residuals,
     solve,
 )
 
@@ -90,7 +76,8 @@ class _TelemetryResiduals(AbstractResiduals):
     ts: Float[Array, " T"]
     data: Float[Array, "T C"]
     weight: Float[Array, "T C"]  # 1/sigma, 0 for samples outside the current horizon
-    cols: Int[Array, " C"]  # indices into the model output matrix
+    cols: tuple[int, ...] = eqx.field(static=True)  # indices into the model output matrix (static: the
+    # program computes only the measured outputs, and their derivatives)
     n_panels: int = eqx.field(static=True)
 
     def __call__(self, u):
@@ -106,11 +93,10 @@ class _TelemetryResiduals(AbstractResiduals):
         s = traj.sigma_BN
         shadow = -s / jnp.sum(s * s, axis=1, keepdims=True).clip(1e-300)
         full_b = jnp.concatenate([full[:, :3], shadow, full[:, 6:]], axis=1)
-        a, b = full[:, self.cols], full_b[:, self.cols]
+        a, b = (jnp.stack([x[:, c] for c in self.cols], axis=1) for x in (full, full_b))
         # either MRP set of the attitude matches the data: take the closer one per sample
-        pick = jnp.sum(((a - self.data) * self.weight) ** 2, axis=1) <= jnp.sum(((b - self.data) * self.weight) ** 2,
-                                                                                axis=1)
-        return jnp.where(pick[:, None], a, b)
+        cost = lambda y: jnp.sum(((y - self.data) * self.weight) ** 2, axis=1)
+        return jnp.where((cost(a) <= cost(b))[:, None], a, b)
 
 
 def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordinate]) -> _TelemetryResiduals:
@@ -119,7 +105,7 @@ def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordina
     w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
     return _TelemetryResiduals(scenario=compile_key(scenario), coordinates=Coordinates(coords),
                                ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values), weight=jnp.asarray(w),
-                               cols=jnp.asarray(cols), n_panels=scenario.spacecraft.panels.count)
+                               cols=tuple(int(c) for c in cols), n_panels=scenario.spacecraft.panels.count)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -129,10 +115,8 @@ def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordina
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class IdentifyResult(LeastSquaresResult):
-    """The outcome of `identify`: the fields every fit shares (`LeastSquaresResult`: `names`, `values`,
-    `sigma`, `initial`, `units`, `covariance`, `correlation`, `chi2`, `dof`, `chi2_per_dof`, `converged`,
-    `status`, `message`, `iterations` (all stages and starts), the identifiability report, the fitted
-    `scenario`, `history` (of the best start), `wall_s`, `options`, ...) and:
+    """The outcome of `identify`: the fields every fit shares (`LeastSquaresResult`; `iterations` counts all
+    stages and starts, `history` is the best start's) and:
 
     - `telemetry`; `fitted` (T, C) simulated outputs at the sample times; `residuals` (T, C) in units of
       sigma; `initial_fitted` (T, C) at the initial guess.
@@ -222,9 +206,7 @@ def identify(
     slv = make_solver(solver, rtol, atol)
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
-    runs = []
-    iterations = 0
-    solve_s = 0.0
+    runs, solve_s = [], 0.0
     for si, u0 in enumerate(u_starts):
         u, history, steps, r_init = u0, [], 0, None
         for h in hz:
@@ -232,27 +214,24 @@ def identify(
             prob = eqx.tree_at(lambda p: p.weight, base, jnp.where(jnp.asarray(mask), w_full, 0.0))
             stage = f"identify: start {si + 1}/{starts}, horizon {h:g}"
             sol = solve(prob, u, slv, max_steps=max_steps,
-                        progress=None if progress is None else (lambda s, stage=stage: say(f"{stage}: {s}")))
+                        progress=lambda s, stage=stage: say(f"{stage}: {s}"))
             if h == 1 and steps == 0:
                 r_init = sol.initial_residuals
             u = sol.u
             history.append(sol.history)
             steps += sol.steps
             solve_s += sol.wall_s
-            if progress is not None:
-                say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({int(mask.sum())} samples), {sol.status}")
-        iterations += steps
-        runs.append({"sol": sol, "u": u, "chi2": sol.chi2, "r_init": r_init, "status": sol.status, "steps": steps, "u0": u0,
+            say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({int(mask.sum())} samples), {sol.status}")
+        runs.append({"sol": sol, "r_init": r_init, "steps": steps, "u0": u0,
                      "history": np.concatenate(history)})
-    finite = [r for r in runs if np.isfinite(r["chi2"])]
-    best = min(finite or runs, key=lambda r: r["chi2"])
+    finite = [r for r in runs if np.isfinite(r["sol"].chi2)]
+    best = min(finite or runs, key=lambda r: r["sol"].chi2)
     sol = best["sol"]  # its last stage fits the whole record: the residuals and Jacobian at the solution
     r, J = sol.residuals, sol.jacobian
-    fitted_sc = apply_coordinates(scenario, coords, best["u"])
     # the model outputs at the solution and at the initial guess, from the residuals there (full weights)
     r_init = runs[0]["r_init"]
-    if r_init is None:  # the first stage fitted a shorter horizon
-        r_init = np.asarray(residuals(jnp.zeros(P), base))
+    if r_init is None:  # the first stage fitted a shorter horizon: one step on the whole record (same program)
+        r_init = solve(base, np.zeros(P), slv, max_steps=1).initial_residuals
     ok = not np.all(r == FAIL)
     shape = telemetry.values.shape
     fitted, fitted0 = (telemetry.values + np.where(x == FAIL, np.nan, x).reshape(shape) / np.asarray(w_full)
@@ -263,7 +242,7 @@ def identify(
     if not ok:
         notes.append("the simulation of the fitted model failed (step budget or non-finite state)")
     elif not converged:
-        notes.append(f"the solver stopped without converging ({best['status']}); raise max_steps or try "
+        notes.append(f"the solver stopped without converging ({sol.status}); raise max_steps or try "
                      "starts > 1 / a growing horizon")
     if a.undetermined:
         notes.append("not identifiable from these data: " + "; ".join(d["description"] for d in a.undetermined))
@@ -279,14 +258,15 @@ def identify(
     options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "starts": starts,
                "spread": spread, "seed": seed, "horizon": hz, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
     return IdentifyResult(
-        **common_fields(coords, best["u"], a, sigma_note=sigma_note, converged=converged, status=best["status"],
-                        message=message, iterations=iterations, scenario=fitted_sc,
+        **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
+                        message=message, iterations=sum(x["steps"] for x in runs),
+                        scenario=apply_coordinates(scenario, coords, sol.u),
                         solver=solver, options=options, history=best["history"],
                         wall_s=time.perf_counter() - t_start, solve_s=solve_s),
         telemetry=telemetry,
         fitted=fitted,
-        residuals=r.reshape(telemetry.values.shape),
+        residuals=r.reshape(shape),
         initial_fitted=fitted0,
-        starts=[{"chi2": x["chi2"], "status": x["status"], "steps": x["steps"],
+        starts=[{"chi2": x["sol"].chi2, "status": x["sol"].status, "steps": x["steps"],
                  "initial": [float(c.value(x["u0"][j])) for j, c in enumerate(coords)]} for x in runs],
     )

@@ -14,7 +14,7 @@ A failed evaluation (failed simulation, non-finite values) gives residuals $10^6
 the solver rejects the step: nothing is raised from inside JAX.
 
 **Jacobian.** Forward mode, $J = \partial r/\partial u$ as one `jvp` batched over the $P$ coordinate
-directions (`residuals_and_jacobian`). The solver sees the residuals through a custom JVP that computes this
+directions (`evaluate`). The solver sees the residuals through a custom JVP that computes this
 Jacobian once per point: its linearisations (function value, Jacobian materialisation, trust-region checks)
 all reuse it instead of each putting another differentiated model into the compiled loop.
 
@@ -119,7 +119,6 @@ class Coordinate:
 def parse_free(
     scenario: Scenario,
     free: Sequence[str],
-    field: str = "fit.free",
     *,
     seed: Callable[[Parameter], float | None] | None = None,
 ) -> tuple[Coordinate, ...]:
@@ -128,8 +127,7 @@ def parse_free(
     **Arguments:**
 
     - `scenario`: the model; its values of the free parameters are the initial guesses.
-    - `free`: the list of names and ties.
-    - `field`: the FIT.toml key named in errors.
+    - `free`: the list of names and ties (`fit.free` in errors).
     - `seed`: called for a member of a positive field whose value is not > 0 (it cannot start a log-ratio);
       returns its initial guess, or `None` to refuse it.
 
@@ -138,12 +136,12 @@ def parse_free(
     **Raises:** `FitError`, one line naming the entry, the value and the rule.
     """
     if isinstance(free, str) or not isinstance(free, (list, tuple)) or not free:
-        raise FitError(f"{field} = {free!r}: must be a non-empty list of names like \"p0.k\", "
-                       "\"hub.omega_BN_BInit\" or \"p0.k = p1.k\"", field=field)
+        raise FitError(f"fit.free = {free!r}: must be a non-empty list of names like \"p0.k\", "
+                       "\"hub.omega_BN_BInit\" or \"p0.k = p1.k\"", field="fit.free")
     seen: dict[tuple[str, int | None], int] = {}
     out: list[Coordinate] = []
     for i, entry in enumerate(free):
-        where = f"{field}[{i}]"
+        where = f"fit.free[{i}]"
         if not isinstance(entry, str):
             raise FitError(f"{where} = {entry!r}: must be a string like \"p0.k\" or \"p0.k = p1.k\"", field=where)
         members = []
@@ -164,8 +162,8 @@ def parse_free(
                 clash = [seen[k] for k in seen if k == key or k == (t.base, None)
                          or (t.component is None and k[0] == t.base)]
                 if clash:
-                    raise FitError(f"{where} = {entry!r}: {t.name} is already free in {field}[{clash[0]}] (each "
-                                   "parameter may appear once)", field=where)
+                    raise FitError(f"{where} = {entry!r}: {t.name} is already free in fit.free[{clash[0]}] "
+                                   "(each parameter may appear once)", field=where)
                 seen[key] = i
             fld = targets[0].field
             x0s = [float(nominal(scenario, t)) for t in targets]
@@ -250,20 +248,6 @@ def residuals(u: Float[Array, " P"], problem: AbstractResiduals) -> Float[Array,
     return _guarded(problem, u)[0]
 
 
-def residuals_and_jacobian(
-    u: Float[Array, " P"], problem: AbstractResiduals
-) -> tuple[Float[Array, " n"], Float[Array, "n P"], Bool[Array, ""], PyTree]:
-    """Residuals, their Jacobian $\\partial r/\\partial u$ (n, P), success flag and auxiliary outputs in one
-    forward-mode pass (`jvp`, batched over the P coordinate directions)."""
-    eye = jnp.eye(u.shape[0], dtype=u.dtype)
-
-    def one(t):
-        return jax.jvp(lambda v: _guarded(problem, v), (u,), (t,), has_aux=True)
-
-    r, J, (ok, aux) = jax.vmap(one, out_axes=(None, 1, None))(eye)
-    return r, J, ok, aux
-
-
 class Evaluation(eqx.Module):
     """`residuals` (n,), `jacobian` (n, P), `ok` (the model evaluation succeeded) and `aux` (the problem's
     auxiliary outputs) at one point."""
@@ -276,19 +260,22 @@ class Evaluation(eqx.Module):
 
 @eqx.filter_jit
 def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
-    """Residuals, Jacobian and auxiliary outputs at `u` (one compiled program per problem structure).
+    """Residuals, their Jacobian $\\partial r/\\partial u$ (n, P), success flag and auxiliary outputs at `u`,
+    in one forward-mode pass (`jvp`, batched over the P coordinate directions); one compiled program per
+    problem structure. Jitted (as `residuals`) also for the calls inside the solver's trace: JAX then traces
+    the model once per structure, and tracing a differentiated simulation costs seconds of Python."""
 
-    `residuals` and `evaluate` are jitted functions also where they are called inside other traces (the
-    solver's): JAX traces the model once per structure and reuses that trace, which matters because tracing
-    a differentiated simulation costs seconds of Python."""
-    return Evaluation(*residuals_and_jacobian(u, problem))
+    def one(t):
+        return jax.jvp(lambda v: _guarded(problem, v), (u,), (t,), has_aux=True)
+
+    r, J, (ok, aux) = jax.vmap(one, out_axes=(None, 1, None))(jnp.eye(u.shape[0], dtype=u.dtype))
+    return Evaluation(r, J, ok, aux)
 
 
 @jax.custom_jvp
 def _residuals_lm(u, problem):
-    """`residuals` as the solver sees it: its custom JVP computes the Jacobian once per point (`evaluate`)
-    and every linearisation the solver makes reuses it (same values; one differentiated model in the
-    compiled loop). Differentiable in `u` only."""
+    """`residuals` as the solver sees it, its JVP from `evaluate` (module docstring). Differentiable in `u`
+    only."""
     return residuals(u, problem)
 
 
@@ -306,18 +293,13 @@ def _residuals_lm_jvp(primals, tangents):
 
 def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.02):
     """The optimistix solver named `solver` (`SOLVERS`). `learning_rate` is adam's, in coordinate units."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
     kw = {"rtol": rtol, "atol": atol}
-    if solver == "lm":
-        return optx.LevenbergMarquardt(**kw)
-    if solver == "dogleg":
-        return optx.Dogleg(**kw)
-    if solver == "gauss_newton":
-        return optx.GaussNewton(**kw)
-    if solver == "adam":
-        return optx.OptaxMinimiser(optax.adam(learning_rate), **kw)
-    if solver == "lbfgs":
-        return optx.OptaxMinimiser(optax.lbfgs(), **kw)
-    raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
+    if solver in ("adam", "lbfgs"):
+        return optx.OptaxMinimiser(optax.adam(learning_rate) if solver == "adam" else optax.lbfgs(), **kw)
+    least_squares = {"lm": optx.LevenbergMarquardt, "dogleg": optx.Dogleg, "gauss_newton": optx.GaussNewton}
+    return least_squares[solver](**kw)
 
 
 def _residual_fn(u, problem):
@@ -344,11 +326,10 @@ def _iteration(solver, u, problem):
 
 def _gauss_newton_converged(solver, u, f_info) -> Bool[Array, ""]:
     """The full Gauss-Newton step from the accepted point `u` (residuals and Jacobian `f_info`), the
-    minimum-norm least-squares solution of $J\\delta = -r$, is below the solver's tolerance in every coordinate
-    ($|\\delta_i| < atol + rtol\\,|u_i|$, the test optimistix applies to the step it took): `u` is the solution
-    to that tolerance. Without it a trust-region solver spends tens of steps at round-off level (steps rejected
-    one after the other while its region shrinks) before its own test sees a small accepted step. Never true at
-    a failed evaluation (residuals `FAIL`, zero Jacobian)."""
+    minimum-norm solution of $J\\delta = -r$, is below the solver's tolerance in every coordinate
+    ($|\\delta_i| < atol + rtol\\,|u_i|$, optimistix's test of a step taken). Without it a trust-region solver
+    spends tens of rejected steps at round-off level before its own test passes. Never true at a failed
+    evaluation (residuals `FAIL`, zero Jacobian)."""
     r, J = f_info.residual, f_info.jac.as_matrix()
     delta = jnp.linalg.lstsq(J, r)[0]
     small = jnp.all(jnp.abs(delta) < solver.atol + solver.rtol * jnp.abs(u))
@@ -371,9 +352,7 @@ def _advance(solver, u, problem, dynamic, n):
     and result, the cost $\\tfrac12\\sum r^2$ of the accepted point after each step, and the residuals and
     Jacobian at the new point (Gauss-Newton family: from the solver state; optax: `None`, `solve` evaluates
     them at the end). Only arrays cross between calls: the static part of the state is rebuilt from its shape.
-
-    No host callback inside, so the program goes into JAX's persistent compilation cache: the host runs the
-    steps in chunks (`solve`) and reports progress between them."""
+    No host callback inside, so the program goes into JAX's persistent compilation cache."""
     fn, options, init, gauss_newton = _iteration(solver, u, problem)
     static = eqx.filter(eqx.filter_eval_shape(init), lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
     tags = frozenset()
@@ -396,12 +375,10 @@ def _advance(solver, u, problem, dynamic, n):
     carry = (u, dynamic, jnp.array(0), jnp.array(False), optx.RESULTS.successful,
              jnp.full(_CHUNK, jnp.nan, dtype=u.dtype))
     u, dynamic, k, done, result, costs = jax.lax.while_loop(cond, body, carry)
-    if gauss_newton:  # the state holds the residuals and Jacobian of the last accepted point, which is `u`
-        f_info = eqx.combine(dynamic, static).f_info
-        r, J = f_info.residual, f_info.jac.as_matrix()
-    else:
-        r = J = None
-    return u, dynamic, k, done, result, costs, r, J
+    if not gauss_newton:
+        return u, dynamic, k, done, result, costs, None, None
+    f_info = eqx.combine(dynamic, static).f_info  # of the last accepted point, which is `u`
+    return u, dynamic, k, done, result, costs, f_info.residual, f_info.jac.as_matrix()
 
 
 def result_name(result) -> str:
@@ -454,8 +431,7 @@ def solve(
 
     The steps run in compiled chunks (`_advance`): 1 step, then twice as many each call while a call takes
     under `every` seconds (at most `_CHUNK`). Between chunks the host reports progress and keeps the cost
-    history; the compiled programs hold no host callback, so JAX's persistent compilation cache keeps them
-    across processes."""
+    history."""
     t0 = time.perf_counter()
     u = jnp.asarray(u0, dtype=float)
     dynamic, done, result = _start(solver, u, problem)
@@ -576,21 +552,18 @@ def analyse(
     good = [k for k in range(p) if k not in bad]
     inv = (vt[good].T / sv[good] ** 2) @ vt[good] if good else np.zeros((p, p))
     cov = s2 * inv / safe[:, None] / safe[None, :]
-    var = np.diag(cov).copy()
-    undet = np.zeros(p, bool)
+    undet = np.zeros(p, bool)  # the coordinates taking part in an undetermined combination
     for k in bad:
         a = np.abs(vt[k])
         undet |= a >= 0.05 * a.max()
-    var[undet] = np.inf
     d = np.sqrt(np.diag(cov))
     with np.errstate(invalid="ignore", divide="ignore"):
         corr = cov / d[:, None] / d[None, :]
-    corr = np.where(np.isfinite(corr), corr, np.nan)
-    corr[undet, :] = np.nan
-    corr[:, undet] = np.nan
+    corr = np.where(np.isfinite(corr) & ~np.logical_or.outer(undet, undet), corr, np.nan)
     np.fill_diagonal(corr, 1.0)
-    return Analysis(chi2=chi2, dof=dof, s2=s2, covariance=cov, sigma_u=np.sqrt(var), correlation=corr,
-                    condition_number=cond, singular_values=rel, undetermined=undetermined, poorly_determined=poor)
+    return Analysis(chi2=chi2, dof=dof, s2=s2, covariance=cov, sigma_u=np.where(undet, np.inf, d),
+                    correlation=corr, condition_number=cond, singular_values=rel, undetermined=undetermined,
+                    poorly_determined=poor)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -672,23 +645,18 @@ class LeastSquaresResult:
 def common_fields(
     coords: Sequence[Coordinate],
     u: np.ndarray,
-    analysis: Analysis,
+    a: Analysis,
     *,
-    sigma_note: str,
-    converged: bool,
-    status: str,
-    message: str,
-    iterations: int,
     scenario: Scenario,
-    solver: str,
-    options: dict,
     history: np.ndarray,
     wall_s: float,
     solve_s: float,
+    **settings: Any,
 ) -> dict[str, Any]:
-    """The `LeastSquaresResult` fields of a fit at the coordinates `u` (keyword arguments for a result type)."""
+    """The `LeastSquaresResult` fields of a fit at the coordinates `u` with the analysis `a` (keyword
+    arguments for a result type). `settings`: the fields given as they are (`sigma_note`, `converged`,
+    `status`, `message`, `iterations`, `solver`, `options`)."""
     values = np.array([float(c.value(u[j])) for j, c in enumerate(coords)], dtype=float).reshape(len(coords))
-    a = analysis
     return {
         "names": tuple(c.name for c in coords),
         "members": tuple(c.members for c in coords),
@@ -700,14 +668,9 @@ def common_fields(
         "initial": np.array([c.x0 for c in coords], dtype=float),
         "covariance": a.covariance,
         "correlation": a.correlation,
-        "sigma_note": sigma_note,
         "chi2": a.chi2,
         "dof": a.dof,
         "chi2_per_dof": a.chi2 / a.dof if a.dof > 0 else math.nan,
-        "converged": converged,
-        "status": status,
-        "message": message,
-        "iterations": iterations,
         "identifiable": not a.undetermined,
         "well_posed": not (a.undetermined or a.poorly_determined),
         "condition_number": a.condition_number,
@@ -715,9 +678,8 @@ def common_fields(
         "undetermined": a.undetermined,
         "poorly_determined": a.poorly_determined,
         "scenario": to_numpy(scenario),
-        "solver": solver,
-        "options": options,
         "history": np.asarray(history, dtype=float),
         "wall_s": float(wall_s),
         "solve_s": float(solve_s),
+        **settings,
     }

@@ -41,12 +41,13 @@ the hinge, which a non-uniform field would give, is zero in that model), externa
 and mass-normalised shapes (differentiable, robust to repeated frequencies). Damped: the $2N$ poles $\lambda$ of
 $\lambda^2 I + \lambda\tilde C + \tilde K$ (eigenvalues of the first-order matrix, computed on the host with
 LAPACK). Each flexible mode is a pair of poles $(a, b)$: a complex-conjugate pair (underdamped), or two real
-poles (overdamped). MATLAB `damp` definitions: `frequency_hz` $= |\lambda|/2\pi = \sqrt{ab}/2\pi$,
-`damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda| = -(a+b)/(2\sqrt{ab})$, `damped_frequency_hz` $= |\mathrm{Im}\,
-\lambda|/2\pi$. An overdamped mode reports the equivalent second-order values ($\zeta \ge 1$; `damp` would list its two
-real poles separately with $\zeta = 1$). Real poles are paired by their overlap with the undamped modes.
-Damped poles are matched to undamped modes by maximum overlap (assignment problem), which gives each mode
-its `natural_frequency_hz`, `shape` and `energy_fraction`; modes are ordered by ascending `frequency_hz`.
+poles (overdamped, paired by their overlap with the undamped modes). MATLAB `damp` definitions:
+`frequency_hz` $= |\lambda|/2\pi = \sqrt{ab}/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda| =
+-(a+b)/(2\sqrt{ab})$, `damped_frequency_hz` $= |\mathrm{Im}\,\lambda|/2\pi$. An overdamped mode reports the
+equivalent second-order values ($\zeta \ge 1$; `damp` would list its two real poles separately with
+$\zeta = 1$). Pole pairs are matched to undamped modes by maximum overlap (assignment problem), which gives
+each mode its `natural_frequency_hz`, `shape` and `energy_fraction`; modes are ordered by ascending
+`frequency_hz`.
 
 **Derivatives.** $\omega^2$ through `eigh`. Poles through a custom JVP of the quadratic eigenproblem,
 $d\lambda = -x^T(\lambda\,d\tilde C + d\tilde K)x / x^T(2\lambda I + \tilde C)x$ ($x$: right = left eigenvector,
@@ -67,11 +68,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
-from .._dynamics._backsub import accelerations, hinge_geometry
+from .._dynamics._backsub import accelerations, hinge_geometry, panel_inertia_diag
 from .._io._files import json_number as _num
-from .._math import mrp_bmat, tilde
-from .._model._scenario import Scenario, compile_key
-from .._model._spacecraft import Spacecraft, State, strip_labels
+from .._math import mrp_bmat, safe_sqrt, tilde
+from .._model._loads import Loads
+from .._model._scenario import Scenario, SimulationConfig, compile_key
+from .._model._spacecraft import InitialState, Spacecraft, State, strip_labels
+from .._simulation._simulate import check_memory, simulate_unjitted
 
 BOUNDARIES = ("free", "clamped")
 HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")
@@ -92,6 +95,13 @@ def _spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
     if isinstance(model, Spacecraft):
         return model
     raise TypeError(f"expected a jaxhinge Scenario or Spacecraft, got {type(model).__name__}")
+
+
+def _labels(sc: Spacecraft) -> dict[str, tuple[str, ...]]:
+    """The static names of `Modes` (and `Linearization.dof_names`) for the model's panels."""
+    names = sc.panels.labels
+    return {"panel_names": names, "dof_names": HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in names),
+            "participants": ("hub_translation", "hub_rotation", *names)}
 
 
 class Linearization(eqx.Module):
@@ -126,39 +136,31 @@ class BodyJacobians(eqx.Module):
 def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
     """Velocity Jacobians of the hub and of every panel at the rest equilibrium ($\\theta = \\theta_{ref}$).
 
-    Panel i: $v_{S_i} = v_B - \\tilde r_{S_i/B}\\,\\omega + \\sum_k a_{ik}\\hat s_{k,3} w_k$ and
+    Hub: $v_{B_c} = v_B - \\tilde r_{B_c/B}\\,\\omega$, $\\omega$. Panel i: $v_{S_i} = v_B -
+    \\tilde r_{S_i/B}\\,\\omega + \\sum_k a_{ik}\\hat s_{k,3} w_k$ and
     $\\omega_{S_i} = \\omega + \\hat s_{i,2} w_i$ with the absolute rates $w = T\\dot\\theta$ (`_backsub`)."""
     hub, p = spacecraft.hub, spacecraft.panels
-    n = p.count
-    top = p.topology
-    dtype = jnp.result_type(hub.mHub)
+    n, dtype = p.count, jnp.result_type(hub.mHub)
     geom = hinge_geometry(p, p.thetaRef, jnp.zeros_like(p.thetaRef))
-    eye = jnp.eye(3, dtype=dtype)
-    T = top.ancestors(jnp.eye(n, dtype=dtype))  # dw/dthetaDot
-    hub_v = jnp.concatenate([eye, -tilde(hub.r_BcB_B), jnp.zeros((3, n), dtype)], 1)
-    hub_w = jnp.concatenate([jnp.zeros((3, 3), dtype), eye, jnp.zeros((3, n), dtype)], 1)
-    # dv_S_i/dthetaDot_j = sum_k a_ik s3_k T_kj
-    dv = top.lever(p.d, p.l, geom.s3[:, :, None] * T[:, None, :])
-    pan_v = jnp.concatenate([jnp.broadcast_to(eye, (n, 3, 3)), -tilde(geom.r_SB_B), dv], 2)
-    pan_w = jnp.concatenate(
-        [jnp.zeros((n, 3, 3), dtype), jnp.broadcast_to(eye, (n, 3, 3)), geom.s2[:, :, None] * T[:, None, :]], 2
-    )
-    Is = jnp.diagonal(p.IPntS_S, axis1=-2, axis2=-1)
-    IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, Is, geom.dcm_SB)
-    return BodyJacobians(
-        J_v=jnp.concatenate([hub_v[None], pan_v], 0),
-        J_w=jnp.concatenate([hub_w[None], pan_w], 0),
-        mass=jnp.concatenate([hub.mHub[None], p.mass]),
-        inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0),
-    )
+    T = p.topology.ancestors(jnp.eye(n, dtype=dtype))  # dw/dthetaDot
+    eyes = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n + 1, 3, 3))
+    hub_row = jnp.zeros((1, 3, n), dtype)  # the hub's velocity does not depend on thetaDot
+    # dv_S_i/dthetaDot_j = sum_k a_ik s3_k T_kj, domega_S_i/dthetaDot_j = s2_i T_ij
+    dv = jnp.concatenate([hub_row, p.topology.lever(p.d, p.l, geom.s3[:, :, None] * T[:, None, :])])
+    dw = jnp.concatenate([hub_row, geom.s2[:, :, None] * T[:, None, :]])
+    r = jnp.concatenate([hub.r_BcB_B[None], geom.r_SB_B])  # body CoMs relative to B
+    IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, panel_inertia_diag(p), geom.dcm_SB)
+    return BodyJacobians(J_v=jnp.concatenate([eyes, -tilde(r), dv], 2),
+                         J_w=jnp.concatenate([jnp.zeros_like(eyes), eyes, dw], 2),
+                         mass=jnp.concatenate([hub.mHub[None], p.mass]),
+                         inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0))
 
 
 def mass_matrix(spacecraft: Spacecraft) -> Float[Array, "dof dof"]:
     """$M = \\sum_b J_{v,b}^T m_b J_{v,b} + J_{\\omega,b}^T I_b J_{\\omega,b}$ at the rest equilibrium."""
     bj = body_jacobians(spacecraft)
-    M = jnp.einsum("n,nia,nib->ab", bj.mass, bj.J_v, bj.J_v) + jnp.einsum(
-        "nia,nij,njb->ab", bj.J_w, bj.inertia, bj.J_w
-    )
+    M = jnp.einsum("n,nia,nib->ab", bj.mass, bj.J_v, bj.J_v)
+    M = M + jnp.einsum("nia,nij,njb->ab", bj.J_w, bj.inertia, bj.J_w)
     return 0.5 * (M + M.T)
 
 
@@ -166,48 +168,33 @@ def _rest_spacecraft(spacecraft: Spacecraft) -> Spacecraft:
     """The unforced model: no gravity, no motor torque, no damper reference rate."""
     p = spacecraft.panels
     z = jnp.zeros_like(p.k)
-    p = eqx.tree_at(lambda q: (q.motorTorque, q.thetaDotRef), p, (z, z))
-    return Spacecraft(spacecraft.hub, p, None)
+    return Spacecraft(spacecraft.hub, eqx.tree_at(lambda q: (q.motorTorque, q.thetaDotRef), p, (z, z)), None)
 
 
 def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
     """$A = \\partial \\dot z / \\partial z$ at the rest equilibrium, $z = (x_B, \\phi_B, \\delta\\theta, v_B, \\omega,
     \\dot\\theta)$, by forward-mode autodiff of the simulator's `accelerations` ($\\sigma_{BN} = \\phi_B/4$)."""
     sc = _rest_spacecraft(spacecraft)
-    n = sc.panels.count
-    thetaRef = sc.panels.thetaRef
-    dof = 6 + n
-    dtype = jnp.result_type(sc.hub.mHub)
-    zero3 = jnp.zeros(3, dtype)
+    dof = 6 + sc.panels.count
+    zero3 = jnp.zeros(3, jnp.result_type(sc.hub.mHub))
 
     def field(z):
         q, u = z[:dof], z[dof:]
-        state = State(
-            r_BN_N=q[:3],
-            v_BN_N=u[:3],
-            sigma_BN=q[3:6] / 4.0,
-            omega_BN_B=u[3:6],
-            theta=thetaRef + q[6:],
-            thetaDot=u[6:],
-        )
+        state = State(r_BN_N=q[:3], v_BN_N=u[:3], sigma_BN=q[3:6] / 4.0, omega_BN_B=u[3:6],
+                      theta=sc.panels.thetaRef + q[6:], thetaDot=u[6:])
         rDDot_N, omegaDot, thetaDDot = accelerations(sc, state, zero3, zero3, zero3, 0.0)
         phiDot = mrp_bmat(state.sigma_BN) @ state.omega_BN_B  # = 4 sigmaDot
         return jnp.concatenate([u[:3], phiDot, u[6:], rDDot_N, omegaDot, thetaDDot])
 
-    return jax.jacfwd(field)(jnp.zeros(2 * dof, dtype))
+    return jax.jacfwd(field)(jnp.zeros(2 * dof, zero3.dtype))
 
 
 @eqx.filter_jit
 def _linearize(sc: Spacecraft) -> Linearization:
-    dtype = jnp.result_type(sc.hub.mHub)
-    zeros6 = jnp.zeros(6, dtype)
-    K = jnp.diag(jnp.concatenate([zeros6, sc.panels.k]))
-    C = jnp.diag(jnp.concatenate([zeros6, sc.panels.c]))
-    return Linearization(M=mass_matrix(sc), C=C, K=K, A=state_matrix(sc), dof_names=_dof_names(sc))
-
-
-def _dof_names(sc: Spacecraft) -> tuple[str, ...]:
-    return HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in sc.panels.labels)
+    zeros6 = jnp.zeros(6, jnp.result_type(sc.hub.mHub))
+    return Linearization(M=mass_matrix(sc), C=jnp.diag(jnp.concatenate([zeros6, sc.panels.c])),
+                         K=jnp.diag(jnp.concatenate([zeros6, sc.panels.k])), A=state_matrix(sc),
+                         dof_names=_labels(sc)["dof_names"])
 
 
 def linearize(model: Scenario | Spacecraft) -> Linearization:
@@ -223,8 +210,7 @@ def linearize(model: Scenario | Spacecraft) -> Linearization:
     Compiled once per model structure (`eqx.filter_jit`); differentiable.
     """
     sc = _spacecraft_of(model)
-    lin = _linearize(strip_labels(sc))
-    return dataclasses.replace(lin, dof_names=_dof_names(sc))
+    return dataclasses.replace(_linearize(strip_labels(sc)), dof_names=_labels(sc)["dof_names"])
 
 
 def reduced_matrices(
@@ -235,10 +221,8 @@ def reduced_matrices(
     M = mass_matrix(spacecraft)
     Mtt = M[6:, 6:]
     if boundary == "free":
-        Mht = M[:6, 6:]
-        Mtt = Mtt - Mht.T @ jnp.linalg.solve(M[:6, :6], Mht)
-    Mtt = 0.5 * (Mtt + Mtt.T)
-    return Mtt, jnp.diag(spacecraft.panels.c), jnp.diag(spacecraft.panels.k)
+        Mtt = Mtt - M[:6, 6:].T @ jnp.linalg.solve(M[:6, :6], M[:6, 6:])
+    return 0.5 * (Mtt + Mtt.T), jnp.diag(spacecraft.panels.c), jnp.diag(spacecraft.panels.k)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -246,46 +230,32 @@ def reduced_matrices(
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _null_basis(Q: np.ndarray, m: int) -> np.ndarray:
-    """`m` right null vectors of `Q` (smallest singular values)."""
-    _, _, vh = np.linalg.svd(Q)
-    return vh[-m:].conj().T
-
-
 def _poles_host(Kt, Ct):
     """Poles ordered as mode pairs, their derivative projectors, the matched undamped mode, overdamped flags."""
-    Kt = np.asarray(Kt, dtype=float)
-    Ct = np.asarray(Ct, dtype=float)
+    from scipy.optimize import linear_sum_assignment
+
+    Kt, Ct = np.asarray(Kt, dtype=float), np.asarray(Ct, dtype=float)
     n = Kt.shape[0]
     eye = np.eye(n)
-    A = np.block([[np.zeros((n, n)), eye], [-Kt, -Ct]])
-    lam = np.linalg.eigvals(A)
+    lam = np.linalg.eigvals(np.block([[np.zeros((n, n)), eye], [-Kt, -Ct]]))
     w2, phi = np.linalg.eigh(0.5 * (Kt + Kt.T))
     scale = max(float(np.max(np.abs(lam))), 1e-300)
 
-    # clusters of (numerically) repeated poles
-    cluster = -np.ones(2 * n, dtype=int)
-    clusters: list[list[int]] = []
-    for i in range(2 * n):
-        if cluster[i] >= 0:
-            continue
-        members = [j for j in range(2 * n) if cluster[j] < 0 and abs(lam[j] - lam[i]) <= _CLUSTER_RTOL * scale]
-        for j in members:
-            cluster[j] = len(clusters)
-        clusters.append(members)
-
+    # clusters of (numerically) repeated poles: each member gets the cluster's mean-derivative projector and
+    # the cluster's overlap with the undamped modes
     proj = np.zeros((2 * n, n, n), dtype=complex)
     overlap = np.zeros((2 * n, n))
-    for members in clusters:
-        m = len(members)
+    clustered = np.zeros(2 * n, dtype=bool)
+    for i in range(2 * n):
+        if clustered[i]:
+            continue
+        members = [j for j in np.nonzero(~clustered)[0] if abs(lam[j] - lam[i]) <= _CLUSTER_RTOL * scale]
+        clustered[members] = True
         lc = np.mean(lam[members])
-        V = _null_basis(lc * lc * eye + lc * Ct + Kt, min(m, n))
+        V = np.linalg.svd(lc * lc * eye + lc * Ct + Kt)[2][-min(len(members), n):].conj().T  # null space
         G = V.T @ ((2.0 * lc) * eye + Ct) @ V
-        P = V @ np.linalg.pinv(G, rcond=1e-12) @ V.T / m
-        ov = np.sum(np.abs(phi.T @ V) ** 2, axis=1) / max(np.sum(np.abs(V) ** 2), 1e-300)
-        for j in members:
-            proj[j] = P
-            overlap[j] = ov
+        proj[members] = V @ np.linalg.pinv(G, rcond=1e-12) @ V.T / len(members)
+        overlap[members] = np.sum(np.abs(phi.T @ V) ** 2, axis=1) / max(np.sum(np.abs(V) ** 2), 1e-300)
 
     # units: conjugate pairs, then real poles paired
     tol_im = _IMAG_RTOL * scale
@@ -293,41 +263,26 @@ def _poles_host(Kt, Ct):
     lower = [i for i in range(2 * n) if lam[i].imag < -tol_im]
     real = [i for i in range(2 * n) if abs(lam[i].imag) <= tol_im]
     units: list[tuple[int, int]] = []
-    used_lower: set[int] = set()
-    for i in upper:  # the conjugate partner: closest lower pole to conj(lam_i)
-        j = min((j for j in lower if j not in used_lower), key=lambda j: abs(lam[j] - np.conj(lam[i])))
-        used_lower.add(j)
+    for i in upper:  # the conjugate partner: the closest unused lower pole to conj(lam_i)
+        j = min(lower, key=lambda j: abs(lam[j] - np.conj(lam[i])))
+        lower.remove(j)
         units.append((i, j))
-    real_units = _pair_real(real, lam, overlap)
-    units += real_units
-    is_real_unit = [False] * len(upper) + [True] * len(real_units)
+    units += _pair_real(real, lam, overlap)
 
-    # match units to undamped modes by overlap (maximum total overlap)
-    from scipy.optimize import linear_sum_assignment
-
-    score = np.array([0.5 * (overlap[a] + overlap[b]) for a, b in units])
-    rows, cols = linear_sum_assignment(-score)
-    undamped = np.empty(n, dtype=np.int32)
-    undamped[rows] = cols
+    # match units to undamped modes by overlap (maximum total overlap; square problem: rows 0..n-1 in order)
+    undamped = linear_sum_assignment(-np.array([0.5 * (overlap[a] + overlap[b]) for a, b in units]))[1]
     wn = np.array([math.sqrt(max((lam[a] * lam[b]).real, 0.0)) for a, b in units])
     order = np.lexsort((w2[undamped], wn))
     idx = np.array([k for u in order for k in units[u]], dtype=int)
-    return (
-        lam[idx].astype(np.complex128),
-        proj[idx].astype(np.complex128),
-        undamped[order].astype(np.int32),
-        np.array([is_real_unit[u] for u in order], dtype=bool),
-    )
+    # (the real-pole units come after the conjugate pairs)
+    return lam[idx].astype(np.complex128), proj[idx], undamped[order].astype(np.int32), order >= len(upper)
 
 
 def _pair_real(real: list[int], lam: np.ndarray, overlap: np.ndarray) -> list[tuple[int, int]]:
     """Pair the real poles (overdamped modes): by the undamped mode they overlap most, else adjacent in value."""
-    if not real:
-        return []
-    best = {i: int(np.argmax(overlap[i])) for i in real}
     groups: dict[int, list[int]] = {}
     for i in real:
-        groups.setdefault(best[i], []).append(i)
+        groups.setdefault(int(np.argmax(overlap[i])), []).append(i)
     if all(len(g) == 2 for g in groups.values()):
         return [tuple(g) for g in groups.values()]  # type: ignore[misc]
     srt = sorted(real, key=lambda i: lam[i].real)
@@ -342,11 +297,8 @@ def _poles(Kt, Ct, lam, proj):
 @_poles.defjvp
 def _poles_jvp(primals, tangents):
     _, _, lam, proj = primals
-    dK, dC, _, _ = tangents
-    dK = jnp.asarray(dK, dtype=proj.dtype)
-    dC = jnp.asarray(dC, dtype=proj.dtype)
-    dlam = -jnp.einsum("iab,iba->i", proj, lam[:, None, None] * dC[None] + dK[None])
-    return lam, dlam
+    dK, dC = (jnp.asarray(t, dtype=proj.dtype) for t in tangents[:2])
+    return lam, -jnp.einsum("iab,iba->i", proj, lam[:, None, None] * dC[None] + dK[None])
 
 
 def damped_poles(
@@ -356,14 +308,11 @@ def damped_poles(
     ascending $|\\lambda|$; the undamped mode (index into ascending $\\omega^2$ of $\\tilde K$) matched to each;
     whether each mode is overdamped. Differentiable in `Kt`, `Ct` (custom JVP, see the module docstring)."""
     n = Kt.shape[-1]
-    shapes = (
-        jax.ShapeDtypeStruct((2 * n,), jnp.complex128),
-        jax.ShapeDtypeStruct((2 * n, n, n), jnp.complex128),
-        jax.ShapeDtypeStruct((n,), jnp.int32),
-        jax.ShapeDtypeStruct((n,), jnp.bool_),
+    shapes = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in (
+        ((2 * n,), jnp.complex128), ((2 * n, n, n), jnp.complex128), ((n,), jnp.int32), ((n,), jnp.bool_)))
+    lam, proj, undamped, over = jax.pure_callback(
+        _poles_host, shapes, jax.lax.stop_gradient(Kt), jax.lax.stop_gradient(Ct), vmap_method="sequential"
     )
-    Ks, Cs = jax.lax.stop_gradient(Kt), jax.lax.stop_gradient(Ct)
-    lam, proj, undamped, over = jax.pure_callback(_poles_host, shapes, Ks, Cs, vmap_method="sequential")
     return _poles(Kt, Ct, lam, proj), undamped, over
 
 
@@ -388,9 +337,8 @@ class Modes(eqx.Module):
       and each panel (columns, in `participants` order); rows sum to 1.
     - `boundary` (static): `"free"` or `"clamped"`; `panel_names`, `dof_names`, `participants` (static).
 
-    Gradients of `frequency_hz`, `damping_ratio`, `natural_frequency_hz` with respect to every parameter of the
-    spacecraft are defined (also at repeated frequencies). Shapes and energy fractions inside a cluster of
-    repeated frequencies are an arbitrary basis of the eigenspace.
+    Gradients of `frequency_hz`, `damping_ratio`, `natural_frequency_hz` are defined also at repeated
+    frequencies, where shapes and energy fractions are an arbitrary basis of the eigenspace.
     """
 
     frequency_hz: Float[Array, " modes"]
@@ -408,48 +356,34 @@ class Modes(eqx.Module):
 
     def as_dict(self) -> dict:
         """Plain Python (JSON-ready; NaN/inf as `None`): `{"boundary", "modes": [...]}`, one entry per mode."""
-        out = []
-        f = np.asarray(self.frequency_hz)
-        for j in range(f.shape[0]):
-            lam = complex(np.asarray(self.eigenvalue)[j])
-            shape = np.asarray(self.shape)[j]
-            out.append(
-                {
-                    "mode": j + 1,
-                    "frequency_hz": _num(f[j]),
-                    "damping_ratio": _num(np.asarray(self.damping_ratio)[j]),
-                    "damped_frequency_hz": _num(np.asarray(self.damped_frequency_hz)[j]),
-                    "natural_frequency_hz": _num(np.asarray(self.natural_frequency_hz)[j]),
-                    "eigenvalue": [_num(lam.real), _num(lam.imag)],
-                    "overdamped": bool(np.asarray(self.overdamped)[j]),
-                    "energy_fraction": {
-                        k: _num(v) for k, v in zip(self.participants, np.asarray(self.energy_fraction)[j])
-                    },
-                    "shape": {
-                        "x_B_m": [_num(v) for v in shape[:3]],
-                        "phi_B_rad": [_num(v) for v in shape[3:6]],
-                        "theta_rad": {k: _num(v) for k, v in zip(self.panel_names, shape[6:])},
-                    },
-                }
-            )
-        return {"boundary": self.boundary, "modes": out}
-
-
-def _safe_sqrt(x):
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+        values = {k: np.asarray(getattr(self, k))
+                  for k in ("frequency_hz", "damping_ratio", "damped_frequency_hz", "natural_frequency_hz")}
+        lam, over, shape, ef = (np.asarray(x) for x in (self.eigenvalue, self.overdamped, self.shape,
+                                                        self.energy_fraction))
+        return {"boundary": self.boundary, "modes": [
+            {
+                "mode": j + 1,
+                **{k: _num(v[j]) for k, v in values.items()},
+                "eigenvalue": [_num(lam[j].real), _num(lam[j].imag)],
+                "overdamped": bool(over[j]),
+                "energy_fraction": {k: _num(v) for k, v in zip(self.participants, ef[j])},
+                "shape": {
+                    "x_B_m": [_num(v) for v in shape[j, :3]],
+                    "phi_B_rad": [_num(v) for v in shape[j, 3:6]],
+                    "theta_rad": {k: _num(v) for k, v in zip(self.panel_names, shape[j, 6:])},
+                },
+            }
+            for j in range(lam.shape[0])
+        ]}
 
 
 def _modes(sc: Spacecraft, boundary: str) -> Modes:
     n = sc.panels.count
-    names = sc.panels.labels
-    participants = ("hub_translation", "hub_rotation", *names)
-    dof_names = HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in names)
     dtype = jnp.result_type(sc.hub.mHub)
     if n == 0:
         e = jnp.zeros((0,), dtype)
         return Modes(e, e, e, e, jnp.zeros((0,), jnp.complex128), jnp.zeros((0,), bool),
-                     jnp.zeros((0, 6), dtype), jnp.zeros((0, 2), dtype), boundary, names, dof_names, participants)
+                     jnp.zeros((0, 6), dtype), jnp.zeros((0, 2), dtype), boundary, **_labels(sc))
     Mr, Cr, Kr = reduced_matrices(sc, boundary)
     L = jnp.linalg.cholesky(Mr)
 
@@ -461,23 +395,18 @@ def _modes(sc: Spacecraft, boundary: str) -> Modes:
     Kt, Ct = congruence(Kr), congruence(Cr)
     lam, undamped, overdamped = damped_poles(Kt, Ct)
     a, b = lam[0::2], lam[1::2]
-    wn2 = jnp.real(a * b)
-    wn = _safe_sqrt(wn2)
+    wn = safe_sqrt(jnp.real(a * b))
     zeta = jnp.where(wn > 0, -jnp.real(a + b) / (2.0 * jnp.where(wn > 0, wn, 1.0)), jnp.inf) + 0.0
     two_pi = 2.0 * jnp.pi
     # the representative pole: Im >= 0, or the slower real pole
-    rep = jnp.where(
-        overdamped, jnp.where(jnp.abs(a) <= jnp.abs(b), a, b), jnp.where(jnp.imag(a) >= 0, a, b)
-    )
+    rep = jnp.where(overdamped, jnp.where(jnp.abs(a) <= jnp.abs(b), a, b), jnp.where(jnp.imag(a) >= 0, a, b))
 
     w2, psi = jnp.linalg.eigh(Kt)
     w2, psi = w2[undamped], psi[:, undamped]
     phi_t = jax.scipy.linalg.solve_triangular(L.T, psi, lower=False)  # (panels, modes)
-    if boundary == "free":
-        M = mass_matrix(sc)
-        phi_h = -jnp.linalg.solve(M[:6, :6], M[:6, 6:] @ phi_t)
-    else:
-        phi_h = jnp.zeros((6, n), dtype)
+    M = mass_matrix(sc)
+    phi_h = -jnp.linalg.solve(M[:6, :6], M[:6, 6:] @ phi_t)  # the hub part of zero total momentum
+    phi_h = phi_h if boundary == "free" else jnp.zeros((6, n), dtype)
     X = jnp.concatenate([phi_h, phi_t], 0).T  # (modes, dof)
     big = jnp.argmax(jnp.abs(X[:, 6:]), axis=1)
     sign = jnp.sign(jnp.take_along_axis(X[:, 6:], big[:, None], 1))
@@ -489,22 +418,10 @@ def _modes(sc: Spacecraft, boundary: str) -> Modes:
     e_trans = 0.5 * bj.mass * jnp.sum(v * v, -1)  # (modes, bodies)
     e_rot = 0.5 * jnp.einsum("mbi,bij,mbj->mb", w, bj.inertia, w)
     parts = jnp.concatenate([e_trans[:, :1], e_rot[:, :1], (e_trans + e_rot)[:, 1:]], 1)
-    fractions = parts / jnp.sum(parts, 1, keepdims=True)
-
-    return Modes(
-        frequency_hz=wn / two_pi,
-        damping_ratio=zeta,
-        damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
-        natural_frequency_hz=_safe_sqrt(w2) / two_pi,
-        eigenvalue=rep,
-        overdamped=overdamped,
-        shape=X,
-        energy_fraction=fractions,
-        boundary=boundary,
-        panel_names=names,
-        dof_names=dof_names,
-        participants=participants,
-    )
+    return Modes(frequency_hz=wn / two_pi, damping_ratio=zeta,
+                 damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
+                 natural_frequency_hz=safe_sqrt(w2) / two_pi, eigenvalue=rep, overdamped=overdamped, shape=X,
+                 energy_fraction=parts / jnp.sum(parts, 1, keepdims=True), boundary=boundary, **_labels(sc))
 
 
 _modes_jit = eqx.filter_jit(_modes)
@@ -532,11 +449,9 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
     return _relabel(_modes_jit(strip_labels(sc), boundary), sc)
 
 
-def _relabel(m: "Modes", sc: Spacecraft) -> "Modes":
+def _relabel(m: Modes, sc: Spacecraft) -> Modes:
     """`Modes` computed on a label-free model, with the model's panel names."""
-    names = sc.panels.labels
-    return dataclasses.replace(m, panel_names=names, dof_names=_dof_names(sc),
-                               participants=("hub_translation", "hub_rotation", *names))
+    return dataclasses.replace(m, **_labels(sc))
 
 
 def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
@@ -564,13 +479,9 @@ def complex_mode_state(
     lam, vec = np.linalg.eig(A)
     target = complex(np.asarray(modes(sc, boundary).eigenvalue)[mode])
     i = int(np.argmin(np.abs(lam - target)))
-    x = vec[:n, i]
-    x = x / x[np.argmax(np.abs(x))]
+    x = vec[:n, i] / vec[:n, i][np.argmax(np.abs(vec[:n, i]))]
     xdot = lam[i] * x
-    if boundary == "free":
-        hdot = -np.linalg.solve(M[:6, :6], M[:6, 6:] @ xdot)
-    else:
-        hdot = np.zeros(6, dtype=complex)
+    hdot = -np.linalg.solve(M[:6, :6], M[:6, 6:] @ xdot) if boundary == "free" else np.zeros(6, dtype=complex)
     return complex(lam[i]), x, np.concatenate([hdot, xdot])
 
 
@@ -612,20 +523,13 @@ class ModeMeasurement(eqx.Module):
 
     def as_dict(self) -> dict:
         """JSON-ready: one entry per mode plus the run settings (without the time histories)."""
-        rows = []
-        for j in range(len(self.panel)):
-            rows.append(
-                {
-                    "mode": j + 1,
-                    "measured_frequency_hz": _num(self.frequency_hz[j]),
-                    "measured_damping_ratio": _num(self.damping_ratio[j]),
-                    "measured_damped_frequency_hz": _num(self.damped_frequency_hz[j]),
-                    "model_frequency_hz": _num(self.model_frequency_hz[j]),
-                    "model_damping_ratio": _num(self.model_damping_ratio[j]),
-                    "zero_crossings": int(self.crossings[j]),
-                    "panel": self.panel[j],
-                }
-            )
+        values = {"measured_frequency_hz": self.frequency_hz, "measured_damping_ratio": self.damping_ratio,
+                  "measured_damped_frequency_hz": self.damped_frequency_hz,
+                  "model_frequency_hz": self.model_frequency_hz,
+                  "model_damping_ratio": self.model_damping_ratio}
+        rows = [{"mode": j + 1, **{k: _num(v[j]) for k, v in values.items()},
+                 "zero_crossings": int(self.crossings[j]), "panel": self.panel[j]}
+                for j in range(len(self.panel))]
         return {
             "method": (
                 "each mode started alone (initial state = real part of its damped eigenvector, hinge amplitude "
@@ -644,8 +548,6 @@ class ModeMeasurement(eqx.Module):
 @eqx.filter_jit
 def _simulate_batch(scenario: Scenario, initials):
     def one(ini):
-        from .._simulation._simulate import simulate_unjitted
-
         traj = simulate_unjitted(Scenario(scenario.spacecraft, ini, scenario.loads, scenario.simulation))
         return traj.t, traj.theta, traj.success
 
@@ -658,10 +560,9 @@ def _crossings(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idx = idx[(idx >= 1) & (idx + 2 < len(x))]
     tc, sc = [], []
     for k in idx:
-        tt = t[k - 1 : k + 3] - t[k]
-        coef = np.polyfit(tt, x[k - 1 : k + 3], 3)
-        roots = np.roots(coef)
+        coef = np.polyfit(t[k - 1 : k + 3] - t[k], x[k - 1 : k + 3], 3)
         h = t[k + 1] - t[k]
+        roots = np.roots(coef)
         good = [r.real for r in roots if abs(r.imag) < 1e-9 * h and -1e-9 * h <= r.real <= h * (1 + 1e-9)]
         if not good:
             continue
@@ -700,69 +601,42 @@ def measure_modes(
     sc = _rest_spacecraft(_spacecraft_of(model))
     m = modes(sc, boundary)
     n = sc.panels.count
-    names = sc.panels.labels
-    f_model = np.asarray(m.frequency_hz)
-    z_model = np.asarray(m.damping_ratio)
-    nanv = np.full(n, np.nan)
-    if n == 0:
-        return ModeMeasurement(nanv, nanv, nanv, f_model, z_model, np.zeros(0, int), (), amplitude, 0.0, 0.0,
-                               True, boundary, np.zeros((0, 0)), np.zeros((0, 0, 0)))
-    sim_sc = sc
-    if boundary == "clamped":
-        hub = sc.hub
-        sim_sc = Spacecraft(
-            type(hub)(hub.mHub * CLAMP_FACTOR, hub.IHubPntBc_B * CLAMP_FACTOR, hub.r_BcB_B), sc.panels, None
-        )
+    f_model, z_model = np.asarray(m.frequency_hz), np.asarray(m.damping_ratio)
     thetaRef = np.asarray(sc.panels.thetaRef)
-    th0, thd0, om0, panel_idx, osc = [], [], [], [], []
-    for j in range(n):
-        lam, x, u = complex_mode_state(sc, j, boundary)
-        x = x * amplitude
-        u = u * amplitude
-        th0.append(thetaRef + x.real)
-        thd0.append(u[6:].real)
-        om0.append(u[3:6].real)
-        panel_idx.append(int(np.argmax(np.abs(x))))
-        osc.append(abs(lam.imag))
-    osc = np.asarray(osc)
+    states = [complex_mode_state(sc, j, boundary) for j in range(n)]  # (lambda, x, u), scaled below
+    osc = np.array([abs(lam.imag) for lam, _, _ in states])
+    panel_idx = [int(np.argmax(np.abs(x))) for _, x, _ in states]
+    panels = tuple(sc.panels.labels[i] for i in panel_idx)
+    f_meas, z_meas, fd_meas = np.full((3, n), np.nan)
+    count = np.zeros(n, int)
     oscillating = osc > 0
-    if not np.any(oscillating):
-        return ModeMeasurement(nanv, nanv, nanv, f_model, z_model, np.zeros(n, int), tuple(names[i] for i in panel_idx),
-                               amplitude, 0.0, 0.0, True, boundary, np.zeros((n, 0)), np.zeros((n, 0, n)))
+    if not np.any(oscillating):  # also no panel at all
+        return ModeMeasurement(f_meas, z_meas, fd_meas, f_model, z_model, count, panels, float(amplitude),
+                               0.0, 0.0, True, boundary, np.zeros((n, 0)), np.zeros((n, 0, n)))
     w_min, w_max = osc[oscillating].min(), osc[oscillating].max()
     save_dt = float(2 * np.pi / w_max / samples_per_period)
-    t_end = float(periods * 2 * np.pi / w_min)
-    t_end = save_dt * math.ceil(t_end / save_dt)
-    from .._model._scenario import SimulationConfig
-    from .._model._spacecraft import InitialState
-    from .._simulation._simulate import check_memory
-
+    t_end = save_dt * math.ceil(float(periods * 2 * np.pi / w_min) / save_dt)
     cfg = SimulationConfig(t_end=t_end, save_dt=save_dt, integrator=_CHECK_INTEGRATOR, dt=save_dt / 4, rtol=1e-11,
                            atol=1e-14 * amplitude, max_steps=max(100_000, int(200 * t_end / save_dt)))
     z3 = np.zeros((n, 3))
-    initials = InitialState(z3, z3, z3, np.asarray(om0), np.asarray(th0), np.asarray(thd0))
-    from .._model._loads import Loads
-
-    scen = Scenario(sim_sc, InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
+    initials = InitialState(z3, z3, z3, np.array([(amplitude * u)[3:6].real for *_, u in states]),
+                            np.array([thetaRef + (amplitude * x).real for _, x, _ in states]),
+                            np.array([(amplitude * u)[6:].real for *_, u in states]))
+    f = CLAMP_FACTOR if boundary == "clamped" else 1.0  # clamped: a hub f times heavier
+    hub = type(sc.hub)(sc.hub.mHub * f, sc.hub.IHubPntBc_B * f, sc.hub.r_BcB_B)
+    scen = Scenario(Spacecraft(hub, sc.panels, None),
+                    InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
     check_memory(cfg, n, n, field="periods", value=periods)
-    t, theta, ok = _simulate_batch(compile_key(scen), initials)
-    t, theta, ok = np.asarray(t), np.asarray(theta), np.asarray(ok)
-    f_meas, z_meas, fd_meas, count = nanv.copy(), nanv.copy(), nanv.copy(), np.zeros(n, int)
-    for j in range(n):
-        if not oscillating[j]:
-            continue
+    t, theta, ok = (np.asarray(x) for x in _simulate_batch(compile_key(scen), initials))
+    for j in np.nonzero(oscillating)[0]:
         keep = t[j] <= periods * 2 * np.pi / osc[j] + 2 * save_dt
-        sig = theta[j][keep, panel_idx[j]] - thetaRef[panel_idx[j]]
-        tc, slope = _crossings(t[j][keep], sig)
+        tc, slope = _crossings(t[j][keep], theta[j][keep, panel_idx[j]] - thetaRef[panel_idx[j]])
         count[j] = len(tc)
         if len(tc) < 4:
             continue
-        k = np.arange(len(tc))
-        half_period = np.polyfit(k, tc, 1)[0]
-        wd = np.pi / half_period
+        wd = np.pi / np.polyfit(np.arange(len(tc)), tc, 1)[0]  # pi / half period
         sigma = -np.polyfit(tc, np.log(np.abs(slope)), 1)[0]
         wn = math.hypot(sigma, wd)
         f_meas[j], z_meas[j], fd_meas[j] = wn / (2 * np.pi), sigma / wn, wd / (2 * np.pi)
-    return ModeMeasurement(f_meas, z_meas, fd_meas, f_model, z_model, count,
-                           tuple(names[i] for i in panel_idx), float(amplitude), t_end, save_dt,
-                           bool(np.all(ok)), boundary, t, theta - thetaRef)
+    return ModeMeasurement(f_meas, z_meas, fd_meas, f_model, z_model, count, panels, float(amplitude), t_end,
+                           save_dt, bool(np.all(ok)), boundary, t, theta - thetaRef)

@@ -6,14 +6,12 @@ and the normalised one (elasticity) $\partial \ln y / \partial \ln p = (p/y)\,\p
 change of $y$ per percent change of $p$, which makes parameters of different units comparable (tornado plot).
 
 **Parameters** are named by the parameter registry (`jaxhinge._model._params`), as everywhere:
-`"<panel name>.<field>"` (any panel, chain panels included) and `"hub.<field>"` for every field of `Panels`,
-`Hub` and `InitialState` (the hub's initial conditions are `hub.` fields, as in the scenario file). Scalars (`k`,
-`c`, `mass`, `d`, `thetaInit`, `hub.mHub`, ...) are one parameter each. Vector and matrix fields are
-differentiated **per component**, with a 1-based index: `"hub.omega_BN_BInit[3]"` is the initial hub rate about
-$\hat b_3$; the bare name `"hub.omega_BN_BInit"` stands for its three components. As in the dispersions, an inertia (`IPntS_S`, `hub.IHubPntBc_B`) is parametrised by 3
-scale factors $s$ of nominal value 1 ($I' = DID$, $D = \mathrm{diag}(\sqrt s)$; for a diagonal inertia $s_i$
-scales the $i$-th principal value, so $\partial\ln y/\partial\ln s_i = \partial y/\partial s_i / y$), and a hinge
-orientation `dcm_HB` by a small rotation vector $\phi$ [rad] of nominal value 0, in the hinge frame. Default
+`"<panel name>.<field>"` and `"hub.<field>"` (the hub's initial conditions included, as in the scenario file).
+Vector and matrix fields are differentiated **per component**, 1-based: `"hub.omega_BN_BInit[3]"` is the
+initial hub rate about $\hat b_3$, the bare name its three components. As in the dispersions, an inertia
+(`IPntS_S`, `hub.IHubPntBc_B`) is 3 scale factors $s$ of nominal value 1 ($I' = DID$,
+$D = \mathrm{diag}(\sqrt s)$, so $\partial\ln y/\partial\ln s_i = \partial y/\partial s_i / y$) and a hinge
+orientation `dcm_HB` a small rotation vector $\phi$ [rad] of nominal value 0, in the hinge frame. Default
 parameters: every panel's `k` and `c`.
 
 **Outputs** (each a function of one simulated trajectory or of the linear modes; a string, or a table with
@@ -73,10 +71,11 @@ from jaxtyping import Array, Float
 
 from .._io._files import _fmt, to_json
 from .._io._scenario_file import ScenarioError
+from .._math import safe_sqrt
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._params import _did_you_mean
 from .._model._scenario import Scenario, compile_key
-from .._simulation._simulate import OUTPUT_NAMES, check_memory, simulate_unjitted
+from .._simulation._simulate import OUTPUT_NAMES, check_memory, save_times, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
@@ -94,18 +93,9 @@ _OPTIONS = {
 _UNDEFINED_RTOL = 1e-12
 
 HISTORY_UNITS = {
-    "r_BN_N": "m",
-    "v_BN_N": "m/s",
-    "r_CN_N": "m",
-    "v_CN_N": "m/s",
-    "sigma_BN": "1 (MRP)",
-    "omega_BN_B": "rad/s",
-    "theta": "rad",
-    "thetaDot": "rad/s",
-    "totOrbEnergy": "J",
-    "totRotEnergy": "J",
-    "totOrbAngMomPntN_N": "kg m^2/s",
-    "totRotAngMomPntC_N": "kg m^2/s",
+    "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
+    "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
+    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s",
 }
 
 
@@ -138,11 +128,10 @@ def parse_parameters(
             out += expand(scenario, raw)
         except ParameterError as e:
             raise _fail(source, f"parameters[{j}] = {e}") from None
-    seen: set[str] = set()
-    for p in out:
-        if p.name in seen:
-            raise _fail(source, f"parameter {p.name!r} is listed twice")
-        seen.add(p.name)
+    names = [p.name for p in out]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise _fail(source, f"parameter {name!r} is listed twice")
     return tuple(out)
 
 
@@ -178,38 +167,29 @@ def parse_outputs(
         else:
             raise _fail(source, f"{where} = {spec!r}: must be an output name or a table with key 'name'")
         if not isinstance(name, str) or name not in OUTPUTS:
-            raise _fail(
-                source,
-                f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; allowed: "
-                f"{', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: {', '.join(HISTORY_OUTPUTS)}",
-            )
+            raise _fail(source, f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; "
+                        f"allowed: {', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: "
+                        f"{', '.join(HISTORY_OUTPUTS)}")
         allowed = _OPTIONS.get(name, ())
         for key in opts:
             if key not in allowed:
                 hint = (
                     f"allowed keys are name, {', '.join(allowed)}" if allowed else f"{name} takes no options"
                 )
-                raise _fail(
-                    source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; {hint}"
-                )
+                raise _fail(source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; "
+                            f"{hint}")
         clean: dict[str, Any] = {}
         if name == "settling_time":
             signal = opts.get("signal", "theta")
             if signal not in SETTLING_SIGNALS:
-                raise _fail(
-                    source, f"{where}.signal = {signal!r}: allowed values are {', '.join(SETTLING_SIGNALS)}"
-                )
+                raise _fail(source, f"{where}.signal = {signal!r}: allowed values are "
+                            f"{', '.join(SETTLING_SIGNALS)}")
             if "threshold" not in opts:
-                raise _fail(
-                    source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per signal)"
-                )
+                raise _fail(source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per "
+                            "signal)")
             thr = opts["threshold"]
-            if (
-                isinstance(thr, bool)
-                or not isinstance(thr, (int, float))
-                or not math.isfinite(thr)
-                or thr <= 0
-            ):
+            number = not isinstance(thr, bool) and isinstance(thr, (int, float))
+            if not number or not math.isfinite(thr) or thr <= 0:
                 raise _fail(source, f"{where}.threshold = {_fmt(thr)}: must be a finite number > 0")
             clean = {"signal": signal, "threshold": float(thr)}
         elif name == "final_attitude_error":
@@ -219,9 +199,8 @@ def parse_outputs(
                 except (TypeError, ValueError):
                     s = np.zeros(0)
                 if s.shape != (3,) or not np.all(np.isfinite(s)) or isinstance(opts["sigma_R"], str):
-                    raise _fail(
-                        source, f"{where}.sigma_R = {_fmt(opts['sigma_R'])}: must be 3 finite numbers (an MRP)"
-                    )
+                    raise _fail(source, f"{where}.sigma_R = {_fmt(opts['sigma_R'])}: must be 3 finite numbers "
+                                "(an MRP)")
                 clean = {"sigma_R": tuple(float(v) for v in s)}
         elif name in MODAL_OUTPUTS:
             boundary = opts.get("boundary", "free")
@@ -242,12 +221,6 @@ def parse_outputs(
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _safe_norm(x: Float[Array, "... 3"]) -> Float[Array, "..."]:
-    s = jnp.sum(x * x, axis=-1)
-    pos = s > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1.0)), 0.0)
-
-
 def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> Float[Array, ""]:
     """Principal rotation angle $\\Phi \\in [0, \\pi]$ [rad] between the attitudes $\\sigma_{BN}$ and $\\sigma_{RN}$
     (MRPs), through the MRP difference (module docstring); smooth for $0 < \\Phi < \\pi$, 0 derivative at 0."""
@@ -255,7 +228,7 @@ def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> 
     s2, r2 = jnp.dot(s, s), jnp.dot(r, r)
     num = (1.0 - r2) * s - (1.0 - s2) * r + 2.0 * jnp.cross(s, r)
     den = jnp.abs(1.0 + r2 * s2 + 2.0 * jnp.dot(r, s))
-    n = _safe_norm(num)
+    n = safe_sqrt(jnp.sum(num * num, axis=-1))
     return 4.0 * jnp.arctan2(jnp.minimum(n, den), jnp.maximum(n, den))
 
 
@@ -278,15 +251,10 @@ def settling_time(
     return ts, status
 
 
-def _build(scenario: Scenario, x, params: tuple[Parameter, ...]) -> Scenario:
-    return apply_resolved(scenario, params, [x[j] for j in range(len(params))])
-
-
-def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
-    """x (P,) -> (y (M,), (y, status)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
-    scn = _build(scenario, x, params)
-    needs_sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
-    traj = simulate_unjitted(scn, adjoint) if needs_sim else None
+def _evaluate(scenario, x, params, outputs, adjoint):
+    """x (P,) -> (y (M,), (y, status, ok)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
+    scn = apply_resolved(scenario, params, [x[j] for j in range(len(params))])
+    traj = simulate_unjitted(scn, adjoint) if any(o.name not in MODAL_OUTPUTS for o in outputs) else None
     ys, status = [], []
     for o in outputs:
         st = jnp.asarray(0)
@@ -294,16 +262,17 @@ def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
             v = getattr(traj, o.name)
             y = v.reshape(v.shape[0], -1).reshape(-1)
         elif o.name == "peak_hub_rate":
-            y = jnp.max(_safe_norm(traj.omega_BN_B))[None]
+            y = jnp.max(safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1)))[None]
         elif o.name == "final_attitude_error":
-            ref = o.opt("sigma_R")
+            ref = o.opt("sigma_R")  # default: the nominal initial attitude (a constant)
+            sigma0 = scenario.initial.sigma_BNInit
             ref = sigma0 if ref is None else jnp.asarray(ref, dtype=sigma0.dtype)
             y = attitude_error(traj.sigma_BN[-1], ref)[None]
         elif o.name == "settling_time":
             if o.opt("signal") == "theta":
                 sig = jnp.max(jnp.abs(traj.theta - scn.spacecraft.panels.thetaRef), axis=1)
             else:
-                sig = _safe_norm(traj.omega_BN_B)
+                sig = safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1))
             ts, st = settling_time(traj.t, sig, o.opt("threshold"))
             y = ts[None]
         else:
@@ -317,16 +286,11 @@ def _evaluate(scenario, x, sigma0, params, outputs, adjoint):
 
 
 @eqx.filter_jit
-def _jacobian(scenario, x, sigma0, params, outputs, mode):
+def _jacobian(scenario, x, params, outputs, mode):
     """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: a separate program, so
     the simulation's program has no host callback and can live in JAX's persistent compilation cache)."""
-    if mode == "forward":
-        sim = any(o.name not in MODAL_OUTPUTS for o in outputs)
-        adjoint = diffrax.ForwardMode() if sim else None
-        f = lambda x: _evaluate(scenario, x, sigma0, params, outputs, adjoint)
-        return jax.jacfwd(f, has_aux=True)(x)
-    f = lambda x: _evaluate(scenario, x, sigma0, params, outputs, None)
-    return jax.jacrev(f, has_aux=True)(x)
+    jac, adjoint = (jax.jacfwd, diffrax.ForwardMode()) if mode == "forward" else (jax.jacrev, None)
+    return jac(lambda x: _evaluate(scenario, x, params, outputs, adjoint), has_aux=True)(x)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -389,13 +353,9 @@ class SensitivityResult:
     def output(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`(values, jacobian, normalized)` of one requested output, shaped `shape`, `shape + (P,)`, `shape + (P,)`."""
         b = self.block(name)
-        P = len(self.parameter_names)
-        sl = slice(b.start, b.stop)
-        return (
-            self.output_values[sl].reshape(b.shape),
-            self.jacobian[sl].reshape(*b.shape, P),
-            self.normalized[sl].reshape(*b.shape, P),
-        )
+        rows, P = slice(b.start, b.stop), len(self.parameter_names)
+        return (self.output_values[rows].reshape(b.shape), self.jacobian[rows].reshape(*b.shape, P),
+                self.normalized[rows].reshape(*b.shape, P))
 
     def row(self, output: str) -> int:
         """The row index of a scalar output row name (e.g. `"peak_hub_rate"`, `"modal_frequencies[mode 2]"`)."""
@@ -409,15 +369,10 @@ class SensitivityResult:
         """Parameters ranked by $|\\partial\\ln y/\\partial\\ln p|$ for one output row, largest first; the
         undefined ones (value None) last, in parameter order."""
         r = self.row(output)
-        defined = [
-            (n, float(self.normalized[r, j]))
-            for j, n in enumerate(self.parameter_names)
-            if self.normalized_defined[r, j]
-        ]
-        undefined = [
-            (n, None) for j, n in enumerate(self.parameter_names) if not self.normalized_defined[r, j]
-        ]
-        return sorted(defined, key=lambda nv: -abs(nv[1])) + undefined
+        values = [(n, float(self.normalized[r, j]) if self.normalized_defined[r, j] else None)
+                  for j, n in enumerate(self.parameter_names)]
+        defined = [(n, v) for n, v in values if v is not None]
+        return sorted(defined, key=lambda nv: -abs(nv[1])) + [(n, v) for n, v in values if v is None]
 
     def scalar_rows(self) -> list[str]:
         """The row names of the scalar and modal outputs (not time histories): what a tornado plot can show."""
@@ -431,19 +386,11 @@ class SensitivityResult:
         for b in self.blocks:
             v, J, N = self.output(b.name)
             D = self.normalized_defined[b.start : b.stop].reshape(*b.shape, P)
-            entry = {
-                "name": b.name,
-                "kind": b.kind,
-                "unit": b.unit,
-                "options": b.options,
-                "shape": list(b.shape),
-                "labels": list(b.labels),
-                "value": v.tolist(),
-                "jacobian": J.tolist(),
-                "normalized": np.where(D, N, np.nan).astype(object).tolist(),
-            }
-            outs.append(entry)
-        d = {
+            outs.append({"name": b.name, "kind": b.kind, "unit": b.unit, "options": b.options,
+                         "shape": list(b.shape), "labels": list(b.labels), "value": v.tolist(),
+                         "jacobian": J.tolist(),
+                         "normalized": np.where(D, N, np.nan).astype(object).tolist()})
+        return to_json({
             "mode": self.mode,
             "success": self.success,
             "parameters": [
@@ -453,26 +400,13 @@ class SensitivityResult:
             "t": None if self.t is None else self.t.tolist(),
             "outputs": outs,
             "notes": list(self.notes),
-        }
-        return to_json(d)
+        })
 
     def csv_rows(self) -> list[list]:
         """One row per (output row, parameter): output, component, t, value, unit, parameter, parameter value,
         parameter unit, dy/dp, dln y/dln p (empty when undefined). Header first."""
-        rows: list[list] = [
-            [
-                "output",
-                "component",
-                "t_s",
-                "value",
-                "unit",
-                "parameter",
-                "parameter_value",
-                "parameter_unit",
-                "dy_dp",
-                "dlny_dlnp",
-            ]
-        ]
+        rows: list[list] = [["output", "component", "t_s", "value", "unit", "parameter", "parameter_value",
+                             "parameter_unit", "dy_dp", "dlny_dlnp"]]
         for b in self.blocks:
             ncomp = len(b.labels) if b.labels else 1
             for r in range(b.start, b.stop):
@@ -480,20 +414,10 @@ class SensitivityResult:
                 comp = b.labels[local % ncomp] if b.labels else ""
                 tt = repr(float(self.t[local // ncomp])) if b.kind == "history" else ""
                 for j, pn in enumerate(self.parameter_names):
-                    rows.append(
-                        [
-                            b.name,
-                            comp,
-                            tt,
-                            repr(float(self.output_values[r])),
-                            b.unit,
-                            pn,
-                            repr(float(self.parameter_values[j])),
-                            self.parameter_units[j],
-                            repr(float(self.jacobian[r, j])),
-                            repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else "",
-                        ]
-                    )
+                    rows.append([b.name, comp, tt, repr(float(self.output_values[r])), b.unit, pn,
+                                 repr(float(self.parameter_values[j])), self.parameter_units[j],
+                                 repr(float(self.jacobian[r, j])),
+                                 repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else ""])
         return rows
 
     def plot_tornado(self, output: str, f=None, fmt: str = "png", ax=None, top: int | None = None):
@@ -503,9 +427,7 @@ class SensitivityResult:
         from .._io._plot import _plt
 
         plt = _plt()
-        ranked = self.ranking(output)
-        if top is not None:
-            ranked = ranked[:top]
+        ranked = self.ranking(output)[:top]
         own = ax is None
         if own:
             fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(ranked) + 1.6))
@@ -534,20 +456,14 @@ class SensitivityResult:
 
 
 def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
-    from .._simulation._simulate import save_times
-
     T = len(save_times(scenario.simulation))
     panels = scenario.spacecraft.panels.labels
     N = len(panels)
     out, start = [], 0
     for o in outputs:
         if o.name in HISTORY_OUTPUTS:
-            if o.name in ("theta", "thetaDot"):
-                labels = panels
-            elif o.name in ("totOrbEnergy", "totRotEnergy"):
-                labels = ()
-            else:
-                labels = ("0", "1", "2")
+            energy = o.name in ("totOrbEnergy", "totRotEnergy")
+            labels = panels if o.name in ("theta", "thetaDot") else () if energy else ("0", "1", "2")
             shape = (T, len(labels)) if labels else (T,)
             kind, unit = "history", HISTORY_UNITS[o.name]
         elif o.name in MODAL_OUTPUTS:
@@ -556,7 +472,7 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
         else:
             labels, shape, kind = (), (), "scalar"
             unit = {"peak_hub_rate": "rad/s", "final_attitude_error": "rad", "settling_time": "s"}[o.name]
-        size = int(np.prod(shape)) if shape else 1
+        size = int(np.prod(shape))
         out.append(OutputBlock(o.name, kind, start, start + size, shape, labels, unit, dict(o.options)))
         start += size
     return tuple(out)
@@ -576,25 +492,6 @@ def _row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]
     return names
 
 
-class _Prepared(eqx.Module):
-    scenario: Scenario
-    x0: Array
-    sigma0: Array
-    params: tuple = eqx.field(static=True)
-    outputs: tuple = eqx.field(static=True)
-
-
-def _prepare(scenario: Scenario, outputs, parameters, source: str = "<sensitivity>") -> _Prepared:
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
-    params = parse_parameters(scenario, parameters, source)
-    outs = parse_outputs(scenario, outputs, source)
-    check_memory(scenario.simulation, scenario.spacecraft.panels.count, len(params) + 1)  # a tangent per parameter
-    x0 = jnp.asarray([float(nominal(scenario, p)) for p in params], dtype=jnp.float64)
-    sigma0 = jnp.asarray(scenario.initial.sigma_BNInit, dtype=jnp.float64)
-    return _Prepared(scenario, x0, sigma0, params, outs)
-
-
 def sensitivity(
     scenario: Scenario,
     outputs: Sequence[Any] = ("peak_hub_rate",),
@@ -608,11 +505,9 @@ def sensitivity(
 
     - `scenario`: the nominal `Scenario`. Use the fixed-step `rk4` integrator for derivatives that equal finite
       differences of the simulator (an adaptive solve is differentiated through its step-size control).
-    - `outputs`: output names or tables `{"name": ..., options}` (module docstring): time histories of any
-      `Trajectory` output, `"peak_hub_rate"`, `"final_attitude_error"` (`sigma_R`), `"settling_time"`
-      (`signal`, `threshold`), `"modal_frequencies"` / `"damping_ratios"` (`boundary`).
-    - `parameters`: names such as `"p0.k"`, `"hub.mHub"`, `"hub.omega_BN_BInit[2]"` (module docstring);
-      default every panel's `k` and `c`.
+    - `outputs`: output names or tables `{"name": ..., options}` (module docstring's table).
+    - `parameters`: names such as `"p0.k"`, `"hub.mHub"`, `"hub.omega_BN_BInit[2]"`; default every panel's `k`
+      and `c`.
     - `mode`: `"auto"` (forward when #parameters <= #output rows, else reverse), `"forward"` or `"reverse"`.
 
     **Returns:** a `SensitivityResult`.
@@ -625,85 +520,52 @@ def sensitivity(
     """
     if mode not in MODES:
         raise _fail("<sensitivity>", f"mode = {mode!r}: allowed values are {', '.join(MODES)}")
-    prep = _prepare(scenario, outputs, parameters)
-    blocks = _blocks(scenario, prep.outputs)
-    M, P = blocks[-1].stop, len(prep.params)
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"sensitivity: expected a jaxhinge Scenario, got {type(scenario).__name__}")
+    params = parse_parameters(scenario, parameters)
+    outs = parse_outputs(scenario, outputs)
+    check_memory(scenario.simulation, scenario.spacecraft.panels.count, len(params) + 1)  # a tangent per parameter
+    x0 = np.array([float(nominal(scenario, p)) for p in params])
+    blocks = _blocks(scenario, outs)
+    M, P = blocks[-1].stop, len(params)
     used = mode if mode != "auto" else ("forward" if P <= M else "reverse")
     J, y = np.zeros((M, P)), np.zeros(M)
-    status, ok = np.zeros(len(prep.outputs), dtype=int), True
+    status, ok = np.zeros(len(outs), dtype=int), True
     for modal in (False, True):
-        group = [i for i, o in enumerate(prep.outputs) if (o.name in MODAL_OUTPUTS) == modal]
+        group = [i for i, o in enumerate(outs) if (o.name in MODAL_OUTPUTS) == modal]
         if not group:
             continue
-        outs = tuple(prep.outputs[i] for i in group)
-        Jg, (yg, stg, okg) = _jacobian(
-            compile_key(prep.scenario), prep.x0, prep.sigma0, anonymous(prep.params), outs, used
-        )
-        Jg, yg = np.asarray(Jg), np.asarray(yg)
-        row = 0
-        for k, i in enumerate(group):
-            b = blocks[i]
-            n = b.stop - b.start
-            J[b.start : b.stop], y[b.start : b.stop] = Jg[row : row + n], yg[row : row + n]
-            status[i] = int(np.asarray(stg)[k])
-            row += n
+        Jg, (yg, stg, okg) = _jacobian(compile_key(scenario), jnp.asarray(x0), anonymous(params),
+                                       tuple(outs[i] for i in group), used)
+        rows = np.concatenate([np.arange(blocks[i].start, blocks[i].stop) for i in group])  # the group's rows
+        J[rows], y[rows], status[group] = np.asarray(Jg), np.asarray(yg), np.asarray(stg)
         ok = ok and bool(okg)
-    x0 = np.asarray(prep.x0)
-    has_hist = any(b.kind == "history" for b in blocks)
-    from .._simulation._simulate import save_times
-
-    t = save_times(scenario.simulation) if has_hist else None
+    t = save_times(scenario.simulation) if any(b.kind == "history" for b in blocks) else None
     names = _row_names(blocks, t)
-    units = [b.unit for b in blocks for _ in range(b.stop - b.start)]
+    row_blocks = [b for b in blocks for _ in range(b.stop - b.start)]
     notes = []
-    if not bool(ok):
-        notes.append(
-            "the simulation failed (see simulate(...).result): the values and Jacobians are not valid"
-        )
+    if not ok:
+        notes.append("the simulation failed (see simulate(...).result): the values and Jacobians are not "
+                     "valid")
     # |y| small relative to its output's largest |y| counts as zero
-    scale = np.zeros(M)
-    for b in blocks:
-        scale[b.start : b.stop] = np.max(np.abs(y[b.start : b.stop])) if b.stop > b.start else 0.0
+    scale = np.concatenate([np.full(b.stop - b.start, np.max(np.abs(y[b.start : b.stop]), initial=0.0))
+                            for b in blocks])
     y_zero = np.abs(y) <= _UNDEFINED_RTOL * scale
     defined = (~y_zero)[:, None] & (x0 != 0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         N = np.where(defined, J * x0[None, :] / np.where(y_zero, 1.0, y)[:, None], 0.0)
-    for b, o, st in zip(blocks, prep.outputs, (status[i] for i in range(len(prep.outputs)))):
-        if b.name == "settling_time" and st == 1:
-            notes.append(
-                f"settling_time ({dict(o.options)}): the signal never exceeds the threshold; t_s = 0"
-            )
-        if b.name == "settling_time" and st == 2:
-            notes.append(
-                f"settling_time ({dict(o.options)}): not settled by t_end; t_s = t_end and its "
-                "derivatives (0) mean nothing"
-            )
-    zp = [p.name for p, v in zip(prep.params, x0) if v == 0]
+    unsettled = {1: "the signal never exceeds the threshold; t_s = 0",
+                 2: "not settled by t_end; t_s = t_end and its derivatives (0) mean nothing"}
+    notes += [f"settling_time ({b.options}): {unsettled[st]}" for b, st in zip(blocks, status) if st]
+    zp = [p.name for p, v in zip(params, x0) if v == 0]
     if zp:
         notes.append(f"normalised sensitivities undefined for parameters at 0: {', '.join(zp)}")
-    zy = [names[r] for r in range(M) if y_zero[r] and _block_kind(blocks, r) != "history"]
+    zy = [names[r] for r, b in enumerate(row_blocks) if y_zero[r] and b.kind != "history"]
     if zy:
         notes.append(f"normalised sensitivities undefined for outputs at 0: {', '.join(zy)}")
     return SensitivityResult(
-        parameter_names=tuple(p.name for p in prep.params),
-        parameter_units=tuple(p.unit for p in prep.params),
-        parameter_values=x0,
-        output_names=tuple(names),
-        output_units=tuple(units),
-        output_values=y,
-        jacobian=J,
-        normalized=N,
-        normalized_defined=defined,
-        blocks=blocks,
-        t=t,
-        mode=used,
-        success=bool(ok),
-        notes=tuple(notes),
+        parameter_names=tuple(p.name for p in params), parameter_units=tuple(p.unit for p in params),
+        parameter_values=x0, output_names=tuple(names), output_units=tuple(b.unit for b in row_blocks),
+        output_values=y, jacobian=J, normalized=N, normalized_defined=defined, blocks=blocks, t=t, mode=used,
+        success=ok, notes=tuple(notes),
     )
-
-
-def _block_kind(blocks: Sequence[OutputBlock], row: int) -> str:
-    for b in blocks:
-        if b.start <= row < b.stop:
-            return b.kind
-    raise IndexError(row)

@@ -164,20 +164,14 @@ def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
         + Is[:, 1, None, None] * _outer(geom.s2, geom.s2)
         + Is[:, 2, None, None] * _outer(geom.s3, geom.s3)
     )
-    ISC = (
-        hub.IHubPntBc_B
-        + hub.mHub * _rrT(hub.r_BcB_B)
-        + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
-    )
+    ISC = hub.IHubPntBc_B + hub.mHub * _rrT(hub.r_BcB_B)
+    ISC = ISC + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
     s13 = _outer(geom.s1, geom.s3)
     # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
     r, rp = geom.r_SB_B, geom.rPrime_SB_B
     rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
-    ISCPrime = jnp.sum(
-        (geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
-        - p.mass[:, None, None] * rpt_rt,
-        0,
-    )
+    ISCPrime = jnp.sum((geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
+                       - p.mass[:, None, None] * rpt_rt, 0)
     return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B)
 
 
@@ -222,12 +216,7 @@ def hinge_contributions(
     d, l = p.d, p.l
     F = top.lever_T(d, l, m)[:, None] * g.s3  # (sum_i m_i a_ij) s3_j
     G = _cross(top.lever_T(d, l, m[:, None] * g.r_SB_B), g.s3) + Is[:, 1:2] * g.s2
-    acc = (
-        _cross(omega, _cross(omega, g.r_SB_B))
-        + 2.0 * _cross(omega, g.rPrime_SB_B)
-        + g.rDDot_w2
-        - g_B
-    )
+    acc = _cross(omega, _cross(omega, g.r_SB_B)) + 2.0 * _cross(omega, g.rPrime_SB_B) + g.rDDot_w2 - g_B
     m_acc = m[:, None] * acc
     omega_S = _mv(g.dcm_SB, omega)
     vw = _dot(g.s3, top.lever_T(d, l, m_acc)) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
@@ -236,29 +225,16 @@ def hinge_contributions(
     a = top.lever(d, l, jnp.eye(p.count, dtype=m.dtype))
     Mw = top.lever_T(d, l, m[:, None] * a) * (g.s3 @ g.s3.T) + jnp.diag(Is[:, 1])
     Ft, Gt = top.descendants(F), top.descendants(G)
-    Mth = top.project(Mw)
     rhs = jnp.concatenate([-Ft, -Gt, (Q - top.descendants(vw))[:, None]], 1)
-    sol = top.solve(Mth, rhs)
+    sol = top.solve(top.project(Mw), rhs)
     aTheta, bTheta, cTheta = sol[:, 0:3], sol[:, 3:6], sol[:, 6]
     v_trans = -jnp.sum(Ft * cTheta[:, None] + m[:, None] * g.rDDot_w2, 0)
-    v_rot = -jnp.sum(
-        Gt * cTheta[:, None]
-        + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
-        + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
-        + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2),
-        0,
-    )
-    return BackSub(
-        A=jnp.sum(_outer(Ft, aTheta), 0),
-        B=jnp.sum(_outer(Ft, bTheta), 0),
-        C=jnp.sum(_outer(Gt, aTheta), 0),
-        D=jnp.sum(_outer(Gt, bTheta), 0),
-        v_trans=v_trans,
-        v_rot=v_rot,
-        aTheta=aTheta,
-        bTheta=bTheta,
-        cTheta=cTheta,
-    )
+    v_rot = -jnp.sum(Gt * cTheta[:, None] + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
+                     + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
+                     + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2), 0)
+    A, B = jnp.sum(_outer(Ft, aTheta), 0), jnp.sum(_outer(Ft, bTheta), 0)
+    C, D = jnp.sum(_outer(Gt, aTheta), 0), jnp.sum(_outer(Gt, bTheta), 0)
+    return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
 
 
 def _cofactors(M: Float[Array, "3 3"]) -> tuple[Float[Array, "3 3"], Float[Array, ""]]:
@@ -321,15 +297,9 @@ def accelerations(
         B=bs.B - m_sc * ct,
         C=bs.C + m_sc * ct,
         D=bs.D + mp.ISCPntB_B,
-        v_trans=bs.v_trans
-        - 2.0 * m_sc * _cross(omega, cP)
-        - m_sc * _cross(omega, _cross(omega, c_B))
-        + F_B,
-        v_rot=bs.v_rot
-        - _cross(omega, _mv(mp.ISCPntB_B, omega))
-        - _mv(mp.ISCPrimePntB_B, omega)
-        + _cross(c_B, m_sc * g_B)
-        + extTorquePntB_B,
+        v_trans=bs.v_trans - 2.0 * m_sc * _cross(omega, cP) - m_sc * _cross(omega, _cross(omega, c_B)) + F_B,
+        v_rot=bs.v_rot - _cross(omega, _mv(mp.ISCPntB_B, omega)) - _mv(mp.ISCPrimePntB_B, omega)
+        + _cross(c_B, m_sc * g_B) + extTorquePntB_B,
     )
     rDDot_B, omegaDot = hub_solve(bs)
     thetaDDot = _dot(bs.aTheta, rDDot_B) + _dot(bs.bTheta, omegaDot) + bs.cTheta

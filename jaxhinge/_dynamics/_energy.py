@@ -61,11 +61,8 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     rDot_SB_B = geom.rPrime_SB_B + _cross(omega, geom.r_SB_B)
     Iw = _mv(mp.IPntS_B, omega_SN_B)
     H_B = H_B + jnp.sum(Iw + p.mass[:, None] * _cross(geom.r_SB_B, rDot_SB_B), 0)
-    E_rot = E_rot + jnp.sum(
-        0.5 * _dot(omega_SN_B, Iw)
-        + 0.5 * p.mass * _dot(rDot_SB_B, rDot_SB_B)
-        + 0.5 * p.k * (state.theta - p.thetaRef) ** 2
-    )
+    E_rot = E_rot + jnp.sum(0.5 * _dot(omega_SN_B, Iw) + 0.5 * p.mass * _dot(rDot_SB_B, rDot_SB_B)
+                            + 0.5 * p.k * (state.theta - p.thetaRef) ** 2)
 
     rDot_B = _mv(dcm_BN, state.v_BN_N)
     r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
@@ -81,17 +78,10 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     panel_v = state.v_BN_N + _mtv(dcm_BN, rDot_SB_B)
     dcm_SN = _mm(geom.dcm_SB, dcm_BN)
     return Diagnostics(
-        r_CN_N=r_CN_N,
-        v_CN_N=v_CN_N,
-        totOrbEnergy=E_orb,
-        totRotEnergy=E_rot,
-        totOrbAngMomPntN_N=m_sc * _cross(r_CN_N, v_CN_N),
-        totRotAngMomPntC_N=_mtv(dcm_BN, H_B),
-        panel_r_SN_N=panel_r,
-        panel_v_SN_N=panel_v,
-        panel_sigma_SN=dcm_to_mrp(dcm_SN),
-        panel_omega_SN_S=_mv(geom.dcm_SB, omega_SN_B),
-        panel_r_HN_N=state.r_BN_N + _mtv(dcm_BN, geom.r_HB_B),
+        r_CN_N=r_CN_N, v_CN_N=v_CN_N, totOrbEnergy=E_orb, totRotEnergy=E_rot,
+        totOrbAngMomPntN_N=m_sc * _cross(r_CN_N, v_CN_N), totRotAngMomPntC_N=_mtv(dcm_BN, H_B),
+        panel_r_SN_N=panel_r, panel_v_SN_N=panel_v, panel_sigma_SN=dcm_to_mrp(dcm_SN),
+        panel_omega_SN_S=_mv(geom.dcm_SB, omega_SN_B), panel_r_HN_N=state.r_BN_N + _mtv(dcm_BN, geom.r_HB_B),
     )
 
 

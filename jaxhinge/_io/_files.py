@@ -9,8 +9,9 @@ choices, paths relative to the file) and output folders, and raise one-line erro
 
 Writing: `atomic_write(path, write)` (one file) and `write_output_files(folder, writers)` (a set of files in
 one folder, all or nothing) write through temporary files in the target folder, `fsync`, give the file the
-mode of the file it replaces (or `0o666 & ~umask`) and rename with `os.replace`: a failed write never leaves a
-half-written or temporary file. `toml_text` (TOML: the one writer, exact floats, inline arrays), `write_json` / `to_json` /
+mode of the file it replaces (or `0o666 & ~umask`) and rename with `os.replace`: a failed write (a full disk: a
+one-line `ScenarioError`) or one stopped by `abandon_writes` (Ctrl-C) leaves no half-written or temporary file and
+no new empty folder. `toml_text` (TOML: the one writer, exact floats, inline arrays), `write_json` / `to_json` /
 `json_number` (JSON, NaN and inf as `null`), `least_squares_json` (the blocks every fit's `result.json` shares).
 
 Nothing here imports the model: the loaders of each file format (`_scenario_file`, `_fit_file`,
@@ -27,6 +28,7 @@ import os
 import pathlib
 import re
 import tempfile
+import threading
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
@@ -35,6 +37,7 @@ import numpy as np
 
 __all__ = [
     "ScenarioError",
+    "abandon_writes",
     "atomic_write",
     "json_number",
     "output_dir_problem",
@@ -483,6 +486,10 @@ def read_toml(
 # ------------------------------------------------------------------------------------------------------------
 
 
+_COMMIT = threading.Lock()  # held while outputs are renamed into place, and by `abandon_writes`
+_PENDING: set[str] = set()  # the temporary files, and the output folders created, of the writes in progress
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -498,36 +505,53 @@ def _mode_for(dest: str) -> int:
 
 
 def _unlink(path: str) -> None:
+    _PENDING.discard(path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 
 
+def abandon_writes() -> None:
+    """Remove the temporary files and new output folders of the writes in progress and keep the lock of their
+    final renames (none completes): the CLI's Ctrl-C handler, which then ends the process, leaves no output."""
+    _COMMIT.acquire()
+    for path in sorted(_PENDING, reverse=True):  # a folder's temporary files before the folder
+        with contextlib.suppress(OSError):
+            (os.rmdir if os.path.isdir(path) else os.unlink)(path)
+
+
+def _cannot_write(dest: str, e: OSError) -> ScenarioError:  # disk full, quota, I/O error: one line
+    return ScenarioError(f"{dest}: cannot write: {e.strerror or e}; nothing was written", source=dest)
+
+
 def _fsync_folder(folder: str) -> None:
     """Make the renames durable (best effort: not every platform can open a folder)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
 
 
 def _write_temp(dest: str, write: Callable[[IO[bytes]], Any]) -> str:
     """Write `dest`'s new content through `write(fileobj)` into a temporary file beside it, fsync it and give
-    it its final mode. **Returns:** the temporary path (the caller renames it); removed on any exception."""
+    it its final mode. **Returns:** the temporary path (the caller renames it); removed on any exception, an
+    `OSError` (disk full, ...) raised as a one-line `ScenarioError` (`_cannot_write`)."""
     folder, name = os.path.split(dest)
-    fd, tmp = tempfile.mkstemp(prefix=f".jaxhinge-{name}.", suffix=".tmp", dir=folder)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".jaxhinge-{name}.", suffix=".tmp", dir=folder)
+        _PENDING.add(tmp)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, _mode_for(dest))
-    except BaseException:
-        _unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            _unlink(tmp)
+        if isinstance(e, OSError):
+            raise _cannot_write(dest, e) from None
         raise
     return tmp
 
@@ -536,50 +560,61 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> 
     """Write `path` through `write(fileobj)` (a binary file object): into a temporary file in the same folder,
     fsynced, with the mode of the file it replaces (or `0o666 & ~umask`, never mkstemp's 0600), then
     `os.replace`d onto `path`. On any exception the temporary file is removed, `path` is untouched, and the
-    exception propagates."""
+    exception propagates (an `OSError` as a one-line `ScenarioError`: `path: cannot write: No space left on
+    device; nothing was written`)."""
     dest = os.path.abspath(os.fspath(path))
     tmp = _write_temp(dest, write)
     try:
-        os.replace(tmp, dest)
-    except BaseException:
+        with _COMMIT:
+            os.replace(tmp, dest)
+    except OSError as e:
+        raise _cannot_write(dest, e) from None
+    finally:
         _unlink(tmp)
-        raise
     _fsync_folder(os.path.dirname(dest))
 
 
 def write_output_files(
     folder: str | os.PathLike, writers: Mapping[str, Callable[[IO[bytes]], Any]]
 ) -> list[str]:
-    """Write a set of files into one output folder, all or nothing: `writers[name](fileobj)` writes each into
-    a temporary file in `folder` (created if missing), as `atomic_write` does; only when every one succeeded
-    are they renamed to their names. On any exception no temporary file is left and no output file is
-    replaced.
+    """Write a set of files, all or nothing: `writers[name](fileobj)` writes each (`name` a file name in
+    `folder`, or a path relative to it) into a temporary file beside it, as `atomic_write` does; only when every
+    one succeeded are they renamed to their names. On any exception (an `OSError` as `atomic_write` raises it)
+    no temporary file is left, no output file is replaced, and `folder` is removed again if this call created it.
 
     **Returns:** the written paths, in the order of `writers`.
 
     **Raises:** `ScenarioError` (one line) when the folder cannot be created; the writers' own exceptions.
     """
     folder = os.path.abspath(os.fspath(folder))
+    created = not os.path.isdir(folder)
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
         raise ScenarioError(
             f"{folder}: cannot create the output folder: {e.strerror or e}", source=folder
         ) from None
+    if created:
+        _PENDING.add(folder)
     tmps: dict[str, str] = {}
     try:
         for name, write in writers.items():
             tmps[name] = _write_temp(os.path.join(folder, name), write)
-        written = []
-        for name, tmp in tmps.items():
-            dest = os.path.join(folder, name)
-            os.replace(tmp, dest)
-            written.append(dest)
-        _fsync_folder(folder)
+        with _COMMIT:
+            written = [os.path.join(folder, name) for name in tmps]
+            for tmp, dest in zip(tmps.values(), written):
+                os.replace(tmp, dest)
+        created = False
+        for d in {os.path.dirname(w) for w in written}:
+            _fsync_folder(d)
         return written
     finally:
         for tmp in tmps.values():
             _unlink(tmp)
+        _PENDING.discard(folder)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
 
 
 def _toml_float(x: float) -> str:

@@ -9,12 +9,7 @@ from ._files import read_toml
 from ._fit_file import FitSpec, load_fit
 from ._identify_file import IdentifySpec, load_identify
 
-__all__ = ["is_telemetry_fit", "load_fit_file"]
-
-
-def is_telemetry_fit(data) -> bool:
-    """Whether the parsed FIT.toml `data` describes a telemetry fit (it has a `[data]` table)."""
-    return isinstance(data, dict) and "data" in data
+__all__ = ["load_fit_file"]
 
 
 def load_fit_file(path: str | os.PathLike, *, out_dir: str | None = None) -> FitSpec | IdentifySpec:
@@ -34,6 +29,6 @@ def load_fit_file(path: str | os.PathLike, *, out_dir: str | None = None) -> Fit
     """
     source = os.fspath(path)
     data = read_toml(source, "fit file", FitError)
-    if is_telemetry_fit(data):
+    if isinstance(data, dict) and "data" in data:  # a telemetry fit
         return load_identify(source, data, out_dir=out_dir)
     return load_fit(source, data, out_dir=out_dir)

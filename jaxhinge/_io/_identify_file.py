@@ -103,10 +103,7 @@ def load_identify(
     ck.keys(d, "data", _DATA, _DATA)
     csv_path = ck.path(d["csv"], "data.csv", "a CSV file name")
     ck.keys(fit_t, "fit", _FIT, ("free",))
-    kwargs: dict[str, Any] = {"free": fit_t["free"]}
-    for key in _FIT[1:]:
-        if key in fit_t:
-            kwargs[key] = fit_t[key]
+    kwargs: dict[str, Any] = {key: fit_t[key] for key in _FIT if key in fit_t}  # "free" is required
     if "solver" in kwargs:
         ck.choice(kwargs["solver"], "fit.solver", SOLVERS)
     for key in ("max_steps", "starts", "seed"):
@@ -132,12 +129,11 @@ def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = No
 def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dict[str, Any]:
     """The `result.json` content (JSON-safe: non-finite numbers as null)."""
     tel = result.telemetry
-    params = {}
-    for i, n in enumerate(result.names):
-        params[n] = {"value": float(result.values[i]), "sigma": _num(result.sigma[i]),
-                     "initial": float(result.initial[i]), "unit": result.units[i],
-                     "relative_sigma": _num(result.sigma[i] / abs(result.values[i])) if result.values[i] else None}
-    out = {
+    params = {n: {"value": float(v), "sigma": _num(s), "initial": float(x0), "unit": unit,
+                  "relative_sigma": _num(s / abs(v)) if v else None}
+              for n, v, s, x0, unit in zip(result.names, result.values, result.sigma, result.initial,
+                                           result.units)}
+    return {
         "kind": "telemetry",
         "fit_file": spec.path if spec else None,
         "scenario": spec.scenario_path if spec else None,
@@ -160,7 +156,6 @@ def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dic
         "starts": result.starts,
         "timing_s": {"identify": float(result.wall_s)},
     }
-    return out
 
 
 def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:

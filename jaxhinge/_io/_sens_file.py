@@ -29,7 +29,6 @@ from .._analysis._sensitivity import (
     SensitivityResult,
     _blocks,
     _did_you_mean,
-    _Output,
     _row_names,
     parse_outputs,
     parse_parameters,
@@ -63,12 +62,6 @@ class Study:
     out_dir: str
 
 
-def _tornado_rows(scenario: Scenario, outputs: tuple[_Output, ...]) -> list[str]:
-    """The row names a tornado plot may show (scalar and modal outputs), without simulating."""
-    blocks = _blocks(scenario, outputs)
-    return _row_names([b for b in blocks if b.kind != "history"], None)
-
-
 def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
     """Read and validate a SENS TOML file (schema: this module's docstring, README, `jaxhinge sensitivity
     --help`). Relative paths (`scenario`, `output.dir`) are relative to the SENS file. Everything, the output
@@ -91,8 +84,8 @@ def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
     scenario = load_scenario(scen_path)
     params = data.get("parameters")
     parse_parameters(scenario, params, source)
-    outs = parse_outputs(scenario, data["outputs"], source)
-    rows = _tornado_rows(scenario, outs)
+    blocks = _blocks(scenario, parse_outputs(scenario, data["outputs"], source))
+    rows = _row_names([b for b in blocks if b.kind != "history"], None)  # what a tornado plot may show
     tornado = data.get("tornado", rows[:1])
     if isinstance(tornado, str):
         tornado = [tornado]
@@ -112,9 +105,9 @@ def run_study(study: Study) -> SensitivityResult:
     return sensitivity(study.scenario, study.outputs, study.parameters, mode=study.mode)
 
 
-def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None = None) -> list[str]:
+def write_outputs(result: SensitivityResult, study: Study) -> list[str]:
     """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
-    `out_dir` (default `study.out_dir`), all or nothing. **Returns:** the paths written."""
+    `study.out_dir`, all or nothing. **Returns:** the paths written."""
     data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
 
     def write_csv(f):
@@ -126,8 +119,7 @@ def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None =
         from ._plot import _plt
 
         plt = _plt()
-        n = max(len(study.tornado), 1)
-        P = len(result.parameter_names)
+        n, P = max(len(study.tornado), 1), len(result.parameter_names)
         fig, axes = plt.subplots(n, 1, figsize=(7.5, n * (0.42 * P + 1.4)), squeeze=False)
         for ax, row in zip(axes[:, 0], study.tornado):
             result.plot_tornado(row, ax=ax)
@@ -135,9 +127,6 @@ def write_outputs(result: SensitivityResult, study: Study, out_dir: str | None =
         fig.savefig(f, format="png", dpi=110)
         plt.close(fig)
 
-    files = {
-        "sensitivity.json": lambda f: write_json(data, f, indent=1),
-        "sensitivity.csv": write_csv,
-        "tornado.png": write_png,
-    }
-    return write_output_files(study.out_dir if out_dir is None else out_dir, files)
+    files = {"sensitivity.json": lambda f: write_json(data, f, indent=1), "sensitivity.csv": write_csv,
+             "tornado.png": write_png}
+    return write_output_files(study.out_dir, files)

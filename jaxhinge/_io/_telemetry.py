@@ -107,18 +107,23 @@ def _check_columns(source: str, columns, allowed: Sequence[str] | None) -> tuple
     return tuple(columns)
 
 
-def _check_t(source: str, t: np.ndarray, t_end: float | None) -> None:
+def _row(i: int, lines: Sequence[int] | None) -> str:
+    """Sample `i` in messages: `data row i+1`, with its line in the file when known."""
+    return f"data row {i + 1}" + ("" if lines is None else f" (line {lines[i]})")
+
+
+def _check_t(source: str, t: np.ndarray, t_end: float | None, lines: Sequence[int] | None) -> None:
     if t.shape[0] == 0:
         raise _err(source, "no samples (only a header row)")
     bad = np.flatnonzero(~np.isfinite(t))
     if bad.size:
-        raise _err(source, f"t = {_fmt(t[bad[0]])} in data row {bad[0] + 1}: sample times must be finite numbers")
+        raise _err(source, f"t = {_fmt(t[bad[0]])} in {_row(bad[0], lines)}: sample times must be finite numbers")
     d = np.diff(t)
     bad = np.flatnonzero(~(d > 0))
     if bad.size:
         i = int(bad[0])
-        raise _err(source, f"t is not strictly increasing: data row {i + 2} has t = {_fmt(t[i + 1])} after "
-                           f"t = {_fmt(t[i])} in row {i + 1} (sort the samples and drop duplicates)")
+        raise _err(source, f"t is not strictly increasing: {_row(i + 1, lines)} has t = {_fmt(t[i + 1])} after "
+                           f"t = {_fmt(t[i])} in {_row(i, lines)} (sort the samples and drop duplicates)")
     if t_end is not None:
         tol = 1e-9 * max(1.0, t_end)
         if t[0] < -tol or t[-1] > t_end + tol:
@@ -128,9 +133,10 @@ def _check_t(source: str, t: np.ndarray, t_end: float | None) -> None:
 
 
 def telemetry_from_arrays(t, values, columns: Sequence[str], sigma, scenario: Scenario | None = None,
-                          source: str = "<telemetry>") -> Telemetry:
+                          source: str = "<telemetry>", lines: Sequence[int] | None = None) -> Telemetry:
     """Build and check `Telemetry` from arrays: `t` (T,), `values` (T, C), `columns` (C names), `sigma`
-    (number or C numbers). With a `scenario`, column names and the time span are checked against it."""
+    (number or C numbers). With a `scenario`, column names and the time span are checked against it; with the
+    file `lines` of the samples, messages name them."""
     allowed = output_names(scenario) if scenario is not None else None
     cols = _check_columns(source, list(columns), allowed)
     sig = _sigma(source, sigma, cols)
@@ -140,11 +146,11 @@ def telemetry_from_arrays(t, values, columns: Sequence[str], sigma, scenario: Sc
         v = v[:, None]
     if v.shape != (t.shape[0], len(cols)):
         raise _err(source, f"values have shape {v.shape}; expected (samples, columns) = ({t.shape[0]}, {len(cols)})")
-    _check_t(source, t, None if scenario is None else float(scenario.simulation.t_end))
+    _check_t(source, t, None if scenario is None else float(scenario.simulation.t_end), lines)
     bad = np.argwhere(~np.isfinite(v))
     if bad.size:
         i, j = bad[0]
-        raise _err(source, f"column {cols[j]!r} has a non-finite value ({_fmt(v[i, j])}) in data row {i + 1} at "
+        raise _err(source, f"column {cols[j]!r} has a non-finite value ({_fmt(v[i, j])}) in {_row(i, lines)} at "
                            f"t = {_fmt(t[i])} (drop or fill the sample; NaN is not allowed)")
     return Telemetry(t=t, columns=cols, values=v, sigma=sig, source=source)
 
@@ -161,40 +167,46 @@ def load_telemetry(path: str | os.PathLike, columns: Sequence[str], sigma, scena
     cols = _check_columns(source, columns, allowed)
     _sigma(source, sigma, cols)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a byte-order mark is not part of the header
+            reader = csv.reader(f)
+            rows = [(reader.line_num, r) for r in reader if r and any(x.strip() for x in r)
+                    and not r[0].lstrip().startswith("#")]  # file line numbers, for the messages
     except OSError as e:
         raise _err(source, f"cannot read telemetry file: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise _err(source, f"not a UTF-8 text file ({e.reason} at byte {e.start})") from None
     except csv.Error as e:
         raise _err(source, f"not a valid CSV file: {e}") from None
-    rows = [r for r in rows if r and any(x.strip() for x in r) and not r[0].lstrip().startswith("#")]
     if not rows:
         raise _err(source, "empty file; expected a header row with 't' and the measured columns")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     if "t" not in header:
-        raise _err(source, f"no column 't' (sample times [s]) in the header; header: {', '.join(header)}")
+        hint = "; columns must be separated by commas" if len(header) == 1 and ";" in header[0] else ""
+        raise _err(source, f"no column 't' (sample times [s]) in the header; header: {', '.join(header)}{hint}")
     for c in cols:
         if c not in header:
             close = difflib.get_close_matches(c, header, n=1, cutoff=0.6)
             hint = f" (the file has {close[0]!r})" if close else ""
             raise _err(source, f"column {c!r} (listed in data.columns) is missing from the file{hint}; file "
                                f"columns: {', '.join(header)}", "data.columns")
-    idx = [header.index("t")] + [header.index(c) for c in cols]
     names = ["t", *cols]
+    for c in names:
+        if header.count(c) > 1:
+            raise _err(source, f"column {c!r} appears {header.count(c)} times in the header (line {rows[0][0]}); "
+                               "give each column once")
+    idx = [header.index(c) for c in names]
+    lines = [n for n, _ in rows[1:]]
     data = np.empty((len(rows) - 1, len(idx)))
-    for i, row in enumerate(rows[1:]):
+    for i, (_, row) in enumerate(rows[1:]):
         for j, k in enumerate(idx):
             cell = row[k].strip() if k < len(row) else ""
             if cell == "":
-                raise _err(source, f"column {names[j]!r} is empty in data row {i + 1} (line {i + 2})")
+                raise _err(source, f"column {names[j]!r} is empty in {_row(i, lines)}")
             try:
                 data[i, j] = float(cell)
             except ValueError:
-                raise _err(source, f"column {names[j]!r} = {cell!r} in data row {i + 1} (line {i + 2}): not a "
-                                   "number") from None
-    return telemetry_from_arrays(data[:, 0], data[:, 1:], cols, sigma, scenario, source)
+                raise _err(source, f"column {names[j]!r} = {cell!r} in {_row(i, lines)}: not a number") from None
+    return telemetry_from_arrays(data[:, 0], data[:, 1:], cols, sigma, scenario, source, lines)
 
 
 def write_telemetry(path: str | os.PathLike, t, values, columns: Sequence[str]) -> None:

@@ -67,12 +67,8 @@ class Loads(eqx.Module):
             f_b = f_b + w @ self.pulses.extForce_B
             f_n = f_n + w @ self.pulses.extForce_N
             tq = tq + w @ self.pulses.extTorquePntB_B
-        if self.extForce_B_fn is not None:
-            f_b = f_b + jnp.asarray(self.extForce_B_fn(t))
-        if self.extForce_N_fn is not None:
-            f_n = f_n + jnp.asarray(self.extForce_N_fn(t))
-        if self.extTorquePntB_B_fn is not None:
-            tq = tq + jnp.asarray(self.extTorquePntB_B_fn(t))
+        fns = (self.extForce_B_fn, self.extForce_N_fn, self.extTorquePntB_B_fn)
+        f_b, f_n, tq = (x if fn is None else x + jnp.asarray(fn(t)) for x, fn in zip((f_b, f_n, tq), fns))
         u = 0.0 if self.motorTorque_fn is None else jnp.asarray(self.motorTorque_fn(t))
         return f_b, f_n, tq, u
 
