@@ -74,4 +74,4 @@ from ._simulation._simulate import simulate as simulate
 from ._simulation._simulate import simulate_unjitted as simulate_unjitted
 from ._simulation._solver import MRPSwitch as MRPSwitch
 
-__version__ = "0.2.0"
+from ._version import __version__ as __version__  # noqa: E402

@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="jaxhinge",
         description="Differentiable simulator of a spacecraft hub with hinged panels (Basilisk-exact).",
     )
-    from . import __version__
+    from ._version import __version__
 
     p.add_argument("--version", action="version", version=f"jaxhinge {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

@@ -223,7 +223,7 @@ def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tup
 
 def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any]:
     """The `result.json` content (plain Python; NaN and inf as `null`)."""
-    from .. import __version__
+    from .._version import __version__
 
     params = {}
     for i, members in enumerate(result.members):
