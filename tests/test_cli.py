@@ -272,14 +272,17 @@ def test_disk_full_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch)
 
 def test_version(capsys):
     """`jaxhinge --version` prints `jaxhinge.__version__`, which is also the package's version (pyproject.toml
-    reads it from there: one place)."""
+    reads it from jaxhinge/_version.py: one place)."""
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out == f"jaxhinge {jh.__version__}\n"
     with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)
     assert project["project"]["dynamic"] == ["version"] and "version" not in project["project"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "jaxhinge.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "jaxhinge._version.__version__"}
+    from importlib.metadata import version
+
+    assert version("jaxhinge") == jh.__version__  # what pip installed
 
 
 def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
