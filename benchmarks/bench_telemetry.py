@@ -19,11 +19,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import jaxhinge as jh  # noqa: E402
-from jaxhinge._io._telemetry import output_names  # noqa: E402
-from jaxhinge._model._params import current_value  # noqa: E402
+import jaxhinge as jh
+from jaxhinge._io._telemetry import output_names
+from jaxhinge._model._params import current_value
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "telemetry")
 FREE = ["p0.k", "p1.k", "p2.k", "p0.c", "p1.c"]

@@ -450,3 +450,57 @@ def test_fit_modules_do_not_import_each_other():
         names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not [n for n in names if n.endswith(other)], (mod.__name__, names)
+
+
+SENSORS = {"omega_BN_B_3.bias": 2e-4, "omega_BN_B_3.scale": 0.01, "theta_p0.bias": 3e-3, "time_offset": 0.005}
+
+
+def _sensor_data(sc, t, seed):
+    """jaxhinge telemetry of `sc` through the sensor model `SENSORS`: (1 + scale) y(t + offset) + bias + noise
+    (the model clipped at t_end, as the fit does)."""
+    ts = np.clip(t + SENSORS["time_offset"], 0.0, float(sc.simulation.t_end))
+    y = jh.telemetry_columns(jh.simulate(sc, ts=ts), sc, COLS)[1].copy()
+    y[:, 0] = (1 + SENSORS["omega_BN_B_3.scale"]) * y[:, 0] + SENSORS["omega_BN_B_3.bias"]
+    y[:, 1] += SENSORS["theta_p0.bias"]
+    return _noisy(sc, t, y, seed)
+
+
+def test_sensor_models_recovered_and_needed(bsk):
+    """Bias, scale factor and time offset fitted with k and c from data made through that sensor model: every
+    truth (physical and sensor) within 3 sigma. The same data fitted without the sensor model give k and c
+    far (> 10 sigma) from the truth: the reason to model them."""
+    sc, t, _v, truth = bsk
+    tel = _sensor_data(sc, t, 3)
+    guess = jh.apply_parameters(sc, {"p0.k": 1.2 * truth["p0.k"], "p1.k": 0.8 * truth["p1.k"],
+                                     "p0.c": 0.8 * truth["p0.c"], "p1.c": 1.2 * truth["p1.c"]})
+    res = jh.identify(guess, tel, FREE + list(SENSORS))
+    assert res.converged, res.message
+    assert abs(res.chi2_per_dof - 1.0) < 5 * math.sqrt(2.0 / res.dof)
+    for n, x in {**truth, **SENSORS}.items():
+        val, sig = res.parameter(n)
+        assert abs(val - x) < 3 * sig, (n, val, x, sig)
+    assert res.units[res.names.index("omega_BN_B_3.bias")] == "column unit"
+    assert set(SENSORS) <= set(res.names) and not res.undetermined
+    ignored = jh.identify(guess, tel, FREE)
+    z = [abs(ignored.parameter(n)[0] - truth[n]) / ignored.parameter(n)[1] for n in FREE]
+    assert max(z) > 10 and ignored.chi2_per_dof > 10, (z, ignored.chi2_per_dof)
+
+
+def test_solver_jacobian_equals_jacfwd_of_plain_residuals(bsk):
+    """The Jacobian the solver uses (`evaluate`: one jvp batched over the coordinate directions, also behind
+    the custom JVP the solver differentiates) equals `jax.jacfwd` of the plain residuals, at a point away from
+    the solution (short record: the first 0.5 s)."""
+    import jax
+
+    sc, t, v, truth = bsk
+    n = 26
+    tel = jh.telemetry_from_arrays(t[:n], v[:n], COLS, SIGMA, sc)
+    guess = jh.apply_parameters(sc, {"p0.k": 1.2 * truth["p0.k"], "p1.c": 0.8 * truth["p1.c"]})
+    prob = I._problem(guess, tel, L.parse_free(guess, FREE))
+    u = jnp.array([0.05, -0.1, 0.2, -0.03])
+    plain = jax.jit(jax.jacfwd(lambda x, p: p(x)[0]))(u, prob)
+    ev = L.evaluate(u, prob)
+    assert bool(ev.ok)
+    np.testing.assert_allclose(ev.jacobian, plain, rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(plain))))
+    np.testing.assert_allclose(jax.jacfwd(L._residuals_lm)(u, prob), plain, rtol=1e-10,
+                               atol=1e-10 * float(jnp.max(jnp.abs(plain))))

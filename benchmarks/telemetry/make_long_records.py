@@ -15,8 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "data", "bsk"))
 
-import bsk_run  # noqa: E402
-import make_references as mr  # noqa: E402
+import bsk_run
+import make_references as mr
 
 
 def main(argv=None):

@@ -32,8 +32,9 @@ $\chi^2$ kept.
 import dataclasses
 import itertools
 import math
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import diffrax
 import equinox as eqx
@@ -43,6 +44,7 @@ from jaxtyping import Array, Float
 
 from .._io._files import _fmt
 from .._io._telemetry import Telemetry, model_outputs, output_names
+from .._model._params import FIELDS
 from .._model._scenario import Scenario, compile_key
 from .._simulation._simulate import Trajectory, check_memory, simulate_unjitted
 from ._lsq import (
@@ -59,8 +61,9 @@ from ._lsq import (
     parse_free,
     solve,
 )
+from ._modes import modes
 
-__all__ = ["SOLVERS", "IdentifyResult", "identify"]
+__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "identify"]
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
 
@@ -71,41 +74,157 @@ SOLVERS = ("lm", "dogleg", "gauss_newton")
 
 
 class _TelemetryResiduals(AbstractResiduals):
+    """One record's residuals. `index`: the global coordinates that set this record's model (`coordinates`);
+    `sensor`: the global coordinates of its sensor model (linear: `sx0 + sscale * u`), `bias_at`/`gain_at`
+    (per column) and `offset_at` index into them (-1: the fixed value `bias`/`gain`/`offset`)."""
+
     scenario: Scenario  # label-free
     coordinates: Coordinates
     ts: Float[Array, " T"]
     data: Float[Array, "T C"]
     weight: Float[Array, "T C"]  # 1/sigma, 0 for samples outside the current horizon
+    bias: Float[Array, " C"]
+    gain: Float[Array, " C"]  # the scale-factor error (measured = (1 + gain) * model + bias)
+    offset: Float[Array, ""]
+    sx0: Float[Array, " K"]
+    sscale: Float[Array, " K"]
     cols: tuple[int, ...] = eqx.field(static=True)  # indices into the model output matrix (static: the
     # program computes only the measured outputs, and their derivatives)
     n_panels: int = eqx.field(static=True)
+    index: tuple[int, ...] = eqx.field(static=True)
+    sensor: tuple[int, ...] = eqx.field(static=True)
+    bias_at: tuple[int, ...] = eqx.field(static=True)
+    gain_at: tuple[int, ...] = eqx.field(static=True)
+    offset_at: int = eqx.field(static=True)
 
     def __call__(self, u):
-        traj = simulate_unjitted(self.coordinates.apply(self.scenario, u), diffrax.ForwardMode(), ts=self.ts)
-        y = self.outputs(traj)
+        sc = self.coordinates.apply(self.scenario, u[np.asarray(self.index, dtype=int)])
+        sv = self.sx0 + self.sscale * u[np.asarray(self.sensor, dtype=int)]
+        pick = lambda at, fixed: jnp.stack([sv[j] if j >= 0 else fixed[c] for c, j in enumerate(at)])
+        tau = sv[self.offset_at] if self.offset_at >= 0 else self.offset
+        ts = self.ts + tau if self.offset_at >= 0 else self.ts
+        ts = jnp.clip(ts, 0.0, sc.simulation.t_end) if self.offset_at >= 0 else ts
+        traj = simulate_unjitted(sc, diffrax.ForwardMode(), ts=ts)
+        y = self.outputs(traj, 1.0 + pick(self.gain_at, self.gain), pick(self.bias_at, self.bias))
         # samples outside the horizon (weight 0) stay 0 even where the model is not finite
         r = jnp.where(self.weight > 0, (y - self.data) * self.weight, 0.0)
         return r.reshape(-1), traj.success, y
 
-    def outputs(self, traj: Trajectory) -> Float[Array, "T C"]:
-        """The measured columns of a trajectory at the sample times (the closer MRP set per sample)."""
+    def outputs(self, traj: Trajectory, gain=1.0, bias=0.0) -> Float[Array, "T C"]:
+        """The measured columns of a trajectory at the sample times (the closer MRP set per sample), through
+        the sensor model `gain * y + bias` (per column)."""
         full = model_outputs(traj, self.n_panels)
         s = traj.sigma_BN
         shadow = -s / jnp.sum(s * s, axis=1, keepdims=True).clip(1e-300)
         full_b = jnp.concatenate([full[:, :3], shadow, full[:, 6:]], axis=1)
-        a, b = (jnp.stack([x[:, c] for c in self.cols], axis=1) for x in (full, full_b))
+        a, b = (gain * jnp.stack([x[:, c] for c in self.cols], axis=1) + bias for x in (full, full_b))
         # either MRP set of the attitude matches the data: take the closer one per sample
         cost = lambda y: jnp.sum(((y - self.data) * self.weight) ** 2, axis=1)
         return jnp.where((cost(a) <= cost(b))[:, None], a, b)
 
 
+class _JointResiduals(AbstractResiduals):
+    """Several records fitted together: their residuals concatenated (shared and per-record coordinates)."""
+
+    records: tuple[_TelemetryResiduals, ...]
+
+    def __call__(self, u):
+        out = [rec(u) for rec in self.records]
+        ok = jnp.all(jnp.stack([jnp.asarray(o[1]) for o in out]))
+        return jnp.concatenate([o[0] for o in out]), ok, tuple(o[2] for o in out)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sensor:
+    """A parsed sensor-model name: `kind` (`"bias"`, `"scale"`, `"time_offset"`), `column` (None: the
+    record's time offset), `record` (0-based)."""
+
+    kind: str
+    column: str | None
+    record: int
+
+
+_RECORD = re.compile(r"^\s*data\[\s*(\d+)\s*\]\.(.+)$")
+
+
+def _split_record(entry: str, n_records: int, where: str) -> tuple[int | None, str]:
+    """`"data[2].p0.thetaInit"` -> (1, `"p0.thetaInit"`); no prefix -> (None, entry)."""
+    m = _RECORD.match(entry)
+    if not m:
+        return None, entry
+    k = int(m.group(1))
+    if not 1 <= k <= n_records:
+        raise FitError(f"{where} = {entry!r}: data[{k}] does not exist (records are data[1]..data[{n_records}], "
+                       "numbered from 1)", field=where)
+    return k - 1, m.group(2).strip()
+
+
+def _sensors_of(entry: str, rest: str, record: int | None, tels: Sequence[Telemetry], where: str) -> list[_Sensor]:
+    """The sensor-model parameters an entry names (empty: not a sensor name)."""
+    recs = range(len(tels)) if record is None else [record]
+    if rest == "time_offset":
+        return [_Sensor("time_offset", None, k) for k in recs]
+    col, _, kind = rest.rpartition(".")
+    if kind not in ("bias", "scale") or not col:
+        return []
+    out = [_Sensor(kind, col, k) for k in recs if col in tels[k].columns]
+    if not out:
+        raise FitError(f"{where} = {entry!r}: {col!r} is not a measured column (columns: "
+                       f"{', '.join(tels[recs[0]].columns)}); sensor models are \"<column>.bias\", "
+                       "\"<column>.scale\", \"time_offset\"", field=where)
+    return out
+
+
+def _sensor_name(sen: _Sensor, n_records: int) -> str:
+    base = "time_offset" if sen.column is None else f"{sen.column}.{sen.kind}"
+    return base if n_records == 1 else f"data[{sen.record + 1}].{base}"
+
+
+def _sensor_coordinate(sen: _Sensor, tel: Telemetry, x0: float, n_records: int) -> Coordinate:
+    fld = FIELDS[sen.kind]
+    if sen.kind == "bias":
+        scale, unit = float(tel.sigma[tel.columns.index(sen.column)]), "column unit"
+    else:
+        scale, unit = fld.scale, fld.unit
+    return Coordinate(name=_sensor_name(sen, n_records), targets=(), log=False, x0=float(x0), scale=scale,
+                      field=sen.kind, unit=unit)
+
+
+def _initial_state_names(scenario: Scenario) -> list[str]:
+    return ["hub.omega_BN_BInit"] + [f"{p}.{f}" for p in scenario.spacecraft.panels.labels
+                                     for f in ("thetaInit", "thetaDotInit")]
+
+
+def _prefixed(c: Coordinate, k: int) -> Coordinate:
+    return dataclasses.replace(c, name=f"data[{k + 1}].{c.name}")
+
+
 def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordinate]) -> _TelemetryResiduals:
+    """One record's residuals with every coordinate setting its model (no sensor model)."""
+    return _record_problem(scenario, telemetry, coords, tuple(range(len(coords))), {}, [])
+
+
+def _record_problem(scenario, telemetry, model_coords, index, fixed, sensor_coords) -> _TelemetryResiduals:
+    """One record's residuals: `model_coords` (global indices `index`) set its model; `fixed`: {(kind, column)
+    -> value} its fixed sensor values; `sensor_coords`: [(global index, Coordinate, _Sensor)] its free ones."""
     names = output_names(scenario)
     cols = np.array([names.index(c) for c in telemetry.columns])
     w = np.broadcast_to(1.0 / telemetry.sigma, telemetry.values.shape).copy()
-    return _TelemetryResiduals(scenario=compile_key(scenario), coordinates=Coordinates(coords),
-                               ts=jnp.asarray(telemetry.t), data=jnp.asarray(telemetry.values), weight=jnp.asarray(w),
-                               cols=tuple(int(c) for c in cols), n_panels=scenario.spacecraft.panels.count)
+    C = len(telemetry.columns)
+    bias = np.array([fixed.get(("bias", c), 0.0) for c in telemetry.columns], dtype=float).reshape(C)
+    gain = np.array([fixed.get(("scale", c), 0.0) for c in telemetry.columns], dtype=float).reshape(C)
+    at = {(sen.kind, sen.column): j for j, (_, _, sen) in enumerate(sensor_coords)}
+    sx0 = np.array([c.x0 for _, c, _ in sensor_coords], dtype=float).reshape(len(sensor_coords))
+    ss = np.array([c.scale for _, c, _ in sensor_coords], dtype=float).reshape(len(sensor_coords))
+    return _TelemetryResiduals(
+        scenario=compile_key(scenario), coordinates=Coordinates(model_coords), ts=jnp.asarray(telemetry.t),
+        data=jnp.asarray(telemetry.values), weight=jnp.asarray(w), bias=jnp.asarray(bias), gain=jnp.asarray(gain),
+        offset=jnp.asarray(float(fixed.get(("time_offset", None), 0.0))), sx0=jnp.asarray(sx0),
+        sscale=jnp.asarray(ss), cols=tuple(int(c) for c in cols), n_panels=scenario.spacecraft.panels.count,
+        index=tuple(int(i) for i in index), sensor=tuple(int(g) for g, _, _ in sensor_coords),
+        bias_at=tuple(at.get(("bias", c), -1) for c in telemetry.columns),
+        gain_at=tuple(at.get(("scale", c), -1) for c in telemetry.columns),
+        offset_at=at.get(("time_offset", None), -1))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -121,6 +240,8 @@ class IdentifyResult(LeastSquaresResult):
     - `telemetry`; `fitted` (T, C) simulated outputs at the sample times; `residuals` (T, C) in units of
       sigma; `initial_fitted` (T, C) at the initial guess.
     - `starts`: per start `{"chi2", "status", "steps", "initial"}`.
+    - `records`: per record `{"telemetry", "fitted", "residuals", "initial_fitted"}` (several records; the
+      fields above are the first's). `fitted` includes the sensor model.
     """
 
     telemetry: Telemetry
@@ -128,16 +249,99 @@ class IdentifyResult(LeastSquaresResult):
     residuals: np.ndarray
     initial_fitted: np.ndarray
     starts: list
+    records: list = dataclasses.field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------------------------
 # identify
 # ------------------------------------------------------------------------------------------------------------
 
+_CYCLES = 1.5  # the first horizon spans this many periods of the fastest flexible mode
+_MIN_SAMPLES = 10  # ... and at least this many samples
+
+
+def auto_horizon(scenario: Scenario, t: np.ndarray) -> list[float]:
+    """The default growing horizon for a record sampled at times `t` [s]: the first stage spans
+    `_CYCLES` = 1.5 periods of the fastest flexible mode of the initial guess (`jaxhinge.modes`, free hub; at
+    least `_MIN_SAMPLES` samples), each later stage twice the previous, the last the whole record. A
+    frequency 15 % off (k 30 % off) slips a quarter period after ~1.7 periods, so the first stage stays in the
+    data's basin; each fitted stage predicts the next one's phase. A record shorter than that: `[1.0]`."""
+    t = np.asarray(t, dtype=float)
+    span = float(t[-1] - t[0])
+    f = np.asarray(modes(scenario).frequency_hz, dtype=float)
+    f = f[np.isfinite(f) & (f > 0)]
+    if span <= 0 or not f.size:
+        return [1.0]
+    first = max(_CYCLES / float(f.max()), float(t[min(_MIN_SAMPLES, t.size) - 1] - t[0])) / span
+    out = []
+    while first < 0.75:
+        out.append(round(first, 6))
+        first *= 2.0
+    return out + [1.0]
+
+
+
+def _parse(scens, tels, free, sensors, estimate_initial_state):
+    """The coordinates of a fit and each record's part: `(coords, records)` with `records[k] = (index of its
+    model coordinates, model coordinates, fixed sensor values, [(global index, Coordinate, _Sensor)])`."""
+    R = len(tels)
+    if isinstance(free, str) or not isinstance(free, (list, tuple)) or not free:
+        parse_free(scens[0], free)  # its one-line message
+    shared: list[str] = []
+    own: list[list[str]] = [[] for _ in range(R)]
+    sens: list[tuple[_Sensor, str]] = []
+    for i, entry in enumerate(free):
+        where = f"fit.free[{i}]"
+        if not isinstance(entry, str):
+            parse_free(scens[0], [entry])
+        rec, rest = _split_record(entry, R, where)
+        found = _sensors_of(entry, rest, rec, tels, where)
+        if found:
+            sens += [(x, where) for x in found]
+        elif rec is None:
+            shared.append(entry)
+        else:
+            own[rec].append(rest)
+    if estimate_initial_state:
+        for k in range(R):
+            extra = [n for n in _initial_state_names(scens[k]) if n not in shared and n not in own[k]]
+            (shared if R == 1 else own[k]).extend(extra)
+    fixed: list[dict] = [{} for _ in range(R)]
+    for name, value in (sensors or {}).items():
+        where = f"sensors[{name!r}]"
+        rec, rest = _split_record(str(name), R, where)
+        found = _sensors_of(str(name), rest, rec, tels, where)
+        if not found:
+            raise FitError(f"{where}: {name!r} is not a sensor-model name (\"<column>.bias\", \"<column>.scale\", "
+                           "\"time_offset\", optionally prefixed \"data[k].\")", field="data.sensors")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise FitError(f"{where} = {_fmt(value)}: must be a finite number", field="data.sensors")
+        for x in found:
+            fixed[x.record][(x.kind, x.column)] = float(value)
+    coords: list[Coordinate] = list(parse_free(scens[0], shared)) if shared else []
+    n_shared = len(coords)
+    records = []
+    for k in range(R):
+        mine = [_prefixed(c, k) if R > 1 else c for c in parse_free(scens[k], own[k])] if own[k] else []
+        index = list(range(n_shared)) + list(range(len(coords), len(coords) + len(mine)))
+        coords += mine
+        records.append([index, [coords[j] for j in index], fixed[k], []])
+    seen = set()
+    for x, where in sens:
+        key = (x.kind, x.column, x.record)
+        if key in seen:
+            raise FitError(f"{where}: {_sensor_name(x, R)} is already free (each parameter may appear once)",
+                           field=where)
+        seen.add(key)
+        c = _sensor_coordinate(x, tels[x.record], fixed[x.record].get((x.kind, x.column), 0.0), R)
+        records[x.record][3].append((len(coords), c, x))
+        coords.append(c)
+    return tuple(coords), records
+
 
 def identify(
-    scenario: Scenario,
-    telemetry: Telemetry,
+    scenario: Scenario | Sequence[Scenario],
+    telemetry: Telemetry | Sequence[Telemetry],
     free: Sequence[str],
     *,
     solver: str = "lm",
@@ -147,7 +351,10 @@ def identify(
     starts: int = 1,
     spread: float = 0.3,
     seed: int = 0,
-    horizon: Sequence[float] = (1.0,),
+    horizon: Sequence[float] | str = "auto",
+    max_step: float = 0.5,
+    sensors: Mapping[str, float] | None = None,
+    estimate_initial_state: bool = False,
     ident_rtol: float = 1e-6,
     warn_rtol: float = 1e-2,
     progress: Callable[[str], None] | None = None,
@@ -155,28 +362,46 @@ def identify(
     """Fit the `free` parameters of `scenario` to `telemetry` (see the module docstring).
 
     **Arguments:** `scenario` (the free parameters' values are the initial guesses; loads, pulses and the
-    other initial conditions are known), `telemetry` (`load_telemetry` / `telemetry_from_arrays`), `free`
-    (names), `solver` (`"lm"` default, `"dogleg"`, `"gauss_newton"`), `max_steps` per stage and start,
+    other initial conditions are known; a list: one model per record, same structure, the shared free
+    parameters' guesses from the first), `telemetry` (`load_telemetry` / `telemetry_from_arrays`; a list:
+    several records fitted together), `free` (names: registry names shared by every record, `"data[k]."`-prefixed
+    names for record k alone, sensor models `"<column>.bias"`, `"<column>.scale"`, `"time_offset"`, one per
+    record), `solver` (`"lm"` default, `"dogleg"`, `"gauss_newton"`), `max_steps` per stage and start,
     `rtol`/`atol` (solver termination), `starts` (>= 1; the first is the scenario's guess, the others
     spread by `spread` in the fitted coordinates, seeded by `seed`), `horizon` (growing-horizon fractions of
-    the record, last 1.0), `ident_rtol`/`warn_rtol` (identifiability thresholds), `progress` (a callable
+    the record, last 1.0; `"auto"`: `auto_horizon`), `max_step` (`"lm"`: the largest change of any fitted
+    model coordinate in one step, the first trust radius; 0: optimistix's unbounded Levenberg-Marquardt),
+    `sensors` (fixed sensor-model values, or the initial guesses of free ones, by the same names),
+    `estimate_initial_state` (free each record's `hub.omega_BN_BInit` and every panel's `thetaInit`,
+    `thetaDotInit`), `ident_rtol`/`warn_rtol` (identifiability thresholds), `progress` (a callable
     receiving one-line messages).
 
     **Returns:** an `IdentifyResult`. Bad input raises `FitError` before any compute; numerical failure is
     reported in the result (`converged`, `message`), not raised.
     """
     t_start = time.perf_counter()
-    if not isinstance(scenario, Scenario):
-        raise FitError(f"scenario: expected a jaxhinge Scenario, got {type(scenario).__name__}", field="scenario")
-    names = output_names(scenario)
-    for c in telemetry.columns:
-        if c not in names:
-            raise FitError(f"{telemetry.source}: column {c!r} is not an output of the scenario; outputs: "
-                           f"{', '.join(names)}", field="data.columns")
-    t_end = float(scenario.simulation.t_end)
-    if telemetry.t[0] < -1e-9 * max(1, t_end) or telemetry.t[-1] > t_end * (1 + 1e-9):
-        raise FitError(f"{telemetry.source}: samples span [{_fmt(telemetry.t[0])}, {_fmt(telemetry.t[-1])}] s, outside "
-                       f"the scenario's [0, {_fmt(t_end)}] s", field="data")
+    tels = [telemetry] if isinstance(telemetry, Telemetry) else list(telemetry)
+    R = len(tels)
+    if not R or not all(isinstance(x, Telemetry) for x in tels):
+        raise FitError("telemetry: expected a Telemetry or a non-empty list of them", field="data")
+    scens = [scenario] * R if isinstance(scenario, Scenario) else list(scenario)
+    if len(scens) != R or not all(isinstance(x, Scenario) for x in scens):
+        raise FitError(f"scenario: expected a jaxhinge Scenario (or one per record: {R}), got "
+                       f"{type(scenario).__name__}", field="scenario")
+    for k, (sc, tel) in enumerate(zip(scens, tels)):
+        if sc.spacecraft.panels.labels != scens[0].spacecraft.panels.labels:
+            raise FitError(f"data[{k + 1}]: its scenario's panels {', '.join(sc.spacecraft.panels.labels)} differ "
+                           f"from the first's ({', '.join(scens[0].spacecraft.panels.labels)}): records share one "
+                           "model", field="data.scenario")
+        names = output_names(sc)
+        for c in tel.columns:
+            if c not in names:
+                raise FitError(f"{tel.source}: column {c!r} is not an output of the scenario; outputs: "
+                               f"{', '.join(names)}", field="data.columns")
+        t_end = float(sc.simulation.t_end)
+        if tel.t[0] < -1e-9 * max(1, t_end) or tel.t[-1] > t_end * (1 + 1e-9):
+            raise FitError(f"{tel.source}: samples span [{_fmt(tel.t[0])}, {_fmt(tel.t[-1])}] s, outside "
+                           f"the scenario's [0, {_fmt(t_end)}] s", field="data")
     if solver not in SOLVERS:
         raise FitError(f"fit.solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="fit.solver")
     for k, v in (("max_steps", max_steps), ("starts", starts)):
@@ -186,32 +411,48 @@ def identify(
                  ("warn_rtol", warn_rtol)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
             raise FitError(f"fit.{k} = {_fmt(v)}: must be a finite number > 0", field=f"fit.{k}")
-    hz = list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
-    if not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1 for h in hz) or \
-            any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1:
-        raise FitError(f"fit.horizon = {_fmt(horizon)}: must be increasing fractions in (0, 1] ending with 1, e.g. "
-                       "[0.25, 0.5, 1.0]", field="fit.horizon")
-    coords = parse_free(scenario, free)
+    if isinstance(max_step, bool) or not isinstance(max_step, (int, float)) or not (max_step >= 0 and
+                                                                                       math.isfinite(max_step)):
+        raise FitError(f"fit.max_step = {_fmt(max_step)}: must be a finite number >= 0 (0: optimistix's "
+                       "Levenberg-Marquardt with unbounded steps)", field="fit.max_step")
+    if not isinstance(estimate_initial_state, bool):
+        raise FitError(f"fit.estimate_initial_state = {_fmt(estimate_initial_state)}: must be true or false",
+                       field="fit.estimate_initial_state")
+    if isinstance(horizon, str) and horizon != "auto":
+        raise FitError(f"fit.horizon = {horizon!r}: must be \"auto\" or increasing fractions in (0, 1] ending "
+                       "with 1, e.g. [0.25, 0.5, 1.0]", field="fit.horizon")
+    hz = horizon if isinstance(horizon, str) else list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
+    if not isinstance(hz, str) and (
+            not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1 for h in hz) or
+            any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1):
+        raise FitError(f"fit.horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
+                       "with 1, e.g. [0.25, 0.5, 1.0]", field="fit.horizon")
+    coords, parts = _parse(scens, tels, free, sensors, estimate_initial_state)
     P = len(coords)
-    check_memory(scenario.simulation, scenario.spacecraft.panels.count, P + 1, samples=len(telemetry.t))
-    n_res = telemetry.values.size
+    for sc, tel in zip(scens, tels):
+        check_memory(sc.simulation, sc.spacecraft.panels.count, P + 1, samples=len(tel.t))
+    n_res = sum(tel.values.size for tel in tels)
     if n_res <= P:
         raise FitError(f"{n_res} residual(s) for {P} free parameter(s): need more samples or columns than free "
                        "parameters", field="fit.free")
+    if hz == "auto":  # the shortest schedule of the records (each record's fractions of its own span)
+        hz = min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x))
     say = progress or (lambda s: None)
-    base = _problem(scenario, telemetry, coords)
-    w_full = base.weight
-    t_rel = telemetry.t - telemetry.t[0]
-    span = max(t_rel[-1], 1e-300)
-    slv = make_solver(solver, rtol, atol)
+    base = _JointResiduals(tuple(
+        _record_problem(scens[k], tels[k], mc, idx, fx, sc_) for k, (idx, mc, fx, sc_) in enumerate(parts)))
+    w_full = [rec.weight for rec in base.records]
+    t_rel = [tel.t - tel.t[0] for tel in tels]
+    bound = tuple(float(max_step) * (1.0 if c.targets else 1e3) for c in coords)  # sensor models: linear
+    slv = make_solver(solver, rtol, atol, max_step=bound if max_step > 0 else None)
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
     runs, solve_s = [], 0.0
     for si, u0 in enumerate(u_starts):
         u, history, steps, r_init = u0, [], 0, None
         for h in hz:
-            mask = (t_rel <= h * span * (1 + 1e-12))[:, None]
-            prob = eqx.tree_at(lambda p: p.weight, base, jnp.where(jnp.asarray(mask), w_full, 0.0))
+            masks = [(tr <= h * max(tr[-1], 1e-300) * (1 + 1e-12))[:, None] for tr in t_rel]
+            prob = eqx.tree_at(lambda p: tuple(rec.weight for rec in p.records), base,
+                               tuple(jnp.where(jnp.asarray(m), w, 0.0) for m, w in zip(masks, w_full)))
             stage = f"identify: start {si + 1}/{starts}, horizon {h:g}"
             sol = solve(prob, u, slv, max_steps=max_steps,
                         progress=lambda s, stage=stage: say(f"{stage}: {s}"))
@@ -221,7 +462,8 @@ def identify(
             history.append(sol.history)
             steps += sol.steps
             solve_s += sol.wall_s
-            say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({int(mask.sum())} samples), {sol.status}")
+            say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({sum(int(m.sum()) for m in masks)} samples), "
+                f"{sol.status}")
         runs.append({"sol": sol, "r_init": r_init, "steps": steps, "u0": u0,
                      "history": np.concatenate(history)})
     finite = [r for r in runs if np.isfinite(r["sol"].chi2)]
@@ -233,9 +475,16 @@ def identify(
     if r_init is None:  # the first stage fitted a shorter horizon: one step on the whole record (same program)
         r_init = solve(base, np.zeros(P), slv, max_steps=1).initial_residuals
     ok = not np.all(r == FAIL)
-    shape = telemetry.values.shape
-    fitted, fitted0 = (telemetry.values + np.where(x == FAIL, np.nan, x).reshape(shape) / np.asarray(w_full)
-                       for x in (r, r_init))
+    per_record = []
+    at = 0
+    for tel, w in zip(tels, w_full):
+        n = tel.values.size
+        shape = tel.values.shape
+        fitted, fitted0 = (tel.values + np.where(x[at:at + n] == FAIL, np.nan, x[at:at + n]).reshape(shape)
+                           / np.asarray(w) for x in (r, r_init))
+        per_record.append({"telemetry": tel, "fitted": fitted, "residuals": r[at:at + n].reshape(shape),
+                           "initial_fitted": fitted0})
+        at += n
     a = analyse(J, r, coords, ident_rtol=ident_rtol, warn_rtol=warn_rtol)
     converged = sol.converged and ok
     notes = []
@@ -256,17 +505,16 @@ def identify(
     sigma_note = (f"Gauss-Newton covariance s^2 (J^T J)^-1 of the residuals / sigma, s^2 = chi^2/dof = {a.s2:.4g} "
                   f"(dof = {a.dof})")
     options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "starts": starts,
-               "spread": spread, "seed": seed, "horizon": hz, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
+               "spread": spread, "seed": seed, "horizon": hz, "max_step": max_step,
+               "estimate_initial_state": estimate_initial_state, "sensors": dict(sensors or {}), "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
     return IdentifyResult(
         **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
                         message=message, iterations=sum(x["steps"] for x in runs),
-                        scenario=apply_coordinates(scenario, coords, sol.u),
+                        scenario=apply_coordinates(scens[0], parts[0][1], sol.u[np.asarray(parts[0][0], int)]),
                         solver=solver, options=options, history=best["history"],
                         wall_s=time.perf_counter() - t_start, solve_s=solve_s),
-        telemetry=telemetry,
-        fitted=fitted,
-        residuals=r.reshape(shape),
-        initial_fitted=fitted0,
+        **per_record[0],
+        records=per_record,
         starts=[{"chi2": x["sol"].chi2, "status": x["sol"].status, "steps": x["steps"],
                  "initial": [float(c.value(x["u0"][j])) for j, c in enumerate(coords)]} for x in runs],
     )

@@ -98,6 +98,12 @@ FIELDS: dict[str, Field] = dict(
         _f("v_CN_NInit", "hub", "vector", "m/s", "initial system CoM velocity", scale=0.1, initial=True),
         _f("sigma_BNInit", "hub", "vector", "1 (MRP)", "initial attitude", scale=0.1, initial=True),
         _f("omega_BN_BInit", "hub", "vector", "rad/s", "initial hub rate", scale=0.01, initial=True),
+        # sensor models of the telemetry fit (`"<column>.bias"`, `"<column>.scale"`, `"time_offset"`): a column
+        # is measured as (1 + scale) * model(t + time_offset) + bias; bias is fitted in units of the column's sigma
+        _f("bias", "sensor", "scalar", "the column's unit", "sensor bias of a telemetry column", scale=1.0),
+        _f("scale", "sensor", "scalar", "1", "scale-factor error of a telemetry column", scale=1e-3),
+        _f("time_offset", "record", "scalar", "s", "time offset of a telemetry record (model at t + offset)",
+           scale=1e-3),
     ]
 )
 HUB_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "hub")
