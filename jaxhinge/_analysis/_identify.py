@@ -63,7 +63,7 @@ from ._lsq import (
 )
 from ._modes import modes
 
-__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "identify"]
+__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
 
 SOLVERS = ("lm", "dogleg", "gauss_newton")
 
@@ -339,6 +339,53 @@ def _parse(scens, tels, free, sensors, estimate_initial_state):
     return tuple(coords), records
 
 
+def check_identify(
+    scenario: Scenario | Sequence[Scenario],
+    telemetry: Telemetry | Sequence[Telemetry],
+    free: Sequence[str],
+    *,
+    sensors: Mapping[str, float] | None = None,
+    estimate_initial_state: bool = False,
+):
+    """Every check of `identify`'s model, records and free list, before any compute (the FIT.toml loader calls
+    it too). Returns `(scenarios, telemetries, coordinates, records)` (one scenario per record; `records` as
+    `_parse`'s). Raises `FitError`, one line."""
+    tels = [telemetry] if isinstance(telemetry, Telemetry) else list(telemetry)
+    R = len(tels)
+    if not R or not all(isinstance(x, Telemetry) for x in tels):
+        raise FitError("telemetry: expected a Telemetry or a non-empty list of them", field="data")
+    scens = [scenario] * R if isinstance(scenario, Scenario) else list(scenario)
+    if len(scens) != R or not all(isinstance(x, Scenario) for x in scens):
+        raise FitError(f"scenario: expected a jaxhinge Scenario (or one per record: {R}), got "
+                       f"{type(scenario).__name__}", field="scenario")
+    for k, (sc, tel) in enumerate(zip(scens, tels)):
+        if sc.spacecraft.panels.labels != scens[0].spacecraft.panels.labels:
+            raise FitError(f"data[{k + 1}]: its scenario's panels {', '.join(sc.spacecraft.panels.labels)} differ "
+                           f"from the first's ({', '.join(scens[0].spacecraft.panels.labels)}): records share one "
+                           "model", field="data.scenario")
+        names = output_names(sc)
+        for c in tel.columns:
+            if c not in names:
+                raise FitError(f"{tel.source}: column {c!r} is not an output of the scenario; outputs: "
+                               f"{', '.join(names)}", field="data.columns")
+        t_end = float(sc.simulation.t_end)
+        if tel.t[0] < -1e-9 * max(1, t_end) or tel.t[-1] > t_end * (1 + 1e-9):
+            raise FitError(f"{tel.source}: samples span [{_fmt(tel.t[0])}, {_fmt(tel.t[-1])}] s, outside "
+                           f"the scenario's [0, {_fmt(t_end)}] s", field="data")
+    if not isinstance(estimate_initial_state, bool):
+        raise FitError(f"fit.estimate_initial_state = {_fmt(estimate_initial_state)}: must be true or false",
+                       field="fit.estimate_initial_state")
+    coords, parts = _parse(scens, tels, free, sensors, estimate_initial_state)
+    P = len(coords)
+    for sc, tel in zip(scens, tels):
+        check_memory(sc.simulation, sc.spacecraft.panels.count, P + 1, samples=len(tel.t))
+    n_res = sum(tel.values.size for tel in tels)
+    if n_res <= P:
+        raise FitError(f"{n_res} residual(s) for {P} free parameter(s): need more samples or columns than free "
+                       "parameters", field="fit.free")
+    return scens, tels, coords, parts
+
+
 def identify(
     scenario: Scenario | Sequence[Scenario],
     telemetry: Telemetry | Sequence[Telemetry],
@@ -380,28 +427,6 @@ def identify(
     reported in the result (`converged`, `message`), not raised.
     """
     t_start = time.perf_counter()
-    tels = [telemetry] if isinstance(telemetry, Telemetry) else list(telemetry)
-    R = len(tels)
-    if not R or not all(isinstance(x, Telemetry) for x in tels):
-        raise FitError("telemetry: expected a Telemetry or a non-empty list of them", field="data")
-    scens = [scenario] * R if isinstance(scenario, Scenario) else list(scenario)
-    if len(scens) != R or not all(isinstance(x, Scenario) for x in scens):
-        raise FitError(f"scenario: expected a jaxhinge Scenario (or one per record: {R}), got "
-                       f"{type(scenario).__name__}", field="scenario")
-    for k, (sc, tel) in enumerate(zip(scens, tels)):
-        if sc.spacecraft.panels.labels != scens[0].spacecraft.panels.labels:
-            raise FitError(f"data[{k + 1}]: its scenario's panels {', '.join(sc.spacecraft.panels.labels)} differ "
-                           f"from the first's ({', '.join(scens[0].spacecraft.panels.labels)}): records share one "
-                           "model", field="data.scenario")
-        names = output_names(sc)
-        for c in tel.columns:
-            if c not in names:
-                raise FitError(f"{tel.source}: column {c!r} is not an output of the scenario; outputs: "
-                               f"{', '.join(names)}", field="data.columns")
-        t_end = float(sc.simulation.t_end)
-        if tel.t[0] < -1e-9 * max(1, t_end) or tel.t[-1] > t_end * (1 + 1e-9):
-            raise FitError(f"{tel.source}: samples span [{_fmt(tel.t[0])}, {_fmt(tel.t[-1])}] s, outside "
-                           f"the scenario's [0, {_fmt(t_end)}] s", field="data")
     if solver not in SOLVERS:
         raise FitError(f"fit.solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="fit.solver")
     for k, v in (("max_steps", max_steps), ("starts", starts)):
@@ -415,9 +440,6 @@ def identify(
                                                                                        math.isfinite(max_step)):
         raise FitError(f"fit.max_step = {_fmt(max_step)}: must be a finite number >= 0 (0: optimistix's "
                        "Levenberg-Marquardt with unbounded steps)", field="fit.max_step")
-    if not isinstance(estimate_initial_state, bool):
-        raise FitError(f"fit.estimate_initial_state = {_fmt(estimate_initial_state)}: must be true or false",
-                       field="fit.estimate_initial_state")
     if isinstance(horizon, str) and horizon != "auto":
         raise FitError(f"fit.horizon = {horizon!r}: must be \"auto\" or increasing fractions in (0, 1] ending "
                        "with 1, e.g. [0.25, 0.5, 1.0]", field="fit.horizon")
@@ -427,14 +449,9 @@ def identify(
             any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1):
         raise FitError(f"fit.horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
                        "with 1, e.g. [0.25, 0.5, 1.0]", field="fit.horizon")
-    coords, parts = _parse(scens, tels, free, sensors, estimate_initial_state)
+    scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
+                                                estimate_initial_state=estimate_initial_state)
     P = len(coords)
-    for sc, tel in zip(scens, tels):
-        check_memory(sc.simulation, sc.spacecraft.panels.count, P + 1, samples=len(tel.t))
-    n_res = sum(tel.values.size for tel in tels)
-    if n_res <= P:
-        raise FitError(f"{n_res} residual(s) for {P} free parameter(s): need more samples or columns than free "
-                       "parameters", field="fit.free")
     if hz == "auto":  # the shortest schedule of the records (each record's fractions of its own span)
         hz = min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x))
     say = progress or (lambda s: None)

@@ -33,13 +33,13 @@ and renamed at the end (a failed run leaves no partial output).
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._analysis._identify import SOLVERS, IdentifyResult, identify
-from .._analysis._lsq import FitError, parse_free
+from .._analysis._identify import SOLVERS, IdentifyResult, check_identify, identify
+from .._analysis._lsq import FitError
 from .._model._scenario import Scenario
 from ._files import _Checker, least_squares_json, write_json, write_output_files
 from ._files import json_number as _num
@@ -47,9 +47,10 @@ from ._scenario_file import load_scenario, scenario_toml
 from ._telemetry import Telemetry, load_telemetry
 
 _TOP = ("scenario", "data", "fit", "output")
-_DATA = ("csv", "columns", "sigma")
+_DATA = ("csv", "columns", "sigma", "sensors", "scenario")
+_DATA_REQUIRED = ("csv", "columns", "sigma")
 _FIT = ("free", "solver", "max_steps", "rtol", "atol", "starts", "spread", "seed", "horizon", "ident_rtol",
-        "warn_rtol")
+        "warn_rtol", "max_step", "estimate_initial_state")
 _OUTPUT = ("dir", "plots")
 _ALIASES = {"file": "csv", "path": "csv", "noise": "sigma", "parameters": "free", "method": "solver",
             "iterations": "max_steps", "out": "dir", "plot": "plots", "multistart": "starts"}
@@ -65,9 +66,22 @@ PLOT_FILES = ("fit.png", "residuals.png")
 
 
 @dataclasses.dataclass(frozen=True)
+class Record:
+    """One `[[data]]` record: its CSV, telemetry, scenario (the top-level one unless it names its own) and fixed
+    sensor values (`sensors`)."""
+
+    csv_path: str
+    telemetry: Telemetry
+    scenario_path: str
+    scenario: Scenario
+    sensors: dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
 class IdentifySpec:
-    """A parsed telemetry FIT.toml: resolved paths, the loaded scenario and telemetry, `identify`'s keyword
-    arguments (`fit_kwargs`), the output folder and whether to plot."""
+    """A parsed telemetry FIT.toml: resolved paths, the loaded scenario and telemetry (of the first record),
+    `identify`'s keyword arguments (`fit_kwargs`), the output folder, whether to plot, and every record
+    (`records`: one for a `[data]` table, several for `[[data]]`)."""
 
     path: str
     scenario_path: str
@@ -78,6 +92,7 @@ class IdentifySpec:
     fit_kwargs: dict[str, Any]
     out_dir: str
     plots: bool
+    records: tuple[Record, ...] = ()
 
 
 def load_identify(
@@ -97,11 +112,25 @@ def load_identify(
         data = ck.read_toml("fit file")
     ck.keys(data, None, _TOP, ("scenario",))
     scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
-    d = ck.section(data, "data", _DATA, required=True)
+    if "data" not in data:
+        raise ck.fail(None, "missing required table [data]")
+    several = isinstance(data["data"], list)
+    if several and not data["data"]:
+        raise ck.bad("data", data["data"], "must be a table [data] or a non-empty array of tables [[data]]")
+    tables = data["data"] if several else [data["data"]]
     fit_t = ck.section(data, "fit", _FIT, required=True)
     out_t = ck.section(data, "output", _OUTPUT)
-    ck.keys(d, "data", _DATA, _DATA)
-    csv_path = ck.path(d["csv"], "data.csv", "a CSV file name")
+    prefix = [f"data[{k + 1}]" if several else "data" for k in range(len(tables))]
+    for d, where in zip(tables, prefix):
+        ck.table(d, where, "[[data]]" if several else "[data]")
+        ck.keys(d, where, _DATA, _DATA_REQUIRED)
+    csv_paths = [ck.path(d["csv"], f"{w}.csv", "a CSV file name") for d, w in zip(tables, prefix)]
+    rec_scen = [ck.path(d["scenario"], f"{w}.scenario", "a scenario file name") if "scenario" in d else scen_path
+                for d, w in zip(tables, prefix)]
+    sensors = []
+    for d, w in zip(tables, prefix):
+        t = ck.table(d.get("sensors", {}), f"{w}.sensors", f"[{w}.sensors]")
+        sensors.append({str(k): ck.number(v, f"{w}.sensors.{k}") for k, v in t.items()})
     ck.keys(fit_t, "fit", _FIT, ("free",))
     kwargs: dict[str, Any] = {key: fit_t[key] for key in _FIT if key in fit_t}  # "free" is required
     if "solver" in kwargs:
@@ -112,18 +141,41 @@ def load_identify(
     for key in ("rtol", "atol", "spread", "ident_rtol", "warn_rtol"):
         if key in kwargs:
             kwargs[key] = ck.finite_positive(kwargs[key], f"fit.{key}")
+    if "max_step" in kwargs:
+        kwargs["max_step"] = ck.nonnegative(kwargs["max_step"], "fit.max_step", "(fitted coordinates)")
+    if "estimate_initial_state" in kwargs:
+        kwargs["estimate_initial_state"] = ck.boolean(kwargs["estimate_initial_state"], "fit.estimate_initial_state")
     plots = ck.boolean(out_t.get("plots", True), "output.plots")
     files = OUTPUT_FILES + (PLOT_FILES if plots else ())
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
     scenario = load_scenario(scen_path)
-    tel = load_telemetry(csv_path, d["columns"], d["sigma"], scenario)
-    parse_free(scenario, kwargs["free"])  # the free list too: errors before any compute
+    records = []
+    for d, csv_path, sp, sens in zip(tables, csv_paths, rec_scen, sensors):
+        sc = scenario if sp == scen_path else load_scenario(sp)
+        records.append(Record(csv_path=csv_path, telemetry=load_telemetry(csv_path, d["columns"], d["sigma"], sc),
+                              scenario_path=sp, scenario=sc, sensors=sens))
+    # the free list, sensor names and records too: errors before any compute
+    check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
+                   sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False))
     return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,
-                        csv_path=csv_path, telemetry=tel, fit_kwargs=kwargs, out_dir=out_dir, plots=plots)
+                        csv_path=csv_paths[0], telemetry=records[0].telemetry, fit_kwargs=kwargs, out_dir=out_dir,
+                        plots=plots, records=tuple(records))
+
+
+def _sensors(records: Sequence[Record]) -> dict[str, float]:
+    """The records' fixed sensor values as `identify` names them (`"data[k]."`-prefixed for several records)."""
+    if len(records) == 1:
+        return dict(records[0].sensors)
+    return {f"data[{k + 1}].{n}": v for k, r in enumerate(records) for n, v in r.sensors.items()}
 
 
 def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = None) -> IdentifyResult:
-    return identify(spec.scenario, spec.telemetry, progress=progress, **spec.fit_kwargs)
+    recs = spec.records or (Record(spec.csv_path, spec.telemetry, spec.scenario_path, spec.scenario, {}),)
+    if len(recs) == 1:
+        return identify(recs[0].scenario, recs[0].telemetry, progress=progress, sensors=_sensors(recs),
+                        **spec.fit_kwargs)
+    return identify([r.scenario for r in recs], [r.telemetry for r in recs], progress=progress,
+                    sensors=_sensors(recs), **spec.fit_kwargs)
 
 
 def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dict[str, Any]:
@@ -147,15 +199,21 @@ def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dic
         "iterations": int(result.iterations),
         **least_squares_json(result),
         "sigma_basis": result.sigma_note,
-        "data": {"csv": spec.csv_path if spec else tel.source, "columns": list(tel.columns),
-                 "sigma": [float(s) for s in tel.sigma], "samples": tel.samples,
-                 "t_span": [float(tel.t[0]), float(tel.t[-1])],
-                 "rms_residual": {c: float(np.sqrt(np.mean(result.residuals[:, j] ** 2)))
-                                  for j, c in enumerate(tel.columns)}},
+        "data": _data_block(tel, result.residuals, spec.csv_path if spec else tel.source),
         "options": result.options,
         "starts": result.starts,
         "timing_s": {"identify": float(result.wall_s)},
+        **({"records": [_data_block(r["telemetry"], r["residuals"],
+                                    spec.records[k].csv_path if spec and spec.records else r["telemetry"].source)
+                        for k, r in enumerate(result.records)]} if len(result.records) > 1 else {}),
     }
+
+
+def _data_block(tel: Telemetry, residuals: np.ndarray, csv: str) -> dict[str, Any]:
+    """One record's `data` block of result.json."""
+    return {"csv": csv, "columns": list(tel.columns), "sigma": [float(s) for s in tel.sigma], "samples": tel.samples,
+            "t_span": [float(tel.t[0]), float(tel.t[-1])],
+            "rms_residual": {c: float(np.sqrt(np.mean(residuals[:, j] ** 2))) for j, c in enumerate(tel.columns)}}
 
 
 def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:
