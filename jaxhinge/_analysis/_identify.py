@@ -459,7 +459,8 @@ def identify(
         _record_problem(scens[k], tels[k], mc, idx, fx, sc_) for k, (idx, mc, fx, sc_) in enumerate(parts)))
     w_full = [rec.weight for rec in base.records]
     t_rel = [tel.t - tel.t[0] for tel in tels]
-    bound = tuple(float(max_step) * (1.0 if c.targets else 1e3) for c in coords)  # sensor models: linear
+    # bias and scale enter linearly: their steps are bounded only by the trust region's shrinking
+    bound = tuple(float(max_step) * (1e3 if c.field in ("bias", "scale") else 1.0) for c in coords)
     slv = make_solver(solver, rtol, atol, max_step=bound if max_step > 0 else None)
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
