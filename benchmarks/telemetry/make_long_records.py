@@ -1,15 +1,19 @@
 """Basilisk records for the long-record telemetry study (issue 12): 20 s of random 3-panel configurations.
 
-    python benchmarks/telemetry/make_long_records.py [N]     # writes benchmarks/telemetry/long_XX.{toml,npz}
+    python benchmarks/telemetry/make_long_records.py [N] [NCHAIN]   # writes benchmarks/telemetry/long_XX.{toml,npz}
 
-Configuration i is `make_references.random_case(100 + i, n_panels=3, loads_kind={"F_B", "T_B"}, t_end=20,
+Configuration i < N is `make_references.random_case(100 + i, n_panels=3, loads_kind={"F_B", "T_B"}, t_end=20,
 save_dt=0.1)` (constant body force and torque, no gravity, dt = 0.01 s, 201 samples), with every damping
-c > 0 (a log-space fit needs c > 0: a zero draw becomes 1.5). Noise is added by the study script, not here.
+c > 0 (a log-space fit needs c > 0: a zero draw becomes 1.5). Configurations N .. N + NCHAIN - 1 have 4 hinges:
+two single panels (`random_case(100 + i, n_panels=2, ...)`) and a random two-panel chain `wing` (Basilisk's
+`dualHingedRigidBodyStateEffector`). Noise is added by the study script, not here.
 Basilisk (bsk 2.12.1) is needed only to run this script.
 """
 
 import os
 import sys
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -19,9 +23,51 @@ import bsk_run
 import make_references as mr
 
 
+def _chain(rng):
+    """A random two-panel chain on the hub (plates, k 50-400 N m/rad, c 1-10 N m s/rad)."""
+    panels = []
+    for j in range(2):
+        m, d, W = mr._u(rng, 15.0, 60.0), mr._u(rng, 0.5, 1.0), mr._u(rng, 0.5, 2.0)
+        L = 2.0 * d
+        p = {"mass": mr._r(m), "IPntS_S": mr._r(np.diag(m / 12.0 * np.array([W * W, L * L, L * L + W * W]))),
+             "d": mr._r(d), "k": mr._r(mr._u(rng, 50.0, 400.0)), "c": mr._r(mr._u(rng, 1.0, 10.0)),
+             "thetaInit": mr._r(mr._u(rng, -0.2, 0.2)), "thetaDotInit": mr._r(mr._u(rng, -0.1, 0.1))}
+        if j == 0:
+            p["l"] = mr._r(L)
+        panels.append(p)
+    return {"name": "wing", "r_HB_B": mr._r(mr._u(rng, -1.0, 1.0, 3)), "dcm_HB": mr._r(mr.random_rotation(rng), 17),
+            "panels": panels}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     n = int(argv[0]) if argv else 1
+    n_chain = int(argv[1]) if len(argv) > 1 else 0
+    for i in range(n, n + n_chain):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        from jaxhinge import dump_scenario, scenario_from_dict
+
+        scen = mr.random_case(100 + i, n_panels=2, gravity=False, loads_kind={"F_B", "T_B"}, t_end=20.0,
+                              save_dt=0.1)
+        for p in scen["panels"]:
+            if p["c"] == 0.0:
+                p["c"] = 1.5
+        scen["chains"] = [_chain(np.random.default_rng(mr.RANDOM_SEED0 + 500 + i))]
+        name = f"long_{i:02d}"
+        toml = os.path.join(HERE, name + ".toml")
+        dump_scenario(scenario_from_dict(scen, name), toml)
+        with open(toml) as f:
+            text = f.read()
+        with open(toml, "w") as f:
+            f.write(f"# {name}: random 3D configuration (rng {mr.RANDOM_SEED0 + 100 + i}, chain rng "
+                    f"{mr.RANDOM_SEED0 + 500 + i}): 2 panels + a two-panel chain, constant extForce_B and "
+                    "extTorquePntB_B, 20 s at dt=0.01 s, save_dt=0.1 s.\n# Made by "
+                    "benchmarks/telemetry/make_long_records.py\n" + text)
+        out = bsk_run.run(bsk_run.load_scenario(toml))
+        bsk_run.save(out, os.path.join(HERE, name + ".npz"))
+        print(f"{name}: {len(out['t'])} samples, theta {out['theta'].shape}")
     for i in range(n):
         scen = mr.random_case(100 + i, n_panels=3, gravity=False, loads_kind={"F_B", "T_B"}, t_end=20.0,
                               save_dt=0.1)

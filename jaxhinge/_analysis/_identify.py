@@ -24,7 +24,14 @@ the data do not determine (reported by name, e.g. `+1.00 log(p0.k) -1.00 log(p1.
 through the hub rates).
 
 **Long records.** `horizon = (0.3, 1.0)`: a growing horizon; fit the samples with $t \le 0.3\,t_{last}$ first,
-then continue from that solution on the whole record (one compiled solver: later samples get weight 0).
+then continue from that solution on the whole record (one compiled solver: later samples get weight 0). The
+default `"auto"` chooses the fractions from the model's fastest mode (`auto_horizon`); `"lm"` takes bounded
+Gauss-Newton steps (`max_step`, `_lsq.BoundedGaussNewton`).
+
+**Sensor models and records.** A column is measured as $(1 + \mathrm{scale})\,y(t + \mathrm{time\_offset}) +
+\mathrm{bias}$ (names `"<column>.bias"`, `"<column>.scale"`, `"time_offset"`: fixed by `sensors=`, or free); several
+records (a list of telemetries, one scenario each) share the physical coordinates, each has its own sensor models
+and (`estimate_initial_state`) initial state; their residuals are concatenated (`_JointResiduals`).
 **Multi-start**: `starts = N` extra starting points $u_0 + \mathrm{spread}\cdot U(-1, 1)$ (seeded), best
 $\chi^2$ kept.
 """
