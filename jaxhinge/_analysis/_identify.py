@@ -459,7 +459,7 @@ def identify(
     scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
                                                 estimate_initial_state=estimate_initial_state)
     P = len(coords)
-    if hz == "auto":  # the shortest schedule of the records (each record's fractions of its own span)
+    if hz == "auto":  # the most cautious schedule of the records (each applies it to its own span)
         hz = min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x))
     say = progress or (lambda s: None)
     base = _JointResiduals(tuple(
