@@ -531,7 +531,7 @@ def test_joint_fit_of_two_records(tmp_path, bsk, capsys):
     tels = [_noisy(sc, t, v, 12), _noisy(sc2, t, jh.telemetry_columns(jh.simulate(sc2), sc2, COLS)[1], 13)]
     guesses = [jh.apply_parameters(x, off) for x in (sc, sc2)]
     alone = [jh.identify(g, tel, FREE) for g, tel in zip(guesses, tels)]
-    text = f'scenario = "g1.toml"\n[fit]\nfree = {json.dumps(FREE)}\n[output]\ndir = "out"\nplots = false\n'
+    text = f'scenario = "g1.toml"\n[fit]\nfree = {json.dumps(FREE)}\n[output]\ndir = "out"\n'
     for k, (g, tel) in enumerate(zip(guesses, tels)):
         jh.dump_scenario(g, str(tmp_path / f"g{k + 1}.toml"))
         jh.write_telemetry(tmp_path / f"tel{k + 1}.csv", tel.t, tel.values, tel.columns)
@@ -543,6 +543,7 @@ def test_joint_fit_of_two_records(tmp_path, bsk, capsys):
     d = json.loads((tmp_path / "out" / "result.json").read_text())
     assert [r["csv"] for r in d["records"]] == [str(tmp_path / "tel1.csv"), str(tmp_path / "tel2.csv")]
     assert d["dof"] == 2 * tels[0].values.size - 4
+    assert (tmp_path / "out" / "fit.png").stat().st_size > 0 and "2 records" in capsys.readouterr().out
     for n in FREE:
         val, sig = d["parameters"][n]["value"], d["parameters"][n]["sigma"]
         assert abs(val - truth[n]) < 3 * sig, (n, val, truth[n], sig)

@@ -227,21 +227,24 @@ def _data_block(tel: Telemetry, residuals: np.ndarray, csv: str) -> dict[str, An
 
 def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:
     """PNG into the file object `f`: `kind="fit"`: data vs fit (and the initial guess) per column;
-    `kind="resid"`: residuals / sigma per column."""
+    `kind="resid"`: residuals / sigma per column (every record's columns, one panel each)."""
     from ._plot import _plt
 
     plt = _plt()
-    tel = result.telemetry
-    C = len(tel.columns)
-    fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=True, squeeze=False)
-    for j, c in enumerate(tel.columns):
-        ax = axes[j, 0]
+    recs = result.records or [{"telemetry": result.telemetry, "fitted": result.fitted,
+                               "residuals": result.residuals, "initial_fitted": result.initial_fitted}]
+    panels = [(r, j, c if len(recs) == 1 else f"data[{k + 1}] {c}")
+              for k, r in enumerate(recs) for j, c in enumerate(r["telemetry"].columns)]
+    C = len(panels)
+    fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=len(recs) == 1, squeeze=False)
+    for i, (r, j, c) in enumerate(panels):
+        ax, tel = axes[i, 0], r["telemetry"]
         if kind == "fit":
             ax.plot(tel.t, tel.values[:, j], ".", ms=3, color="k", label="data")
-            ax.plot(tel.t, result.initial_fitted[:, j], "--", color="0.6", lw=1, label="initial guess")
-            ax.plot(tel.t, result.fitted[:, j], "-", color="C0", lw=1.2, label="fit")
+            ax.plot(tel.t, r["initial_fitted"][:, j], "--", color="0.6", lw=1, label="initial guess")
+            ax.plot(tel.t, r["fitted"][:, j], "-", color="C0", lw=1.2, label="fit")
         else:
-            ax.plot(tel.t, result.residuals[:, j], ".", ms=3, color="C3")
+            ax.plot(tel.t, r["residuals"][:, j], ".", ms=3, color="C3")
             ax.axhline(0, color="k", lw=0.5)
             for s in (-1, 1):
                 ax.axhline(s, color="0.6", lw=0.5, ls="--")
@@ -271,8 +274,10 @@ def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
 
 
 def report_lines(result: IdentifyResult, spec: IdentifySpec, written: list[str]) -> list[str]:
-    lines = [(f"fit                 {spec.path} (telemetry: {spec.csv_path}, {result.telemetry.samples} samples x "
-              f"{len(result.telemetry.columns)} columns)"),
+    recs = result.records or [{"telemetry": result.telemetry}]
+    what = (f"telemetry: {spec.csv_path}, {result.telemetry.samples} samples x {len(result.telemetry.columns)} columns"
+            if len(recs) == 1 else f"{len(recs)} records, {sum(r['telemetry'].values.size for r in recs)} values")
+    lines = [f"fit                 {spec.path} ({what})",
              f"status              {result.message}",
              (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
               f"{result.iterations} solver steps"), "",
