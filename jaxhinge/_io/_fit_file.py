@@ -309,33 +309,37 @@ def plot_fit(result: FitResult, path, fmt: str | None = None, title: str = "") -
     j = x - 1
     chk = result.check
 
-    def panel(ax, target, initial, model, simulated, ylabel):
-        ax.plot(x, initial, "o", mfc="none", color="0.6", ms=9, label="initial model")
-        ax.plot(x, target, "x", color="k", ms=11, mew=2, label="target")
-        ax.plot(x, model, "o", color="C0", ms=6, label="fitted model (linear)")
+    def panel(ax, target, initial, model, simulated, ylabel, scale=1.0):
+        target, initial, model = (scale * np.asarray(a) for a in (target, initial, model))
+        ax.plot(x, target, "_", color="k", ms=22, mew=2.5, label="target", zorder=2)
+        ax.plot(x, initial, "s", mfc="none", color="0.55", ms=8, label="initial model", zorder=3)
         if simulated is not None:
-            ax.plot(x, simulated, "+", color="C3", ms=14, mew=1.5, label="fitted model, simulated")
+            ax.plot(x, scale * np.asarray(simulated), "D", mfc="none", color="C3", ms=10, mew=1.3,
+                    label="fitted, simulated check", zorder=3)
+        ax.plot(x, model, "o", color="C0", ms=5, label="fitted model (linear)", zorder=4)
         for xi, t, m in zip(x, target, model):
-            ax.annotate(f"{(m - t) / t:+.1e}", (xi, m), textcoords="offset points", xytext=(8, -4),
+            ax.annotate(f"{100 * (m - t) / t:+.2g} %", (xi, m), textcoords="offset points", xytext=(12, -3),
                         fontsize="x-small", color="C0")
+        ax.plot([], [], " ", label="number: (fitted - target)/target")
         ax.set_xticks(x)
-        ax.set_xlabel("mode")
+        ax.set_xlim(x.min() - 0.5, x.max() + 0.9)
+        ax.set_xlabel("mode [-]")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
 
     panel(axes[0], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
           np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j], "frequency [Hz]")
-    axes[0].legend(fontsize="small")
+    axes[0].legend(fontsize="x-small", loc="upper left")
     if has_z:
         panel(axes[1], result.damping_targets, np.asarray(result.initial_modes.damping_ratio)[j],
               np.asarray(result.modes.damping_ratio)[j], None if chk is None else chk.damping_ratio[j],
-              "damping ratio")
+              "damping ratio [%]", scale=100.0)
     ax = axes[-1]
     h = np.asarray(result.history)
     if len(h):
         ax.semilogy(np.arange(len(h)), np.maximum(h, 1e-300), ".-", ms=3)
-    ax.set_xlabel("solver step")
-    ax.set_ylabel("cost 0.5 sum r^2")
+    ax.set_xlabel("solver step [-]")
+    ax.set_ylabel("cost 0.5 sum r^2 [-]")
     ax.set_title(("converged" if result.converged else "NOT converged") + f" ({result.solver})", fontsize="small")
     ax.grid(alpha=0.3, which="both")
     if title:

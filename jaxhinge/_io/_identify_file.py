@@ -161,27 +161,31 @@ def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dic
 def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:
     """PNG into the file object `f`: `kind="fit"`: data vs fit (and the initial guess) per column;
     `kind="resid"`: residuals / sigma per column."""
-    from ._plot import _plt
+    from ._plot import _plt, legend_outside, shown
+    from ._telemetry import column_unit
 
     plt = _plt()
     tel = result.telemetry
     C = len(tel.columns)
-    fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(C, 1, figsize=(9.5, 1.8 * C + 1), sharex=True, squeeze=False)
     for j, c in enumerate(tel.columns):
         ax = axes[j, 0]
+        unit = column_unit(c)
         if kind == "fit":
-            ax.plot(tel.t, tel.values[:, j], ".", ms=3, color="k", label="data")
-            ax.plot(tel.t, result.initial_fitted[:, j], "--", color="0.6", lw=1, label="initial guess")
-            ax.plot(tel.t, result.fitted[:, j], "-", color="C0", lw=1.2, label="fit")
+            ax.plot(tel.t, shown(tel.values[:, j], unit)[0], ".", ms=3, color="k", label="data")
+            ax.plot(tel.t, shown(result.initial_fitted[:, j], unit)[0], "--", color="0.6", lw=1, label="initial guess")
+            ax.plot(tel.t, shown(result.fitted[:, j], unit)[0], "-", color="C0", lw=1.2, label="fit")
+            ax.set_ylabel(f"{c}\n[{shown(0.0, unit)[1]}]", fontsize=8)
         else:
             ax.plot(tel.t, result.residuals[:, j], ".", ms=3, color="C3")
             ax.axhline(0, color="k", lw=0.5)
             for s in (-1, 1):
                 ax.axhline(s, color="0.6", lw=0.5, ls="--")
-        ax.set_ylabel(c if kind == "fit" else f"{c}\n(fit-data)/sigma", fontsize=8)
+            ax.set_ylabel(f"{c}\n(fit-data)/sigma [-]", fontsize=8)
+        ax.grid(alpha=0.3)
     axes[0, 0].set_title(("data vs fit" if kind == "fit" else "residuals") + f" (chi2/dof {result.chi2_per_dof:.3g})")
     if kind == "fit":
-        axes[0, 0].legend(fontsize=7)
+        legend_outside(axes[0, 0])
     axes[-1, 0].set_xlabel("t [s]")
     fig.tight_layout()
     fig.savefig(f, format="png", dpi=90)
