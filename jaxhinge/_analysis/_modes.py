@@ -576,9 +576,9 @@ def measure_modes(
     model: Scenario | Spacecraft,
     boundary: str = "free",
     *,
-    periods: float | int = 30.0,
+    periods: float = 30.0,
     samples_per_period: int = 64,
-    amplitude: float | int = 1e-4,
+    amplitude: float = 1e-4,
 ) -> ModeMeasurement:
     """Measure each flexible mode's frequency and damping from free responses of the **nonlinear** model.
 

@@ -72,8 +72,15 @@ from jaxtyping import Array, Float
 from .._io._files import _fmt, to_json
 from .._io._scenario_file import ScenarioError
 from .._math import safe_sqrt
-from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
-from .._model._params import _did_you_mean
+from .._model._params import (
+    Parameter,
+    ParameterError,
+    _did_you_mean,
+    anonymous,
+    apply_resolved,
+    expand,
+    nominal,
+)
 from .._model._scenario import Scenario, compile_key
 from .._simulation._simulate import OUTPUT_NAMES, OUTPUT_UNITS, check_memory, save_times, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted

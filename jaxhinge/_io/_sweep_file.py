@@ -183,7 +183,7 @@ def plot_histograms(
     units: Mapping[str, str] | None = None,
 ) -> None:
     """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and
-    of peak $|\omega|$ and final $\theta$ (successful members), angles in deg."""
+    of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg."""
     from ._plot import _plt, shown
 
     plt = _plt()

@@ -205,7 +205,7 @@ def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int]:
     """`(K, m, n)`: K save intervals of m rk4 steps each, n steps to t_end (`SimulationConfig` checks that
     `save_dt` and `t_end` are whole multiples of `dt`)."""
     K, n = _counts(cfg)
-    return K, int(round(cfg.save_dt / cfg.dt)), n
+    return K, round(cfg.save_dt / cfg.dt), n
 
 
 _RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tableau)
