@@ -75,7 +75,8 @@ def _rows(path, lines: list[str], start: int, width: int, lead: str = r"\d+") ->
         elif row_like.match(lines[i]):
             raise _fail(path, f"cannot read this table row: {lines[i].strip()!r} (expected {width} numbers after "
                         "the mode number)", i + 1)
-        elif out and lines[i].strip() and not lines[i].startswith(("1", "0")) or out and not lines[i].strip() and i + 1 < len(lines) and not pat.match(lines[i + 1]):
+        elif out and (not lines[i].startswith(("1", "0")) if lines[i].strip()  # text: the table ended
+                      else i + 1 < len(lines) and not pat.match(lines[i + 1])):  # blank, no row after it
             break
         i += 1
     return out, i
