@@ -30,6 +30,9 @@ from ._analysis._modes import modes as modes
 from ._analysis._sensitivity import SensitivityResult as SensitivityResult
 from ._analysis._sensitivity import sensitivity as sensitivity
 
+# Command line (`jaxhinge ...`), callable in-process: `jh.main(["fit", "FIT.toml"])` returns the exit code
+from ._cli import main as main
+
 # Dynamics: the back-substitution vector field and Basilisk's diagnostics
 from ._dynamics._backsub import accelerations as accelerations
 from ._dynamics._energy import Diagnostics as Diagnostics
@@ -50,9 +53,6 @@ from ._io._telemetry import load_telemetry as load_telemetry
 from ._io._telemetry import telemetry_columns as telemetry_columns
 from ._io._telemetry import telemetry_from_arrays as telemetry_from_arrays
 from ._io._telemetry import write_telemetry as write_telemetry
-
-# Command line (`jaxhinge ...`), callable in-process: `jh.main(["fit", "FIT.toml"])` returns the exit code
-from ._cli import main as main
 from ._model._loads import Loads as Loads
 from ._model._loads import Pulses as Pulses
 from ._model._params import FIELDS as FIELDS
@@ -73,5 +73,4 @@ from ._simulation._simulate import Trajectory as Trajectory
 from ._simulation._simulate import simulate as simulate
 from ._simulation._simulate import simulate_unjitted as simulate_unjitted
 from ._simulation._solver import MRPSwitch as MRPSwitch
-
-from ._version import __version__ as __version__  # noqa: E402
+from ._version import __version__ as __version__

@@ -248,6 +248,17 @@ def _fit_report(result, data: dict, written: list[str]) -> list[str]:
                      f"{f('frequency_relative_error', 11, '.2e')} {f('simulated_frequency_hz', 15, '.6f')} "
                      f"{f('target_damping_ratio', 12, '.6f')} {f('model_damping_ratio', 11, '.6f')} "
                      f"{f('simulated_damping_ratio', 15, '.6f')}")
+    if result.pairing:
+        lines += ["", (f"{'FEA mode':>8} {'FEA [Hz]':>12} {'model mode':>10} {'model [Hz]':>12} {'MAC start':>9} "
+                       f"{'MAC end':>8}  effective mass FEA / model [kg, kg m^2] T1 T2 T3 R1 R2 R3")]
+        for p in result.pairing:
+            def mac(x):
+                return f"{'-':>8}" if x is None else f"{x:8.4f}"
+
+            em = "" if p["fea_effective_mass"] is None else " ".join(
+                f"{a:.3g}/{b:.3g}" for a, b in zip(p["fea_effective_mass"], p["model_effective_mass"]))
+            lines.append(f"{p['fea_mode']:>8} {p['fea_frequency_hz']:12.6f} {p['model_mode']:>10} "
+                         f"{p['model_frequency_hz']:12.6f} {mac(p['mac_initial']):>9} {mac(p['mac'])}  {em}")
     t = data["timing_s"]
     lines += ["", f"timing              fit {t['fit']:.2f} s (solver {t['solver']:.2f} s, compilation included)"
               + (f", simulation check {t['check']:.2f} s" if t.get("check") is not None else "")]
@@ -269,7 +280,9 @@ def cmd_fit(args) -> int:
             import dataclasses
 
             spec = dataclasses.replace(spec, check=None)
-        _log(f"jaxhinge: {args.fit}: {len(spec.targets_hz)} target(s), free: "
+        n_t = f"FEA modes of {spec.fit_kwargs['fea'].source}" if spec.targets_hz is None else \
+            f"{len(spec.targets_hz)} target(s)"
+        _log(f"jaxhinge: {args.fit}: {n_t}, free: "
              f"{', '.join(map(str, spec.fit_kwargs.get('free', [])))}")
         result, timing = run_fit(spec, progress=_log)
         written = write_outputs(result, spec, extra=timing)

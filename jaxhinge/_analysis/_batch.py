@@ -28,8 +28,6 @@ Sampling takes an explicit `jax.random` key or integer seed; there is no global 
 """
 
 import math
-import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -384,17 +382,3 @@ def summarize(
             "percentiles": np.percentile(x, list(percentiles), axis=0),
         }
     return res
-
-
-def stderr_progress(prefix: str = "jaxhinge") -> Callable[[int, int], None]:
-    """A `progress` callback printing `prefix: members done/total, elapsed` to stderr."""
-    t0 = time.perf_counter()
-
-    def report(done: int, total: int) -> None:
-        print(
-            f"{prefix}: {done}/{total} members done, {time.perf_counter() - t0:.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return report

@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._io._fea import FeaModes
 from .._io._files import _fmt
 from .._model._loads import Loads
 from .._model._params import Parameter
@@ -85,6 +86,7 @@ SOLVERS = ("lm", "adam", "lbfgs")
 _REACH_SCALE = 1e6  # free stiffnesses scaled by 1e-6 and 1e6 for the reachability bounds
 _REACH_MARGIN = 1e-3
 _NOT_IN_MODES = ("motorTorque", "thetaDotRef")  # besides the initial conditions
+_FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -99,18 +101,40 @@ class _ModalResiduals(AbstractResiduals):
     damping_ratios: Float[Array, " dtargets"]
     w_f: Float[Array, " targets"]
     w_z: Float[Array, " dtargets"]
+    reference_point: Float[Array, "3"]
+    mass_targets: Float[Array, "mtargets 6"]  # FEA effective masses of the paired modes (empty: not fitted)
+    w_m: Float[Array, "6"]
+    track: Float[Array, "ttargets 6"]  # unit-free FEA participation vectors of the paired modes (empty: by index)
+    track_scale: Float[Array, "6"]
     boundary: str = eqx.field(static=True)
     mode_index: tuple[int, ...] = eqx.field(static=True)
+    track_signed: bool = eqx.field(static=True, default=True)
 
     def at(self, u) -> Scenario:
         return self.coordinates.apply(self.scenario, u)
 
+    def index(self, m: Modes):
+        """The model mode of each target: fixed (`mode_index`), or tracked through the fit: the mode whose
+        participation vector matches the paired FEA mode's best (MAC, then frequency), whatever the order of the
+        model's frequencies at this point."""
+        if not self.track.shape[0]:
+            return np.array(self.mode_index)
+        b = m.participation / self.track_scale
+        b = b if self.track_signed else jnp.abs(b)
+        num = (self.track @ b.T) ** 2
+        den = jnp.sum(self.track**2, 1)[:, None] * jnp.sum(b * b, 1)[None, :]
+        score = num / jnp.where(den > 0, den, 1.0) - _FREQ_WEIGHT * jnp.abs(
+            jnp.log(m.frequency_hz[None, :] / self.targets_hz[:, None]))
+        return jnp.argmax(score, axis=1)
+
     def __call__(self, u):
-        m = modes_unjitted(self.at(u), self.boundary)
-        idx = np.array(self.mode_index)
+        m = modes_unjitted(self.at(u), self.boundary, self.reference_point)
+        idx = self.index(m)
         r = (m.frequency_hz[idx] - self.targets_hz) * self.w_f
         if self.damping_ratios.shape[0]:
             r = jnp.concatenate([r, (m.damping_ratio[idx] - self.damping_ratios) * self.w_z])
+        if self.mass_targets.shape[0]:
+            r = jnp.concatenate([r, ((m.effective_mass[idx] - self.mass_targets) * self.w_m).ravel()])
         return r, jnp.asarray(True), m
 
 
@@ -131,6 +155,9 @@ class FitResult(LeastSquaresResult):
     - `residuals`: the weighted residual vector (frequencies, then damping ratios).
     - `targets_reached`: every error below `reach_rtol` (damping: `100 * reach_rtol`); `boundary`.
     - `check`: the `ModeMeasurement` of the fitted model (`None` if not requested).
+    - `pairing`: with FEA modes, one entry per pair (`pair_modes`): FEA mode number and frequency, model mode,
+      initial and fitted model frequency, MAC at the start and at the solution, FEA and fitted model effective
+      masses; `None` without FEA modes.
     """
 
     modes: Modes
@@ -144,6 +171,7 @@ class FitResult(LeastSquaresResult):
     targets_reached: bool
     boundary: str
     check: ModeMeasurement | None = None
+    pairing: list[dict] | None = None
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -196,6 +224,10 @@ def fit(
     warn_rtol: float = 1e-2,
     check: bool = True,
     progress: Callable[[str], None] | None = None,
+    fea: FeaModes | None = None,
+    fea_modes: Sequence[int] | None = None,
+    reference_point: Sequence[float] | None = None,
+    effective_mass_sigma: float | None = None,
 ) -> FitResult:
     """Fit model parameters so the model's modes match target frequencies (and damping ratios).
 
@@ -218,6 +250,13 @@ def fit(
       undetermined or poorly determined (`jaxhinge._analysis._lsq.analyse`).
     - `check`: simulate the fitted model and measure its frequencies (`measure_modes`).
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.
+    - `fea`: FEA modes (`read_fea`) instead of `targets_hz` (pass `None` there): each model mode is paired with
+      an FEA mode by `pair_modes` (effective-mass MAC and frequency), or by hand with `mode_numbers` (model)
+      and `fea_modes` (FEA mode numbers, as in the file), and fitted to its frequency.
+    - `reference_point`: where the FEA's rotational effective masses refer to, in B [m] (default: the FEA's own
+      `reference_point`, i.e. the FEA origin at the origin of B).
+    - `effective_mass_sigma`: also fit the paired modes' 6 effective masses, with this 1-sigma uncertainty
+      relative to each component's total effective mass (default: not fitted, used for pairing only).
 
     **Returns:** a `FitResult`.
 
@@ -247,8 +286,34 @@ def fit(
     sc = scenario.spacecraft
     names = sc.panels.labels
     n = len(names)
+    ref = np.zeros(3) if fea is None else np.asarray(fea.reference_point, float)
+    if reference_point is not None:
+        ref = _floats(reference_point, "modes.reference_point", positive=False)
+        if ref.shape != (3,):
+            raise FitError(f"modes.reference_point = {_fmt(reference_point)}: must be 3 numbers [m] in B",
+                           field="modes.reference_point")
+    em_t, pairs0, track, track_scale = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6)
+    if fea is not None:
+        if fea.boundary is not None and fea.boundary != boundary:
+            raise FitError(f"modes.boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
+                           "fit the model with the FEA's boundary condition", field="modes.boundary")
+        if targets_hz is not None:
+            raise FitError("give either targets_hz or FEA modes (fea), not both", field="modes.targets_hz")
+        by_hand = mode_numbers is not None or fea_modes is not None
+        fi, idx_f = _pairs_by_hand(fea, n, mode_numbers, fea_modes) if by_hand else \
+            pair_modes(fea, modes(scenario, boundary, ref))[:2]
+        pairs0 = (fi, idx_f)
+        targets_hz, mode_numbers = fea.frequencies[fi], [j + 1 for j in idx_f]
+        if effective_mass_sigma is not None:
+            if fea.effective_mass is None:
+                raise FitError(f"modes.effective_mass_sigma is given but {fea.source} has no effective masses",
+                               field="modes.effective_mass_sigma")
+            em_t = np.asarray(fea.effective_mass, float)[fi]
+        vec = _unit_vectors(fea, modes(scenario, boundary, ref))
+        if vec is not None and not by_hand:  # tracked by participation; by hand: fixed model mode numbers
+            track, track_scale = vec[0][fi], np.sqrt(_totals(fea))
     ft = _floats(targets_hz, "modes.targets_hz", positive=True)
-    if np.any(np.diff(ft) < 0):
+    if fea is None and np.any(np.diff(ft) < 0):
         raise FitError(f"modes.targets_hz = {_fmt(ft)}: must be in ascending order (they are matched to the modes "
                        "in ascending frequency)", field="modes.targets_hz")
     zt = np.zeros(0)
@@ -273,7 +338,7 @@ def fit(
         if len(mn) != len(ft) or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in mn):
             raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be {len(ft)} integers (one per target)",
                            field="modes.mode_numbers")
-        if any(x < 1 or x > n for x in mn) or any(b <= a for a, b in itertools.pairwise(mn)):
+        if any(x < 1 or x > n for x in mn) or (fea is None and any(b <= a for a, b in itertools.pairwise(mn))):
             raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be strictly increasing, between 1 and {n}",
                            field="modes.mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
@@ -299,7 +364,7 @@ def fit(
             raise FitError(f"fit.free: {c.name} is {what}, which does not enter the modes (linearised about "
                            "rest); a modal fit frees model parameters such as k, c, mass, d, IPntS_S",
                            field="fit.free")
-    n_par, n_res = len(coords), len(ft) + len(zt)
+    n_par, n_res = len(coords), len(ft) + len(zt) + em_t.size
     if n_par > n_res:
         raise FitError(f"{n_par} free parameters but only {n_res} target{'s' if n_res != 1 else ''}: the parameters "
                        "cannot all be determined; "
@@ -323,6 +388,11 @@ def fit(
         damping_ratios=jnp.asarray(zt),
         w_f=jnp.asarray(1.0 / (frequency_sigma * ft)),
         w_z=jnp.asarray(1.0 / (damping_sigma * zt)) if len(zt) else jnp.zeros(0),
+        reference_point=jnp.asarray(ref),
+        mass_targets=jnp.asarray(em_t),
+        w_m=jnp.asarray(1.0 / (effective_mass_sigma * _totals(fea)) if len(em_t) else np.zeros(6)),
+        track=jnp.asarray(track), track_scale=jnp.asarray(track_scale), track_signed=fea is None or
+        fea.participation is not None,
         boundary=boundary,
         mode_index=idx,
     )
@@ -330,8 +400,8 @@ def fit(
 
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
-    m_init = to_numpy(_relabel(modes(problem.at(u0), boundary), sc))
-    if kinds <= {"k", "c"}:
+    m_init = to_numpy(_relabel(modes(problem.at(u0), boundary, ref), sc))
+    if kinds <= {"k", "c"} and not len(track):  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
     # every free parameter must move the targets
@@ -347,8 +417,9 @@ def fit(
                 progress=None if progress is None else (lambda s: say(f"fit: {s}")))
 
     r, J = sol.residuals, sol.jacobian
-    m_fit = to_numpy(_relabel(modes(problem.at(jnp.asarray(sol.u)), boundary), sc))
+    m_fit = to_numpy(_relabel(modes(problem.at(jnp.asarray(sol.u)), boundary, ref), sc))
     converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
+    idx = tuple(int(j) for j in np.asarray(problem.index(m_fit)))
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]
     ferr = (f_fit - ft) / ft
     derr = (np.asarray(m_fit.damping_ratio)[list(idx)] - zt) / zt if len(zt) else np.zeros(0)
@@ -366,6 +437,13 @@ def fit(
     poor = [f"{c.name} is poorly determined by these targets (sigma = {100 * sigma[j] / abs(values[j]):.0f} % of "
             "its value): tie it to a similar parameter or add targets"
             for j, c in enumerate(coords) if c.log and np.isfinite(sigma[j]) and sigma[j] > 0.5 * abs(values[j])]
+    pairing = None
+    if fea is not None:
+        pairing, swapped = _pairing_table(fea, pairs0, list(idx), m_init, m_fit, auto=not by_hand)
+        notes += swapped
+        if len(set(idx)) < len(idx):
+            notes.append(f"two FEA modes ended up paired with one model mode ({[j + 1 for j in idx]}): fix the "
+                         "pairing with mode_numbers and fea_modes")
     message = _message(converged, reached, sol.status, sol.steps, ferr, derr,
                        [d["description"] for d in a.undetermined], notes, n_par, n_res, J, r, poor)
 
@@ -377,7 +455,8 @@ def fit(
         measured = measure_modes(fitted, boundary)
     options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "learning_rate": learning_rate,
                "reach_rtol": reach_rtol, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol,
-               "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary}
+               "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
+               "effective_mass_sigma": effective_mass_sigma, "reference_point": ref.tolist()}
     return FitResult(
         **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
                         message=message, iterations=sol.steps, scenario=fitted, solver=solver, options=options,
@@ -393,7 +472,110 @@ def fit(
         targets_reached=reached,
         boundary=boundary,
         check=measured,
+        pairing=pairing,
     )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Pairing FEA modes with model modes
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _totals(fea: FeaModes) -> np.ndarray:
+    """Each component's total effective mass (the file's total line, else the listed modes' sum), floored."""
+    t = fea.total_mass if fea.total_mass is not None else np.sum(fea.effective_mass, axis=0)
+    t = np.asarray(t, float)
+    return np.maximum(t, 1e-12 * max(float(t.max()), 1e-300))
+
+
+def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] | None:
+    """Participation vectors made unit-free (each component over the square root of its total effective mass),
+    FEA and model; `None` where the FEA modes carry no effective mass (free-free, or not in the file)."""
+    if fea.effective_mass is None:
+        return None
+    scale = np.sqrt(_totals(fea))
+    if fea.participation is not None:
+        a, b = np.asarray(fea.participation) / scale, np.asarray(model.participation) / scale
+    else:  # effective masses only: the signs are unknown, compare magnitudes
+        a, b = np.sqrt(np.asarray(fea.effective_mass)) / scale, np.abs(np.asarray(model.participation)) / scale
+    if np.sum(a * a) < 1e-9 * len(a):
+        return None
+    return a, b
+
+
+def mac(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """$|a_i \\cdot b_j|^2 / (|a_i|^2 |b_j|^2)$ for all rows of `a` and `b` (0 where either is zero)."""
+    num = (a @ b.T) ** 2
+    den = np.sum(a * a, 1)[:, None] * np.sum(b * b, 1)[None, :]
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.ndarray]:
+    """Pair every model mode with one FEA mode: minimum total cost $(1 - \\mathrm{MAC}) + 0.1\\,|\\ln(f_{model} /
+    f_{FEA})|$ (an assignment problem: the effective-mass direction first, the frequency to tell apart modes of
+    one direction), the MAC of the unit-free participation vectors (`_unit_vectors`); by
+    frequency alone where the FEA modes carry no effective mass (free-free). **Returns:** FEA indices, model
+    indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
+    from scipy.optimize import linear_sum_assignment
+
+    f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
+    cost = _FREQ_WEIGHT * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
+    vec = _unit_vectors(fea, model)
+    m = mac(*vec) if vec is not None else np.full(cost.shape, np.nan)
+    if vec is not None:
+        cost = cost + (1.0 - m)
+    rows, cols = linear_sum_assignment(cost)
+    order = np.argsort(cols)
+    fi, mj = [int(rows[k]) for k in order], [int(cols[k]) for k in order]
+    return fi, mj, np.array([m[i, j] for i, j in zip(fi, mj)])
+
+
+def _pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list[int], list[int]]:
+    if mode_numbers is None or fea_modes is None:
+        raise FitError("pairing by hand needs both modes.mode_numbers (model) and modes.fea_modes (FEA mode numbers, "
+                       "one per model mode)", field="modes.fea_modes")
+    mn, fm = list(mode_numbers), list(fea_modes)
+    if len(mn) != len(fm):
+        raise FitError(f"modes.fea_modes = {_fmt(fm)} and modes.mode_numbers = {_fmt(mn)}: give one FEA mode per "
+                       "model mode", field="modes.fea_modes")
+    known = [int(x) for x in fea.mode_numbers]
+    bad = [x for x in fm if x not in known]
+    if bad or len(set(fm)) != len(fm):
+        raise FitError(f"modes.fea_modes = {_fmt(fm)}: must be distinct mode numbers of {fea.source} "
+                       f"({known[0]}..{known[-1]})", field="modes.fea_modes")
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 1 <= x <= n for x in mn) \
+            or len(set(mn)) != len(mn):
+        raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be distinct integers between 1 and {n}",
+                       field="modes.mode_numbers")
+    return [known.index(x) for x in fm], [int(x) - 1 for x in mn]
+
+
+def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit: Modes,
+                   auto: bool) -> tuple[list[dict], list[str]]:
+    """The pairing report (the model mode of each FEA mode at the start and at the solution), and a note when a
+    fresh automatic pairing at the solution differs from the one the fit tracked."""
+    fi, mj = pairs0
+    vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
+    mac0 = mac(*vec0) if vec0 is not None else None
+    mac1 = mac(*vec1) if vec1 is not None else None
+    em = None if fea.effective_mass is None else np.asarray(fea.effective_mass)
+    rows = [{"fea_mode": int(fea.mode_numbers[i]), "fea_frequency_hz": float(fea.frequencies[i]),
+             "initial_model_mode": j0 + 1, "model_mode": j + 1,
+             "initial_model_frequency_hz": float(m_init.frequency_hz[j0]),
+             "model_frequency_hz": float(m_fit.frequency_hz[j]),
+             "mac_initial": None if mac0 is None else float(mac0[i, j0]),
+             "mac": None if mac1 is None else float(mac1[i, j]),
+             "fea_effective_mass": None if em is None else em[i].tolist(),
+             "model_effective_mass": np.asarray(m_fit.effective_mass)[j].tolist()}
+            for i, j0, j in zip(fi, mj, final)]
+    notes = []
+    if auto:
+        fi1, mj1, _ = pair_modes(fea, m_fit)
+        if sorted(zip(fi1, mj1)) != sorted(zip(fi, final)):
+            notes.append("the FEA-model pairing at the solution differs from the one fitted (modes swapped during "
+                         f"the fit: now {[(int(fea.mode_numbers[i]), j + 1) for i, j in zip(fi1, mj1)]} as (FEA, "
+                         "model)); check the pairing table and fix it with mode_numbers and fea_modes")
+    return rows, notes
 
 
 def _check_reach(problem: _ModalResiduals, coords, m_init: Modes, ft, idx, boundary: str) -> None:

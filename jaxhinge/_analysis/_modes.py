@@ -77,6 +77,7 @@ from .._model._spacecraft import InitialState, Spacecraft, State, strip_labels
 from .._simulation._simulate import check_memory, simulate_unjitted
 
 BOUNDARIES = ("free", "clamped")
+EFFECTIVE_MASS_NAMES = ("T1_kg", "T2_kg", "T3_kg", "R1_kg_m2", "R2_kg_m2", "R3_kg_m2")
 HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")
 _CLUSTER_RTOL = 1e-8  # poles closer than this (relative to the largest |lambda|) form one cluster
 _IMAG_RTOL = 1e-12  # |Im lambda| below this (relative) counts as a real pole
@@ -335,6 +336,15 @@ class Modes(eqx.Module):
       positive. Clamped: the hub part is zero.
     - `energy_fraction`: the mode's kinetic energy split into hub translation, hub rotation (about the hub CoM)
       and each panel (columns, in `participants` order); rows sum to 1.
+    - `participation`: the 6 participation factors of each mass-normalised mode for rigid motion of the hub
+      about `reference_point` (translations x, y, z [kg^0.5], rotations about x, y, z through the point
+      [kg^0.5 m]): $\\Gamma = X M R$ with $R$ the $(6+N) \\times 6$ rigid-body motion of the hub about the point
+      ($x_B = u_P + \\phi \\times (r_B - r_P)$, $\\phi_B = \\phi$, $\\delta\\theta = 0$); sign as `shape`'s.
+    - `effective_mass`: $\\Gamma^2$ per component [kg, kg m^2]: the modal effective masses of base motion as FEA
+      solvers print them. Clamped: summed over the N modes they give the diagonal of $M_{R\\theta}
+      M_{\\theta\\theta}^{-1} M_{\\theta R}$, the panels' mass as seen through their hinges. Free: zero (a
+      free-free elastic mode carries no momentum), as in a free-free FEA.
+    - `reference_point`: the point the rotational components refer to, in B [m].
     - `boundary` (static): `"free"` or `"clamped"`; `panel_names`, `dof_names`, `participants` (static).
 
     Gradients of `frequency_hz`, `damping_ratio`, `natural_frequency_hz` are defined also at repeated
@@ -349,6 +359,9 @@ class Modes(eqx.Module):
     overdamped: Bool[Array, " modes"]
     shape: Float[Array, "modes dof"]
     energy_fraction: Float[Array, "modes participants"]
+    participation: Float[Array, "modes 6"]
+    effective_mass: Float[Array, "modes 6"]
+    reference_point: Float[Array, "3"]
     boundary: str = eqx.field(static=True)
     panel_names: tuple[str, ...] = eqx.field(static=True)
     dof_names: tuple[str, ...] = eqx.field(static=True)
@@ -358,15 +371,17 @@ class Modes(eqx.Module):
         """Plain Python (JSON-ready; NaN/inf as `None`): `{"boundary", "modes": [...]}`, one entry per mode."""
         values = {k: np.asarray(getattr(self, k))
                   for k in ("frequency_hz", "damping_ratio", "damped_frequency_hz", "natural_frequency_hz")}
-        lam, over, shape, ef = (np.asarray(x) for x in (self.eigenvalue, self.overdamped, self.shape,
-                                                        self.energy_fraction))
-        return {"boundary": self.boundary, "modes": [
+        lam, over, shape, ef, em = (np.asarray(x) for x in (self.eigenvalue, self.overdamped, self.shape,
+                                                            self.energy_fraction, self.effective_mass))
+        return {"boundary": self.boundary, "reference_point_m": [_num(v) for v in np.asarray(self.reference_point)],
+                "modes": [
             {
                 "mode": j + 1,
                 **{k: _num(v[j]) for k, v in values.items()},
                 "eigenvalue": [_num(lam[j].real), _num(lam[j].imag)],
                 "overdamped": bool(over[j]),
                 "energy_fraction": {k: _num(v) for k, v in zip(self.participants, ef[j])},
+                "effective_mass": dict(zip(EFFECTIVE_MASS_NAMES, (_num(v) for v in em[j]))),
                 "shape": {
                     "x_B_m": [_num(v) for v in shape[j, :3]],
                     "phi_B_rad": [_num(v) for v in shape[j, 3:6]],
@@ -377,13 +392,14 @@ class Modes(eqx.Module):
         ]}
 
 
-def _modes(sc: Spacecraft, boundary: str) -> Modes:
+def _modes(sc: Spacecraft, boundary: str, reference_point=None) -> Modes:
     n = sc.panels.count
     dtype = jnp.result_type(sc.hub.mHub)
+    ref = jnp.zeros(3, dtype) if reference_point is None else jnp.asarray(reference_point, dtype)
     if n == 0:
-        e = jnp.zeros((0,), dtype)
+        e, e6 = jnp.zeros((0,), dtype), jnp.zeros((0, 6), dtype)
         return Modes(e, e, e, e, jnp.zeros((0,), jnp.complex128), jnp.zeros((0,), bool),
-                     jnp.zeros((0, 6), dtype), jnp.zeros((0, 2), dtype), boundary, **_labels(sc))
+                     e6, jnp.zeros((0, 2), dtype), e6, e6, ref, boundary, **_labels(sc))
     Mr, Cr, Kr = reduced_matrices(sc, boundary)
     L = jnp.linalg.cholesky(Mr)
 
@@ -418,16 +434,28 @@ def _modes(sc: Spacecraft, boundary: str) -> Modes:
     e_trans = 0.5 * bj.mass * jnp.sum(v * v, -1)  # (modes, bodies)
     e_rot = 0.5 * jnp.einsum("mbi,bij,mbj->mb", w, bj.inertia, w)
     parts = jnp.concatenate([e_trans[:, :1], e_rot[:, :1], (e_trans + e_rot)[:, 1:]], 1)
+    gamma = X @ M @ rigid_motion(ref, n)
     return Modes(frequency_hz=wn / two_pi, damping_ratio=zeta,
                  damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
                  natural_frequency_hz=safe_sqrt(w2) / two_pi, eigenvalue=rep, overdamped=overdamped, shape=X,
-                 energy_fraction=parts / jnp.sum(parts, 1, keepdims=True), boundary=boundary, **_labels(sc))
+                 energy_fraction=parts / jnp.sum(parts, 1, keepdims=True), participation=gamma,
+                 effective_mass=gamma**2, reference_point=ref, boundary=boundary, **_labels(sc))
+
+
+def rigid_motion(reference_point: Float[Array, "3"], n: int) -> Float[Array, "dof 6"]:
+    """$R$: the coordinates $(x_B, \\phi_B, \\delta\\theta)$ of a rigid motion of the whole spacecraft (hinges
+    locked) by a translation $u_P$ and a small rotation $\\phi$ about `reference_point` P (in B):
+    $x_B = u_P + \\phi \\times (0 - r_P)$."""
+    eye = jnp.eye(3, dtype=reference_point.dtype)
+    return jnp.concatenate([jnp.concatenate([eye, tilde(reference_point)], 1),
+                            jnp.concatenate([jnp.zeros_like(eye), eye], 1),
+                            jnp.zeros((n, 6), reference_point.dtype)], 0)
 
 
 _modes_jit = eqx.filter_jit(_modes)
 
 
-def modes(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
+def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None) -> Modes:
     """Flexible modes of the spacecraft linearised about its rest equilibrium.
 
     **Arguments:**
@@ -436,6 +464,8 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
       do not enter: see the module docstring).
     - `boundary`: `"free"` (hub free, as flown; the 6 rigid-body modes are excluded) or `"clamped"` (hub
       fixed, as on an FEA fixture or a test stand).
+    - `reference_point`: where the rotational participation factors and effective masses refer to, in B [m]
+      (default: the origin of B).
 
     **Returns:** `Modes`, N flexible modes in ascending `frequency_hz` (`damp` definitions), with undamped
     natural frequencies, mode shapes and kinetic-energy participation of the hub and of each named panel.
@@ -446,7 +476,7 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
     """
     check_boundary(boundary)
     sc = _spacecraft_of(model)
-    return _relabel(_modes_jit(strip_labels(sc), boundary), sc)
+    return _relabel(_modes_jit(strip_labels(sc), boundary, _point(reference_point)), sc)
 
 
 def _relabel(m: Modes, sc: Spacecraft) -> Modes:
@@ -454,10 +484,14 @@ def _relabel(m: Modes, sc: Spacecraft) -> Modes:
     return dataclasses.replace(m, **_labels(sc))
 
 
-def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free") -> Modes:
+def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None) -> Modes:
     """`modes` without its `eqx.filter_jit` (to compose inside a caller's own jit/grad)."""
     check_boundary(boundary)
-    return _modes(_spacecraft_of(model), boundary)
+    return _modes(_spacecraft_of(model), boundary, _point(reference_point))
+
+
+def _point(p):
+    return None if p is None else jnp.broadcast_to(jnp.asarray(p, dtype=float), (3,))
 
 
 @eqx.filter_jit
@@ -576,9 +610,9 @@ def measure_modes(
     model: Scenario | Spacecraft,
     boundary: str = "free",
     *,
-    periods: float | int = 30.0,
+    periods: float = 30.0,
     samples_per_period: int = 64,
-    amplitude: float | int = 1e-4,
+    amplitude: float = 1e-4,
 ) -> ModeMeasurement:
     """Measure each flexible mode's frequency and damping from free responses of the **nonlinear** model.
 

@@ -72,10 +72,17 @@ from jaxtyping import Array, Float
 from .._io._files import _fmt, to_json
 from .._io._scenario_file import ScenarioError
 from .._math import safe_sqrt
-from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
-from .._model._params import _did_you_mean
+from .._model._params import (
+    Parameter,
+    ParameterError,
+    _did_you_mean,
+    anonymous,
+    apply_resolved,
+    expand,
+    nominal,
+)
 from .._model._scenario import Scenario, compile_key
-from .._simulation._simulate import OUTPUT_NAMES, check_memory, save_times, simulate_unjitted
+from .._simulation._simulate import OUTPUT_NAMES, OUTPUT_UNITS, check_memory, save_times, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
@@ -91,12 +98,6 @@ _OPTIONS = {
     "damping_ratios": ("boundary",),
 }
 _UNDEFINED_RTOL = 1e-12
-
-HISTORY_UNITS = {
-    "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
-    "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
-    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s",
-}
 
 
 def _fail(source: str, msg: str) -> ScenarioError:
@@ -424,7 +425,7 @@ class SensitivityResult:
         """Tornado plot for one scalar output row: horizontal bars of $\\partial\\ln y/\\partial\\ln p$, largest
         $|\\cdot|$ on top (parameters whose normalisation is undefined are listed, without a bar). Draws on `ax`,
         or writes a figure to the file object `f` (format `fmt`); returns the axes (None when written)."""
-        from .._io._plot import _plt
+        from .._io._plot import _plt, shown
 
         plt = _plt()
         ranked = self.ranking(output)[:top]
@@ -438,8 +439,9 @@ class SensitivityResult:
         ax.set_yticks(pos, labels)
         ax.axvline(0.0, color="k", lw=0.8)
         r = self.row(output)
-        ax.set_xlabel("d ln y / d ln p  (% change of y per % change of p)")
-        ax.set_title(f"{output} = {self.output_values[r]:.6g} {self.output_units[r]}")
+        ax.set_xlabel("d ln y / d ln p [-]  (% change of y per % change of p)")
+        value, unit = shown(self.output_values[r], self.output_units[r])
+        ax.set_title(f"{output} = {value:.6g} {unit}")
         ax.grid(axis="x", alpha=0.3)
         if own:
             fig.tight_layout()
@@ -465,7 +467,7 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
             energy = o.name in ("totOrbEnergy", "totRotEnergy")
             labels = panels if o.name in ("theta", "thetaDot") else () if energy else ("0", "1", "2")
             shape = (T, len(labels)) if labels else (T,)
-            kind, unit = "history", HISTORY_UNITS[o.name]
+            kind, unit = "history", OUTPUT_UNITS[o.name]
         elif o.name in MODAL_OUTPUTS:
             labels, shape, kind = tuple(f"mode {i + 1}" for i in range(N)), (N,), "modal"
             unit = "Hz" if o.name == "modal_frequencies" else "1"

@@ -12,6 +12,13 @@ damping_ratios = [0.005, 0.005, 0.005]  # optional; one per target, each in (0, 
 mode_numbers = [1, 2, 3]            # optional; the 1-based modes the targets belong to (default 1, 2, ...)
 frequency_sigma = 0.01              # optional; relative 1-sigma uncertainty of the frequency targets
 damping_sigma = 0.2                 # optional; relative 1-sigma uncertainty of the damping targets
+# instead of targets_hz: FEA modes from a solver's output file, paired with the model's modes
+# fea = "spacecraft_clamped.dat"    # CalculiX .dat or NASTRAN .f06 (format from the extension, or fea_format)
+# fea_units = "m-kg-s"              # the FEA model's units: m-kg-s, mm-t-s, mm-kg-s, in-lbf-s (needed for masses)
+# reference_point = [0, 0, 0]       # where the FEA's rotations refer to, in B [m] (default: FEA origin = B origin)
+# effective_mass_sigma = 0.05       # also fit the paired modes' effective masses (sigma relative to the totals)
+# fea_modes = [1, 2]                # pair by hand: these FEA modes with mode_numbers (default: automatic)
+# rigid_hz = 0.01                   # free-free files: modes below this are the 6 rigid-body modes (dropped)
 
 [fit]                               # required
 free = ["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c = wing_mY.c", "antenna.c"]
@@ -56,12 +63,14 @@ from .._analysis._lsq import FitError
 from .._analysis._modes import BOUNDARIES, measure_modes
 from .._model._scenario import ConfigError, Scenario, SimulationConfig
 from .._simulation._simulate import check_memory
+from ._fea import FORMATS, UNIT_SYSTEMS, read_fea
 from ._files import _Checker, _kind, least_squares_json, write_json, write_output_files
 from ._files import json_number as _num
 from ._scenario_file import load_scenario, scenario_toml
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
-_MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma")
+_MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
+          "fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma")
 _FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol")
 _CHECK = ("simulate", "periods", "amplitude_rad")
 _OUTPUT = ("dir", "plot")
@@ -96,7 +105,7 @@ class FitSpec:
     scenario_path: str
     scenario_name: str
     scenario: Scenario
-    targets_hz: list[float]
+    targets_hz: list[float] | None  # None: from the FEA modes (`fit_kwargs["fea"]`)
     fit_kwargs: dict[str, Any]
     check: dict[str, Any] | None
     out_dir: str
@@ -134,10 +143,38 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
 
     kw: dict[str, Any] = {}
     kw["boundary"] = ck.choice(modes_t.get("boundary", "free"), "modes.boundary", BOUNDARIES)
-    ck.keys(modes_t, "modes", _MODES, ("targets_hz",))
-    targets = modes_t["targets_hz"]
-    if not isinstance(targets, list):
+    has_fea = "fea" in modes_t
+    ck.keys(modes_t, "modes", _MODES, () if has_fea else ("targets_hz",))
+    targets = modes_t.get("targets_hz")
+    if has_fea and targets is not None:
+        raise ck.bad("modes.targets_hz", targets, "give either targets_hz or fea (the targets then come from the "
+                     "FEA file), not both")
+    if not has_fea and not isinstance(targets, list):
         raise ck.bad("modes.targets_hz", targets, f"must be a list of numbers, got {_kind(targets)}")
+    for key in ("fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma"):
+        if key in modes_t and not has_fea:
+            raise ck.bad(f"modes.{key}", modes_t[key], "applies to FEA modes only: give modes.fea too")
+    if has_fea:
+        fea_path = ck.path(modes_t["fea"], "modes.fea", "an FEA result file (.dat CalculiX, .f06 NASTRAN)")
+        fmt = ck.choice(modes_t["fea_format"], "modes.fea_format", FORMATS.values()) if "fea_format" in modes_t \
+            else None
+        units = ck.choice(modes_t["fea_units"], "modes.fea_units", UNIT_SYSTEMS) if "fea_units" in modes_t else None
+        rigid = ck.finite_positive(modes_t["rigid_hz"], "modes.rigid_hz") if "rigid_hz" in modes_t else 0.01
+        kw["fea"] = read_fea(fea_path, fmt, units=units, boundary=kw["boundary"], rigid_hz=rigid)
+        if "reference_point" in modes_t:
+            kw["reference_point"] = ck.array(modes_t["reference_point"], "modes.reference_point", (3,)).tolist()
+        if "effective_mass_sigma" in modes_t:
+            kw["effective_mass_sigma"] = ck.finite_positive(modes_t["effective_mass_sigma"],
+                                                            "modes.effective_mass_sigma")
+        if "fea_modes" in modes_t:
+            fm, known = modes_t["fea_modes"], [int(x) for x in kw["fea"].mode_numbers]
+            if not isinstance(fm, list) or len(set(map(str, fm))) != len(fm) or any(x not in known for x in fm):
+                raise ck.bad("modes.fea_modes", fm, f"must be distinct mode numbers of {fea_path} ({known[0]}.."
+                             f"{known[-1]})")
+            if not isinstance(modes_t.get("mode_numbers"), list) or len(modes_t["mode_numbers"]) != len(fm):
+                raise ck.bad("modes.fea_modes", fm, "pairs by hand: give modes.mode_numbers too, one model mode "
+                             "per FEA mode")
+            kw["fea_modes"] = fm
     for key in ("damping_ratios", "mode_numbers"):
         if key in modes_t:
             if not isinstance(modes_t[key], list):
@@ -284,7 +321,7 @@ def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any
         "residual_definition": "(model - target) / (sigma_rel * target); frequencies first, then damping ratios",
         "sigma_basis": result.sigma_note,
         "solver": result.solver,
-        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free",)},
+        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free", "fea")},
         "free": list(result.names),
         "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
         "cost_history": [_num(x) for x in result.history],
@@ -295,6 +332,13 @@ def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any
     }
     if chk is not None:
         out["check"] = chk.as_dict()
+    if result.pairing is not None:
+        fea = spec.fit_kwargs["fea"] if spec else None
+        out["fea"] = {"file": None if fea is None else fea.source, "boundary": result.boundary,
+                      "reference_point_B_m": result.options["reference_point"],
+                      "effective_mass_units": "kg (translations), kg m^2 (rotations)",
+                      "pairing": [{k: (v if not isinstance(v, float) else _num(v)) for k, v in row.items()}
+                                  for row in result.pairing]}
     return out
 
 
@@ -309,33 +353,37 @@ def plot_fit(result: FitResult, path, fmt: str | None = None, title: str = "") -
     j = x - 1
     chk = result.check
 
-    def panel(ax, target, initial, model, simulated, ylabel):
-        ax.plot(x, initial, "o", mfc="none", color="0.6", ms=9, label="initial model")
-        ax.plot(x, target, "x", color="k", ms=11, mew=2, label="target")
-        ax.plot(x, model, "o", color="C0", ms=6, label="fitted model (linear)")
+    def panel(ax, target, initial, model, simulated, ylabel, scale=1.0):
+        target, initial, model = (scale * np.asarray(a) for a in (target, initial, model))
+        ax.plot(x, target, "_", color="k", ms=22, mew=2.5, label="target", zorder=2)
+        ax.plot(x, initial, "s", mfc="none", color="0.55", ms=8, label="initial model", zorder=3)
         if simulated is not None:
-            ax.plot(x, simulated, "+", color="C3", ms=14, mew=1.5, label="fitted model, simulated")
+            ax.plot(x, scale * np.asarray(simulated), "D", mfc="none", color="C3", ms=10, mew=1.3,
+                    label="fitted, simulated check", zorder=3)
+        ax.plot(x, model, "o", color="C0", ms=5, label="fitted model (linear)", zorder=4)
         for xi, t, m in zip(x, target, model):
-            ax.annotate(f"{(m - t) / t:+.1e}", (xi, m), textcoords="offset points", xytext=(8, -4),
+            ax.annotate(f"{100 * (m - t) / t:+.2g} %", (xi, m), textcoords="offset points", xytext=(12, -3),
                         fontsize="x-small", color="C0")
+        ax.plot([], [], " ", label="number: (fitted - target)/target")
         ax.set_xticks(x)
-        ax.set_xlabel("mode")
+        ax.set_xlim(x.min() - 0.5, x.max() + 0.9)
+        ax.set_xlabel("mode [-]")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
 
     panel(axes[0], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
           np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j], "frequency [Hz]")
-    axes[0].legend(fontsize="small")
+    axes[0].legend(fontsize="x-small", loc="upper left")
     if has_z:
         panel(axes[1], result.damping_targets, np.asarray(result.initial_modes.damping_ratio)[j],
               np.asarray(result.modes.damping_ratio)[j], None if chk is None else chk.damping_ratio[j],
-              "damping ratio")
+              "damping ratio [%]", scale=100.0)
     ax = axes[-1]
     h = np.asarray(result.history)
     if len(h):
         ax.semilogy(np.arange(len(h)), np.maximum(h, 1e-300), ".-", ms=3)
-    ax.set_xlabel("solver step")
-    ax.set_ylabel("cost 0.5 sum r^2")
+    ax.set_xlabel("solver step [-]")
+    ax.set_ylabel("cost 0.5 sum r^2 [-]")
     ax.set_title(("converged" if result.converged else "NOT converged") + f" ({result.solver})", fontsize="small")
     ax.grid(alpha=0.3, which="both")
     if title:

@@ -228,30 +228,34 @@ def _data_block(tel: Telemetry, residuals: np.ndarray, csv: str) -> dict[str, An
 def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:
     """PNG into the file object `f`: `kind="fit"`: data vs fit (and the initial guess) per column;
     `kind="resid"`: residuals / sigma per column (every record's columns, one panel each)."""
-    from ._plot import _plt
+    from ._plot import _plt, legend_outside, shown
+    from ._telemetry import column_unit
 
     plt = _plt()
     recs = result.records or [{"telemetry": result.telemetry, "fitted": result.fitted,
                                "residuals": result.residuals, "initial_fitted": result.initial_fitted}]
-    panels = [(r, j, c if len(recs) == 1 else f"data[{k + 1}] {c}")
+    panels = [(r, j, c, c if len(recs) == 1 else f"data[{k + 1}] {c}")
               for k, r in enumerate(recs) for j, c in enumerate(r["telemetry"].columns)]
     C = len(panels)
-    fig, axes = plt.subplots(C, 1, figsize=(8, 1.8 * C + 1), sharex=len(recs) == 1, squeeze=False)
-    for i, (r, j, c) in enumerate(panels):
+    fig, axes = plt.subplots(C, 1, figsize=(9.5, 1.8 * C + 1), sharex=len(recs) == 1, squeeze=False)
+    for i, (r, j, c, label) in enumerate(panels):
         ax, tel = axes[i, 0], r["telemetry"]
+        unit = column_unit(c)
         if kind == "fit":
-            ax.plot(tel.t, tel.values[:, j], ".", ms=3, color="k", label="data")
-            ax.plot(tel.t, r["initial_fitted"][:, j], "--", color="0.6", lw=1, label="initial guess")
-            ax.plot(tel.t, r["fitted"][:, j], "-", color="C0", lw=1.2, label="fit")
+            ax.plot(tel.t, shown(tel.values[:, j], unit)[0], ".", ms=3, color="k", label="data")
+            ax.plot(tel.t, shown(r["initial_fitted"][:, j], unit)[0], "--", color="0.6", lw=1, label="initial guess")
+            ax.plot(tel.t, shown(r["fitted"][:, j], unit)[0], "-", color="C0", lw=1.2, label="fit")
+            ax.set_ylabel(f"{label}\n[{shown(0.0, unit)[1]}]", fontsize=8)
         else:
             ax.plot(tel.t, r["residuals"][:, j], ".", ms=3, color="C3")
             ax.axhline(0, color="k", lw=0.5)
             for s in (-1, 1):
                 ax.axhline(s, color="0.6", lw=0.5, ls="--")
-        ax.set_ylabel(c if kind == "fit" else f"{c}\n(fit-data)/sigma", fontsize=8)
+            ax.set_ylabel(f"{label}\n(fit-data)/sigma [-]", fontsize=8)
+        ax.grid(alpha=0.3)
     axes[0, 0].set_title(("data vs fit" if kind == "fit" else "residuals") + f" (chi2/dof {result.chi2_per_dof:.3g})")
     if kind == "fit":
-        axes[0, 0].legend(fontsize=7)
+        legend_outside(axes[0, 0])
     axes[-1, 0].set_xlabel("t [s]")
     fig.tight_layout()
     fig.savefig(f, format="png", dpi=90)

@@ -1,4 +1,8 @@
-"""Plots (matplotlib, Agg backend: files only, no display needed)."""
+"""Plots (matplotlib; Agg backend outside notebooks: files only, no display needed).
+
+Figure convention: files and the API are SI (radians); figures show angles in deg and rates in deg/s
+(`shown`), and every axis label carries its unit ([-] for dimensionless quantities). Legends sit outside the
+axes (`legend_outside`) so they never cover a curve."""
 
 import numpy as np
 
@@ -6,35 +10,54 @@ from .._simulation._simulate import relative_drift
 
 
 def _plt():
+    """pyplot; the Agg backend (files only) unless pyplot is already in use or this is a Jupyter kernel, whose
+    inline figures must keep working after a jaxhinge plot."""
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg", force=False)
+    if "matplotlib.pyplot" not in sys.modules and "ipykernel" not in sys.modules:
+        matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def shown(values, unit: str):
+    """`(values, unit)` as figures show them: rad and rad/s (also "rad (rotation vector)") converted to deg and
+    deg/s, other units unchanged (an empty unit becomes "-")."""
+    head, _, rest = (unit or "-").partition(" ")
+    if head in ("rad", "rad/s"):
+        return np.asarray(values) * np.degrees(1.0), " ".join(["deg" + head[3:], rest]).strip()
+    return np.asarray(values), unit or "-"
+
+
+def legend_outside(ax, **kw) -> None:
+    """The legend to the right of the axes, outside the plotted area."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
 
 
 def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None) -> None:
     """Hinge angles, hub rates, and energy/momentum drift of a trajectory dict (`Trajectory.as_dict()`)."""
     plt = _plt()
     t = traj["t"]
-    fig, (ax_theta, ax_rate, ax) = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    fig, (ax_theta, ax_rate, ax) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     for i, name in enumerate(panel_names):
         ax_theta.plot(t, np.degrees(traj["theta"][:, i]), label=name)
     ax_theta.set_ylabel("hinge angle theta [deg]")
     if len(panel_names):
-        ax_theta.legend(loc="upper right", fontsize="small", ncol=min(4, len(panel_names)))
+        legend_outside(ax_theta)
     ax_theta.grid(alpha=0.3)
     for j in range(3):
-        ax_rate.plot(t, np.degrees(traj["omega_BN_B"][:, j]), label=f"omega_BN_B[{j + 1}]")
-    ax_rate.set_ylabel("hub rate [deg/s]")
-    ax_rate.legend(loc="upper right", fontsize="small", ncol=3)
+        ax_rate.plot(t, np.degrees(traj["omega_BN_B"][:, j]), label=f"omega_BN_B_{j + 1}")
+    ax_rate.set_ylabel("hub rate omega_BN_B [deg/s]")
+    legend_outside(ax_rate)
     ax_rate.grid(alpha=0.3)
     for key in ("totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"):
         ax.semilogy(t, np.maximum(relative_drift(traj[key]), 1e-17), label=key)
-    ax.set_ylabel("relative drift from t = 0")
+    ax.set_ylabel("relative drift from t = 0 [-]")
     ax.set_xlabel("t [s]")
-    ax.legend(loc="lower right", fontsize="small", ncol=2)
+    legend_outside(ax)
     ax.grid(alpha=0.3, which="both")
     ax.set_title("conserved only without damping, motor torque, loads (and, for rot. energy, thetaRef motion)",
                  fontsize="x-small")

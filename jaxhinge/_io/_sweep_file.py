@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._analysis._batch import check_dispersions, failure_reasons
+from .._model._params import resolve
 from .._model._scenario import Scenario
 from .._simulation._simulate import Trajectory
 from ._files import _Checker, write_json, write_output_files
@@ -145,32 +146,26 @@ def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajecto
 
 def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
     """Hub rate and hinge angle envelopes: min-max band, percentile band, median (from `summarize`)."""
-    from ._plot import _plt
+    from ._plot import _plt, legend_outside, shown
 
     plt = _plt()
     t = summary["t"]
-    fig, axes = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for ax, key, labels, scale, unit in (
-        (axes[0], "omega_BN_B", ["x", "y", "z"], 1.0, "rad/s"),
-        (axes[1], "theta", list(panel_names), np.degrees(1.0), "deg"),
+    fig, axes = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    for ax, key, labels, unit in (
+        (axes[0], "omega_BN_B", [f"omega_BN_B_{j + 1}" for j in range(3)], "rad/s"),
+        (axes[1], "theta", list(panel_names), "rad"),
     ):
         s = summary[key]
+        mid = len(s["percentiles"]) // 2
         for j, lab in enumerate(labels):
-            (line,) = ax.plot(
-                t, scale * s["percentiles"][len(s["percentiles"]) // 2][:, j], label=f"{lab} median"
-            )
+            (line,) = ax.plot(t, shown(s["percentiles"][mid][:, j], unit)[0], label=f"{lab} median")
             col = line.get_color()
-            ax.fill_between(t, scale * s["min"][:, j], scale * s["max"][:, j], color=col, alpha=0.15, lw=0)
-            ax.fill_between(
-                t,
-                scale * s["percentiles"][0][:, j],
-                scale * s["percentiles"][-1][:, j],
-                color=col,
-                alpha=0.35,
-                lw=0,
-            )
-        ax.set_ylabel(f"{key} [{unit}]")
-        ax.legend(fontsize=8, loc="best")
+            ax.fill_between(t, shown(s["min"][:, j], unit)[0], shown(s["max"][:, j], unit)[0], color=col,
+                            alpha=0.15, lw=0)
+            ax.fill_between(t, shown(s["percentiles"][0][:, j], unit)[0], shown(s["percentiles"][-1][:, j], unit)[0],
+                            color=col, alpha=0.35, lw=0)
+        ax.set_ylabel(f"{'hub rate ' if key == 'omega_BN_B' else 'hinge angle '}{key} [{shown(0.0, unit)[1]}]")
+        legend_outside(ax)
         ax.grid(alpha=0.3)
     p = summary["percentiles"]
     axes[0].set_title(
@@ -184,33 +179,30 @@ def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fm
 
 
 def plot_histograms(
-    params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png"
+    params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png",
+    units: Mapping[str, str] | None = None,
 ) -> None:
-    """Histograms of the sampled parameters and of peak $|\\omega|$ and final $\\theta$ (successful members)."""
-    from ._plot import _plt
+    """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and
+    of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg."""
+    from ._plot import _plt, shown
 
     plt = _plt()
     ok = np.asarray(traj.success)
-    items = [
-        (k, np.asarray(v).reshape(len(v), -1)[:, 0] if np.ndim(v) > 1 else np.asarray(v))
-        for k, v in params.items()
-    ]
-    items = [(k + ("[0]" if np.ndim(params[k]) > 1 else ""), v) for k, v in items]
+    units = units or {}
+    items = [(k + ("[1]" if np.ndim(v) > 1 else ""), *shown(np.asarray(v).reshape(len(v), -1)[:, 0], units.get(k, "")))
+             for k, v in params.items()]
     if ok.any():
-        items.append(
-            (
-                "peak |omega_BN_B| [rad/s]",
-                np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1).max(axis=1),
-            )
-        )
+        items.append(("peak |omega_BN_B|", *shown(
+            np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1).max(axis=1), "rad/s")))
         for i, n in enumerate(panel_names):
-            items.append((f"final theta[{n}] [rad]", np.asarray(traj.theta)[ok][:, -1, i]))
+            items.append((f"final theta_{n}", *shown(np.asarray(traj.theta)[ok][:, -1, i], "rad")))
     ncol = 3
     nrow = math.ceil(len(items) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.8 * nrow), squeeze=False)
-    for ax, (name, x) in zip(axes.flat, items):
+    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.9 * nrow), squeeze=False)
+    for ax, (name, x, unit) in zip(axes.flat, items):
         ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
-        ax.set_title(name, fontsize=9)
+        ax.set_xlabel(f"{name} [{unit}]", fontsize=9)
+        ax.set_ylabel("members [-]", fontsize=9)
     for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")
     fig.tight_layout()
@@ -230,6 +222,7 @@ def write_outputs(
     `sweep.out_dir`), all or nothing. `summary` is `sweep_summary`'s, `envelopes` `summarize`'s.
     **Returns:** the paths written."""
     names = sweep.scenario.spacecraft.panels.labels
+    units = {k: resolve(sweep.scenario, k).unit for k in params}
     arrays = {f"param_{k}": np.asarray(v) for k, v in params.items()}
     arrays.update(
         param_names=np.array(list(params), dtype=str), panel_names=np.array(names, dtype=str),
@@ -241,6 +234,6 @@ def write_outputs(
         "sweep.npz": lambda f: np.savez(f, **arrays),
         "summary.json": lambda f: write_json(summary, f),
         "envelopes.png": lambda f: plot_envelopes(envelopes, names, f),
-        "histograms.png": lambda f: plot_histograms(params, traj, names, f),
+        "histograms.png": lambda f: plot_histograms(params, traj, names, f, units=units),
     }
     return write_output_files(sweep.out_dir if out_dir is None else out_dir, files)

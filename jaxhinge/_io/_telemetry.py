@@ -26,6 +26,7 @@ import numpy as np
 
 from .._analysis._lsq import FitError
 from .._model._scenario import Scenario
+from .._simulation._simulate import OUTPUT_UNITS
 from ._files import _fmt
 
 _VECTORS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
@@ -42,6 +43,12 @@ def output_names(scenario: Scenario) -> tuple[str, ...]:
     for q in _PANEL_OUTPUTS:
         names += [f"{q}_{p}" for p in scenario.spacecraft.panels.labels]
     return tuple(names)
+
+
+def column_unit(column: str) -> str:
+    """The SI unit of a telemetry column (`omega_BN_B_2` -> rad/s, `theta_p0` -> rad)."""
+    base = column.rsplit("_", 1)[0] if column.startswith(_VECTORS) else column.split("_", 1)[0]
+    return OUTPUT_UNITS[base]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """A scenario: model + initial conditions + loads + simulation settings (what a scenario TOML file holds)."""
 
 import dataclasses
+import math
 
 import equinox as eqx
-
 from jaxtyping import Array, Float
 
 from .._io._files import _fmt
@@ -50,7 +50,7 @@ class SimulationConfig:
             raise ConfigError("simulation.integrator", self.integrator, f"must be one of {_fmt(INTEGRATORS)[1:-1]}")
         for name in ("t_end", "save_dt", "dt", "rtol", "atol"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and v == v and abs(v) != float("inf") and v > 0):
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ConfigError(f"simulation.{name}", v, "must be a finite number > 0")
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
             raise ConfigError("simulation.max_steps", self.max_steps, "must be an integer > 0 (adaptive step budget)")

@@ -23,21 +23,12 @@ from .._model._scenario import ConfigError, Scenario, SimulationConfig, compile_
 from .._model._spacecraft import State
 from ._solver import MRPSwitch
 
-OUTPUT_NAMES = (
-    "t",
-    "r_BN_N",
-    "v_BN_N",
-    "r_CN_N",
-    "v_CN_N",
-    "sigma_BN",
-    "omega_BN_B",
-    "theta",
-    "thetaDot",
-    "totOrbEnergy",
-    "totRotEnergy",
-    "totOrbAngMomPntN_N",
-    "totRotAngMomPntC_N",
-)
+OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
+    "t": "s", "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
+    "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
+    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s",
+}
+OUTPUT_NAMES = tuple(OUTPUT_UNITS)
 DRIFT_RTOL = 1e-4  # largest relative drift of a conserved output in a valid run (`Trajectory.drift_warning`)
 MEMORY_ENV = "JAXHINGE_MEMORY_LIMIT_GB"  # the memory limit of `check_memory` (default: half the physical memory)
 
@@ -214,7 +205,7 @@ def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int]:
     """`(K, m, n)`: K save intervals of m rk4 steps each, n steps to t_end (`SimulationConfig` checks that
     `save_dt` and `t_end` are whole multiples of `dt`)."""
     K, n = _counts(cfg)
-    return K, int(round(cfg.save_dt / cfg.dt)), n
+    return K, round(cfg.save_dt / cfg.dt), n
 
 
 _RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tableau)

@@ -1,0 +1,190 @@
+"""Model-side participation factors and effective masses (`Modes.participation`, `Modes.effective_mass`), pairing
+of FEA modes with model modes (`pair_modes`) and modal fits to FEA modes (`jh.fit(..., fea=...)`, `[modes] fea`).
+
+References: an analytic single panel, the mass matrix directly (the sum rule), central finite differences, known
+parameters recovered from modes the model itself produced, and the real CalculiX case (tests/data/fea): the
+rigid-panel model fitted to the FEA's hub-clamped modes reproduces the FEA's effective masses and predicts its
+free-free frequencies."""
+
+import dataclasses
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _helpers import mixed, random_spacecraft
+
+import jaxhinge as jh
+from jaxhinge._analysis._fit import pair_modes
+from jaxhinge._analysis._modes import rigid_motion
+from jaxhinge._io._fea import FeaModes, read_fea
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FEA_DIR = os.path.join(ROOT, "tests", "data", "fea")
+
+
+def _with(sc, **panel_fields):
+    """The model (Spacecraft or Scenario) with some panel fields replaced."""
+    if isinstance(sc, jh.Scenario):
+        return dataclasses.replace(sc, spacecraft=_with(sc.spacecraft, **panel_fields))
+    return dataclasses.replace(sc, panels=dataclasses.replace(sc.panels, **{
+        k: jnp.asarray(v, dtype=float) for k, v in panel_fields.items()}))
+
+
+def test_single_panel_clamped_effective_masses_by_hand():
+    """One panel on a clamped hub, about its hinge point: translation Gamma = m d s3 / sqrt(I), rotation
+    Gamma = sqrt(I) s2 with I = I_s2 + m d^2 (s2 the hinge axis, s3 the CoM's direction of motion)."""
+    sc = random_spacecraft(np.random.default_rng(7), 1)
+    sc = _with(sc, thetaRef=[0.0])  # S = H: s2 = h2, s3 = h3 (rows of dcm_HB)
+    p = sc.panels
+    m, d, Is2 = float(p.mass[0]), float(p.d[0]), float(p.IPntS_S[0, 1, 1])
+    Ith = Is2 + m * d**2
+    h2, h3 = np.asarray(p.dcm_HB[0, 1]), np.asarray(p.dcm_HB[0, 2])
+    mo = jh.modes(sc, "clamped", reference_point=p.r_HB_B[0])
+    np.testing.assert_allclose(np.asarray(mo.effective_mass[0, :3]), (m * d * h3) ** 2 / Ith, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(mo.effective_mass[0, 3:]), Ith * h2**2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.asarray(mo.participation[0, 3:])), np.sqrt(Ith) * np.abs(h2), rtol=1e-12,
+                               atol=1e-12)
+    # any spring reference angle: the translational total is (m d)^2 / I whatever the direction of s3
+    mo = jh.modes(_with(sc, thetaRef=[0.7]), "clamped", reference_point=[0.3, -0.2, 0.1])
+    assert float(jnp.sum(mo.effective_mass[0, :3])) == pytest.approx((m * d) ** 2 / Ith, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_effective_masses_sum_to_the_mass_matrix_total(seed):
+    """Summed over all modes, clamped effective masses are the diagonal of R^T M_{.theta} M_theta^-1 M_{theta.} R
+    (straight from the mass matrix); free-free elastic modes carry none (zero momentum), as in a free-free FEA."""
+    rng = np.random.default_rng(seed)
+    sc = mixed(rng, 2, [2])
+    ref = rng.normal(size=3)
+    n = sc.panels.count
+    M = np.asarray(jh.linearize(sc).M)
+    R = np.asarray(rigid_motion(jnp.asarray(ref), n))
+    MtR = M[6:, :] @ R
+    direct = np.diag(MtR.T @ np.linalg.solve(M[6:, 6:], MtR))
+    clamped = jh.modes(sc, "clamped", reference_point=ref)
+    np.testing.assert_allclose(np.asarray(clamped.effective_mass).sum(0), direct, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(clamped.participation) ** 2, np.asarray(clamped.effective_mass))
+    free = jh.modes(sc, "free", reference_point=ref)
+    assert np.all(np.asarray(free.effective_mass) < 1e-20 * direct.max())
+    assert clamped.as_dict()["modes"][0]["effective_mass"]["T1_kg"] == float(clamped.effective_mass[0, 0])
+
+
+def test_effective_mass_gradients_match_central_differences():
+    sc = random_spacecraft(np.random.default_rng(3), 2)
+    ref = jnp.asarray([0.2, 0.1, -0.4])
+
+    def em(d, mass):
+        return jh.modes(_with(sc, d=d, mass=mass), "clamped", reference_point=ref).effective_mass[0]
+
+    d0, m0 = np.asarray(sc.panels.d), np.asarray(sc.panels.mass)
+    gd, gm = jax.jacfwd(em, argnums=(0, 1))(jnp.asarray(d0), jnp.asarray(m0))
+    for g, x0, which in ((gd, d0, "d"), (gm, m0, "mass")):
+        for j in range(2):
+            h = 1e-6 * x0[j]
+            up, dn = x0.copy(), x0.copy()
+            up[j] += h
+            dn[j] -= h
+            fd = (np.asarray(em(*((up, m0) if which == "d" else (d0, up))))
+                  - np.asarray(em(*((dn, m0) if which == "d" else (d0, dn))))) / (2 * h)
+            np.testing.assert_allclose(np.asarray(g)[:, j], fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+
+
+def _two_axes_spacecraft():
+    """A wing bending about x (moves in z) and an antenna swinging about z (moves in y): their effective masses
+    point in different directions, so the pairing can tell them apart whatever their frequencies."""
+    sc = jh.load_scenario(os.path.join(ROOT, "fits", "fea", "spacecraft.toml"))
+    p = sc.spacecraft.panels
+    return _with(sc, dcm_HB=[np.asarray(p.dcm_HB[0]), [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]])
+
+
+def _fea_from(sc, boundary="clamped", ref=(0.0, 0.0, 0.0), order=None):
+    m = jh.modes(sc, boundary, reference_point=ref)
+    f = np.asarray(m.frequency_hz)
+    order = np.argsort(f) if order is None else np.asarray(order)
+    em = np.asarray(m.effective_mass)[order]
+    return FeaModes(frequencies=f[order], mode_numbers=np.arange(1, len(f) + 1),
+                    effective_mass=em, participation=np.asarray(m.participation)[order],
+                    total_mass=em.sum(0) * 1.2, boundary=boundary, source="<model>")
+
+
+def test_pairing_follows_the_effective_masses_when_frequencies_swap():
+    sc = _two_axes_spacecraft()
+    truth = _with(sc, k=[900.0, 60.0])
+    guess = _with(sc, k=[150.0, 400.0])  # the two modes' frequency order is the other way round
+    fea = _fea_from(truth)
+    m0 = jh.modes(guess, "clamped")
+    em0, em_t = np.asarray(m0.effective_mass), np.asarray(fea.effective_mass)
+    assert np.argmax(em0[0]) != np.argmax(em_t[0])  # in ascending order, mode 1 is the other panel's mode
+    fi, mj, mac = pair_modes(fea, m0)
+    assert (fi, mj) == ([1, 0], [0, 1]) and np.all(mac > 0.999)
+    for i, j in zip(fi, mj):  # each pair is one physical mode: the same effective-mass direction
+        assert np.argmax(em_t[i]) == np.argmax(em0[j])
+    r = jh.fit(guess, None, free=["wing_pY.k", "wing_mY.k"], boundary="clamped", fea=fea, check=False)
+    np.testing.assert_allclose(r.values, [900.0, 60.0], rtol=1e-8)
+    assert r.converged and r.targets_reached and len(r.pairing) == 2
+    assert "swapped" not in r.message
+
+
+def test_known_parameters_recovered_from_frequencies_and_effective_masses():
+    """k and d of both panels (4 parameters) from 2 frequencies and 12 effective masses made by the model at
+    other values: recovered; with the frequencies alone they would not be identifiable (2 targets)."""
+    sc = _two_axes_spacecraft()
+    truth = _with(sc, k=[420.0, 250.0], d=[1.2, 0.7])
+    fea = _fea_from(truth, ref=(0.0, 0.0, 0.1))
+    r = jh.fit(sc, None, free=["wing_pY.k", "wing_mY.k", "wing_pY.d", "wing_mY.d"], boundary="clamped", fea=fea,
+               reference_point=[0.0, 0.0, 0.1], effective_mass_sigma=0.01, check=False)
+    assert r.converged and r.targets_reached
+    np.testing.assert_allclose(r.values, [420.0, 250.0, 1.2, 0.7], rtol=1e-7)
+    assert np.all(np.isfinite(r.sigma)) and r.identifiable
+    with pytest.raises(jh.FitError, match="free parameters but only 2 targets"):
+        jh.fit(sc, None, free=["wing_pY.k", "wing_mY.k", "wing_pY.d", "wing_mY.d"], boundary="clamped", fea=fea,
+               check=False)
+
+
+def test_fea_fit_file_end_to_end_on_the_calculix_case(tmp_path, capsys):
+    """fits/fea/FIT.toml: both wings' k from the CalculiX hub-clamped modes. The rigid-panel model then matches
+    the FEA's effective masses of the paired modes (0.1 %) and predicts the FEA's free-free frequencies (0.1 %):
+    an independent check of the model and of the effective-mass definitions."""
+    rc = jh.main(["fit", os.path.join(ROOT, "fits", "fea", "FIT.toml"), "--out", str(tmp_path / "out"),
+                  "--no-check"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "FEA mode" in out.out and "MAC start" in out.out
+    d = json.loads((tmp_path / "out" / "result.json").read_text())
+    pairs = d["fea"]["pairing"]
+    assert [(p["fea_mode"], p["model_mode"]) for p in pairs] == [(1, 1), (2, 2)]
+    assert all(p["mac"] > 0.999 for p in pairs)
+    for p in pairs:
+        fea_em, mod_em = np.array(p["fea_effective_mass"]), np.array(p["model_effective_mass"])
+        big = fea_em > 1.0
+        np.testing.assert_allclose(mod_em[big], fea_em[big], rtol=1e-3)
+    k = [d["parameters"][n]["value"] for n in ("wing_pY.k", "wing_mY.k")]
+    assert k[0] == pytest.approx(k[1], rel=2e-3)  # the same hinge strip on both wings
+    fitted = jh.load_scenario(str(tmp_path / "out" / "fitted_scenario.toml"))
+    free_fea = read_fea(os.path.join(FEA_DIR, "spacecraft_free.dat"), units="m-kg-s")
+    np.testing.assert_allclose(np.asarray(jh.modes(fitted, "free").frequency_hz), free_fea.frequencies[:2],
+                               rtol=1e-3)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda s: s.replace("spacecraft_clamped.dat", "nothing.dat"), "cannot read it"),
+    (lambda s: s.replace('fea_units = "m-kg-s"', 'fea_units = "cm"'), "modes.fea_units"),
+    (lambda s: s.replace('boundary = "clamped"', 'boundary = "free"'), "0 modes below rigid_hz"),
+    (lambda s: s.replace("[modes]", "[modes]\ntargets_hz = [0.5]"), "give either targets_hz or fea"),
+    (lambda s: s.replace("[modes]", "[modes]\nfea_modes = [1, 99]\nmode_numbers = [1, 2]"),
+     "modes.fea_modes = [1, 99]: must be distinct mode numbers"),
+])
+def test_bad_fea_fit_files_exit_2(tmp_path, capsys, edit, words):
+    src = open(os.path.join(ROOT, "fits", "fea", "FIT.toml")).read()
+    for name in ("spacecraft.toml",):
+        (tmp_path / name).write_text(open(os.path.join(ROOT, "fits", "fea", name)).read())
+    text = edit(src).replace("../../tests/data/fea/", os.path.join(FEA_DIR, "") )
+    p = tmp_path / "FIT.toml"
+    p.write_text(text)
+    rc = jh.main(["fit", str(p)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and words in err[0], err
+    assert not (tmp_path / "out").exists()
