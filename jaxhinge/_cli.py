@@ -338,8 +338,9 @@ def _cmd_identify(args, spec) -> int:
 
     try:
         tel = spec.telemetry
-        _log(f"jaxhinge: {args.fit}: telemetry {tel.samples} samples x {len(tel.columns)} columns, free: "
-             f"{', '.join(map(str, spec.fit_kwargs['free']))}")
+        what = (f"{tel.samples} samples x {len(tel.columns)} columns" if len(spec.records) <= 1 else
+                f"{len(spec.records)} records, {sum(r.telemetry.values.size for r in spec.records)} values")
+        _log(f"jaxhinge: {args.fit}: telemetry {what}, free: {', '.join(map(str, spec.fit_kwargs['free']))}")
         result = run_identify(spec, progress=_log)
         written = write_outputs(result, spec)
     except FitError as e:
