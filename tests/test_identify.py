@@ -479,7 +479,8 @@ def _sensor_data(sc, t, seed):
 def test_sensor_models_recovered_and_needed(bsk):
     """Bias, scale factor and time offset fitted with k and c from data made through that sensor model: every
     truth (physical and sensor) within 3 sigma. The same data fitted without the sensor model give k and c
-    far (> 10 sigma) from the truth: the reason to model them."""
+    far (> 10 sigma) from the truth: the reason to model them; with the sensor model fixed at its true values
+    (`sensors=`), k and c within 3 sigma and chi2/dof ~ 1."""
     sc, t, _v, truth = bsk
     tel = _sensor_data(sc, t, 3)
     guess = jh.apply_parameters(sc, {"p0.k": 1.2 * truth["p0.k"], "p1.k": 0.8 * truth["p1.k"],
@@ -495,6 +496,10 @@ def test_sensor_models_recovered_and_needed(bsk):
     ignored = jh.identify(guess, tel, FREE)
     z = [abs(ignored.parameter(n)[0] - truth[n]) / ignored.parameter(n)[1] for n in FREE]
     assert max(z) > 10 and ignored.chi2_per_dof > 10, (z, ignored.chi2_per_dof)
+    known = jh.identify(guess, tel, FREE, sensors=SENSORS)  # the sensor model fixed at its true values
+    assert known.converged and abs(known.chi2_per_dof - 1.0) < 5 * math.sqrt(2.0 / known.dof)
+    for n in FREE:
+        assert abs(known.parameter(n)[0] - truth[n]) < 3 * known.parameter(n)[1], n
 
 
 IC = {"hub.omega_BN_BInit[1]": 0.02, "hub.omega_BN_BInit[3]": -0.01, "p0.thetaInit": 0.05, "p1.thetaDotInit": -0.05}

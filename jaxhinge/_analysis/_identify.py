@@ -108,9 +108,9 @@ class _TelemetryResiduals(AbstractResiduals):
         sc = self.coordinates.apply(self.scenario, u[np.asarray(self.index, dtype=int)])
         sv = self.sx0 + self.sscale * u[np.asarray(self.sensor, dtype=int)]
         pick = lambda at, fixed: jnp.stack([sv[j] if j >= 0 else fixed[c] for c, j in enumerate(at)])
+        # the time offset (fitted or fixed; 0 leaves the sample times exact) samples the model at t + offset
         tau = sv[self.offset_at] if self.offset_at >= 0 else self.offset
-        ts = self.ts + tau if self.offset_at >= 0 else self.ts
-        ts = jnp.clip(ts, 0.0, sc.simulation.t_end) if self.offset_at >= 0 else ts
+        ts = jnp.clip(self.ts + tau, 0.0, sc.simulation.t_end)
         traj = simulate_unjitted(sc, diffrax.ForwardMode(), ts=ts)
         y = self.outputs(traj, 1.0 + pick(self.gain_at, self.gain), pick(self.bias_at, self.bias))
         # samples outside the horizon (weight 0) stay 0 even where the model is not finite
