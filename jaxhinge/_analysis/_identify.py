@@ -31,7 +31,8 @@ Gauss-Newton steps (`max_step`, `_lsq.BoundedGaussNewton`).
 **Sensor models and records.** A column is measured as $(1 + \mathrm{scale})\,y(t + \mathrm{time\_offset}) +
 \mathrm{bias}$ (names `"<column>.bias"`, `"<column>.scale"`, `"time_offset"`: fixed by `sensors=`, or free); several
 records (a list of telemetries, one scenario each) share the physical coordinates, each has its own sensor models
-and (`estimate_initial_state`) initial state; their residuals are concatenated (`_JointResiduals`).
+and (`estimate_initial_state`) initial state; their residuals are concatenated (`_JointResiduals`; records of one
+structure, e.g. equal lengths and columns, run as one simulation vmapped over them: one compiled model).
 **Multi-start**: `starts = N` extra starting points $u_0 + \mathrm{spread}\cdot U(-1, 1)$ (seeded), best
 $\chi^2$ kept.
 """
@@ -45,9 +46,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from .._io._files import _fmt
 from .._io._telemetry import Telemetry, model_outputs, output_names
@@ -97,16 +99,16 @@ class _TelemetryResiduals(AbstractResiduals):
     sscale: Float[Array, " K"]
     cols: tuple[int, ...] = eqx.field(static=True)  # indices into the model output matrix (static: the
     # program computes only the measured outputs, and their derivatives)
+    index: Int[Array, " M"]  # arrays, not static: records of one structure share one vmapped simulation
+    sensor: Int[Array, " K"]
     n_panels: int = eqx.field(static=True)
-    index: tuple[int, ...] = eqx.field(static=True)
-    sensor: tuple[int, ...] = eqx.field(static=True)
     bias_at: tuple[int, ...] = eqx.field(static=True)
     gain_at: tuple[int, ...] = eqx.field(static=True)
     offset_at: int = eqx.field(static=True)
 
     def __call__(self, u):
-        sc = self.coordinates.apply(self.scenario, u[np.asarray(self.index, dtype=int)])
-        sv = self.sx0 + self.sscale * u[np.asarray(self.sensor, dtype=int)]
+        sc = self.coordinates.apply(self.scenario, u[self.index])
+        sv = self.sx0 + self.sscale * u[self.sensor]
         pick = lambda at, fixed: jnp.stack([sv[j] if j >= 0 else fixed[c] for c, j in enumerate(at)])
         # the time offset (fitted or fixed; 0 leaves the sample times exact) samples the model at t + offset
         tau = sv[self.offset_at] if self.offset_at >= 0 else self.offset
@@ -136,7 +138,18 @@ class _JointResiduals(AbstractResiduals):
     records: tuple[_TelemetryResiduals, ...]
 
     def __call__(self, u):
-        out = [rec(u) for rec in self.records]
+        recs = self.records
+        shapes = [(jax.tree.leaves(jax.tree.map(lambda x: (x.shape, x.dtype), eqx.filter(r, eqx.is_array))),
+                   jax.tree.leaves(eqx.filter(r, eqx.is_array, inverse=True))) for r in recs]
+        if len(recs) > 1 and all(jax.tree.structure(r) == jax.tree.structure(recs[0]) for r in recs) and \
+                all(s == shapes[0] for s in shapes):
+            # records of one structure (same static fields and shapes): one simulation vmapped over them, so
+            # the compiled program holds one copy of the differentiated model, not one per record
+            stacked = jax.tree.map(lambda *xs: jnp.stack(xs) if eqx.is_array(xs[0]) else xs[0], *recs)
+            params, static = eqx.partition(stacked, eqx.is_array)
+            r, ok, y = jax.vmap(lambda p: eqx.combine(p, static)(u))(params)
+            return r.reshape(-1), jnp.all(ok), tuple(y[k] for k in range(len(recs)))
+        out = [rec(u) for rec in recs]
         ok = jnp.all(jnp.stack([jnp.asarray(o[1]) for o in out]))
         return jnp.concatenate([o[0] for o in out]), ok, tuple(o[2] for o in out)
 
@@ -228,7 +241,8 @@ def _record_problem(scenario, telemetry, model_coords, index, fixed, sensor_coor
         data=jnp.asarray(telemetry.values), weight=jnp.asarray(w), bias=jnp.asarray(bias), gain=jnp.asarray(gain),
         offset=jnp.asarray(float(fixed.get(("time_offset", None), 0.0))), sx0=jnp.asarray(sx0),
         sscale=jnp.asarray(ss), cols=tuple(int(c) for c in cols), n_panels=scenario.spacecraft.panels.count,
-        index=tuple(int(i) for i in index), sensor=tuple(int(g) for g, _, _ in sensor_coords),
+        index=jnp.asarray(np.asarray(index, dtype=int).reshape(len(index))),
+        sensor=jnp.asarray(np.array([g for g, _, _ in sensor_coords], dtype=int).reshape(len(sensor_coords))),
         bias_at=tuple(at.get(("bias", c), -1) for c in telemetry.columns),
         gain_at=tuple(at.get(("scale", c), -1) for c in telemetry.columns),
         offset_at=at.get(("time_offset", None), -1))
