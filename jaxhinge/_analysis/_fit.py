@@ -252,7 +252,8 @@ def fit(
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.
     - `fea`: FEA modes (`read_fea`) instead of `targets_hz` (pass `None` there): each model mode is paired with
       an FEA mode by `pair_modes` (effective-mass MAC and frequency), or by hand with `mode_numbers` (model)
-      and `fea_modes` (FEA mode numbers, as in the file), and fitted to its frequency.
+      and `fea_modes` (FEA mode numbers, as in the file), and fitted to its frequency (and to `fea.damping`,
+      one damping ratio per FEA mode, where given).
     - `reference_point`: where the FEA's rotational effective masses refer to, in B [m] (default: the FEA's own
       `reference_point`, i.e. the FEA origin at the origin of B).
     - `effective_mass_sigma`: also fit the paired modes' 6 effective masses, with this 1-sigma uncertainty
@@ -304,6 +305,11 @@ def fit(
             pair_modes(fea, modes(scenario, boundary, ref))[:2]
         pairs0 = (fi, idx_f)
         targets_hz, mode_numbers = fea.frequencies[fi], [j + 1 for j in idx_f]
+        if fea.damping is not None:
+            if damping_ratios is not None:
+                raise FitError("give damping ratios either with the FEA modes (FeaModes.damping, "
+                               "fea_damping_ratios) or as damping_ratios, not both", field="modes.damping_ratios")
+            damping_ratios = np.asarray(fea.damping, float)[fi]
         if effective_mass_sigma is not None:
             if fea.effective_mass is None:
                 raise FitError(f"modes.effective_mass_sigma is given but {fea.source} has no effective masses",
