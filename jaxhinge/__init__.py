@@ -17,6 +17,7 @@ from ._analysis._batch import simulate_batch as simulate_batch
 from ._analysis._batch import summarize as summarize
 from ._analysis._fit import FitResult as FitResult
 from ._analysis._fit import fit as fit
+from ._analysis._fit import pair_modes as pair_modes
 from ._analysis._identify import IdentifyResult as IdentifyResult
 from ._analysis._identify import identify as identify
 from ._analysis._lsq import FitError as FitError
@@ -40,6 +41,8 @@ from ._dynamics._energy import diagnostics as diagnostics
 from ._dynamics._energy import initial_state as initial_state
 
 # Files: scenario, fit and telemetry files
+from ._io._fea import FeaModes as FeaModes
+from ._io._fea import read_fea as read_fea
 from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
 from ._io._scenario_file import ScenarioError as ScenarioError
 from ._io._scenario_file import dump_scenario as dump_scenario

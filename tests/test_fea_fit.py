@@ -188,3 +188,65 @@ def test_bad_fea_fit_files_exit_2(tmp_path, capsys, edit, words):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and words in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_effective_masses_agree_with_the_kane_reference_model():
+    """The independent (6+N) mass-matrix model (tests/_kane.py, no code shared with the back-substitution):
+    its mass matrix at rest, a generalized eigen-solve of (K, M) and the rigid-body vectors written here give the
+    same clamped effective masses as `jh.modes`."""
+    import _kane
+    import scipy.linalg
+
+    from jaxhinge._analysis._modes import _rest_spacecraft
+
+    rng = np.random.default_rng(5)
+    sc = mixed(rng, 1, [2])
+    n, ref = sc.panels.count, np.array([0.4, -0.3, 0.2])
+    rest = _rest_spacecraft(sc)
+    zero = jnp.zeros(6 + n)
+    state = jh.State(r_BN_N=zero[:3], v_BN_N=zero[:3], sigma_BN=zero[:3], omega_BN_B=zero[:3],
+                     theta=rest.panels.thetaRef, thetaDot=zero[6:])
+    M = np.asarray(jax.jit(_kane.mass_matrix)(rest, state))
+    w2, phi = scipy.linalg.eigh(np.diag(np.asarray(sc.panels.k)), M[6:, 6:])  # mass-normalised
+    R = np.zeros((6 + n, 6))
+    R[:3, :3] = np.eye(3)
+    R[3:6, 3:6] = np.eye(3)
+    R[:3, 3:6] = np.array([[0, -ref[2], ref[1]], [ref[2], 0, -ref[0]], [-ref[1], ref[0], 0]])  # phi x (0 - r_P)
+    em_kane = (phi.T @ M[6:, :] @ R) ** 2
+    mo = jh.modes(_with(sc, c=np.zeros(n)), "clamped", reference_point=ref)  # undamped: eigh order = modes order
+    np.testing.assert_allclose(np.sqrt(w2) / (2 * np.pi), np.asarray(mo.frequency_hz), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(mo.effective_mass), em_kane, rtol=1e-8, atol=1e-10 * em_kane.max())
+
+
+def _write_calculix_dat(path, modes: jh.Modes) -> None:
+    """A CalculiX-style .dat of the model's modes (the tables read_fea reads), full precision."""
+    f, gam, em = (np.asarray(x) for x in (modes.frequency_hz, modes.participation, modes.effective_mass))
+    row = lambda k, v: f"{k:7d}" + "".join(f"{x:24.16E}" for x in v)  # noqa: E731
+    lines = ["", "     E I G E N V A L U E   O U T P U T", "", " MODE NO    EIGENVALUE   ...", ""]
+    lines += [row(k + 1, [(2 * np.pi * f[k]) ** 2, 2 * np.pi * f[k], f[k], 0.0]) for k in range(len(f))]
+    for title, tab in (("P A R T I C I P A T I O N   F A C T O R S", gam), ("E F F E C T I V E   M O D A L   M A S S",
+                                                                            em)):
+        lines += ["", f"     {title}", "", "MODE NO.   X-COMPONENT ...", ""]
+        lines += [row(k + 1, tab[k]) for k in range(len(f))]
+    lines += ["", "     T O T A L   E F F E C T I V E   M A S S", "", "MODE NO.   X-COMPONENT ...", "",
+              "       " + "".join(f"{x:24.16E}" for x in em.sum(0) * 1.5)]
+    open(path, "w").write("\n".join(lines) + "\n")
+
+
+def test_k_c_and_mass_recovered_from_a_modal_file_written_from_the_model(tmp_path):
+    """k, c of both panels and one panel's mass (5 parameters) from a CalculiX-format file written from the model
+    at other values (frequencies and effective masses) plus the modes' damping ratios: recovered to 1e-8."""
+    sc = _two_axes_spacecraft()
+    sc = _with(sc, c=[2.0, 1.0])
+    truth = _with(sc, k=[420.0, 250.0], c=[3.1, 0.8], mass=[23.0, 16.0])
+    mt = jh.modes(truth, "clamped")
+    path = tmp_path / "truth.dat"
+    _write_calculix_dat(path, mt)
+    fea = read_fea(path, units="m-kg-s")
+    assert fea.boundary == "clamped"
+    np.testing.assert_allclose(fea.effective_mass, np.asarray(mt.effective_mass), rtol=1e-15)
+    fea = dataclasses.replace(fea, damping=np.asarray(mt.damping_ratio))
+    free = ["wing_pY.k", "wing_mY.k", "wing_pY.c", "wing_mY.c", "wing_pY.mass"]
+    r = jh.fit(sc, None, free=free, boundary="clamped", fea=fea, effective_mass_sigma=0.01, check=False)
+    assert r.converged and r.targets_reached
+    np.testing.assert_allclose(r.values, [420.0, 250.0, 3.1, 0.8, 23.0], rtol=1e-8)

@@ -120,10 +120,7 @@ class _ModalResiduals(AbstractResiduals):
         if not self.track.shape[0]:
             return np.array(self.mode_index)
         b = m.participation / self.track_scale
-        b = b if self.track_signed else jnp.abs(b)
-        num = (self.track @ b.T) ** 2
-        den = jnp.sum(self.track**2, 1)[:, None] * jnp.sum(b * b, 1)[None, :]
-        score = num / jnp.where(den > 0, den, 1.0) - _FREQ_WEIGHT * jnp.abs(
+        score = mac(self.track, b if self.track_signed else jnp.abs(b)) - _FREQ_WEIGHT * jnp.abs(
             jnp.log(m.frequency_hz[None, :] / self.targets_hz[:, None]))
         return jnp.argmax(score, axis=1)
 
@@ -252,7 +249,8 @@ def fit(
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.
     - `fea`: FEA modes (`read_fea`) instead of `targets_hz` (pass `None` there): each model mode is paired with
       an FEA mode by `pair_modes` (effective-mass MAC and frequency), or by hand with `mode_numbers` (model)
-      and `fea_modes` (FEA mode numbers, as in the file), and fitted to its frequency.
+      and `fea_modes` (FEA mode numbers, as in the file), and fitted to its frequency (and to `fea.damping`,
+      one damping ratio per FEA mode, where given).
     - `reference_point`: where the FEA's rotational effective masses refer to, in B [m] (default: the FEA's own
       `reference_point`, i.e. the FEA origin at the origin of B).
     - `effective_mass_sigma`: also fit the paired modes' 6 effective masses, with this 1-sigma uncertainty
@@ -304,6 +302,11 @@ def fit(
             pair_modes(fea, modes(scenario, boundary, ref))[:2]
         pairs0 = (fi, idx_f)
         targets_hz, mode_numbers = fea.frequencies[fi], [j + 1 for j in idx_f]
+        if fea.damping is not None:
+            if damping_ratios is not None:
+                raise FitError("give damping ratios either with the FEA modes (FeaModes.damping, "
+                               "fea_damping_ratios) or as damping_ratios, not both", field="modes.damping_ratios")
+            damping_ratios = np.asarray(fea.damping, float)[fi]
         if effective_mass_sigma is not None:
             if fea.effective_mass is None:
                 raise FitError(f"modes.effective_mass_sigma is given but {fea.source} has no effective masses",
@@ -503,11 +506,11 @@ def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] 
     return a, b
 
 
-def mac(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """$|a_i \\cdot b_j|^2 / (|a_i|^2 |b_j|^2)$ for all rows of `a` and `b` (0 where either is zero)."""
+def mac(a, b):
+    """$|a_i \\cdot b_j|^2 / (|a_i|^2 |b_j|^2)$ for all rows of `a` and `b` (0 where either is zero); traceable."""
     num = (a @ b.T) ** 2
-    den = np.sum(a * a, 1)[:, None] * np.sum(b * b, 1)[None, :]
-    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+    den = jnp.sum(a * a, 1)[:, None] * jnp.sum(b * b, 1)[None, :]
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
 
 
 def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.ndarray]:
@@ -521,7 +524,7 @@ def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.nd
     f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
     cost = _FREQ_WEIGHT * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
     vec = _unit_vectors(fea, model)
-    m = mac(*vec) if vec is not None else np.full(cost.shape, np.nan)
+    m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
     if vec is not None:
         cost = cost + (1.0 - m)
     rows, cols = linear_sum_assignment(cost)
@@ -556,8 +559,8 @@ def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit
     fresh automatic pairing at the solution differs from the one the fit tracked."""
     fi, mj = pairs0
     vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
-    mac0 = mac(*vec0) if vec0 is not None else None
-    mac1 = mac(*vec1) if vec1 is not None else None
+    mac0 = np.asarray(mac(*vec0)) if vec0 is not None else None
+    mac1 = np.asarray(mac(*vec1)) if vec1 is not None else None
     em = None if fea.effective_mass is None else np.asarray(fea.effective_mass)
     rows = [{"fea_mode": int(fea.mode_numbers[i]), "fea_frequency_hz": float(fea.frequencies[i]),
              "initial_model_mode": j0 + 1, "model_mode": j + 1,

@@ -19,6 +19,7 @@ damping_sigma = 0.2                 # optional; relative 1-sigma uncertainty of 
 # effective_mass_sigma = 0.05       # also fit the paired modes' effective masses (sigma relative to the totals)
 # fea_modes = [1, 2]                # pair by hand: these FEA modes with mode_numbers (default: automatic)
 # rigid_hz = 0.01                   # free-free files: modes below this are the 6 rigid-body modes (dropped)
+# fea_damping_ratios = [0.005, ...] # damping ratios of the FEA modes (one per mode read, file order)
 
 [fit]                               # required
 free = ["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c = wing_mY.c", "antenna.c"]
@@ -70,7 +71,8 @@ from ._scenario_file import load_scenario, scenario_toml
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
-          "fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma")
+          "fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma",
+          "fea_damping_ratios")
 _FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol")
 _CHECK = ("simulate", "periods", "amplitude_rad")
 _OUTPUT = ("dir", "plot")
@@ -151,7 +153,8 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
                      "FEA file), not both")
     if not has_fea and not isinstance(targets, list):
         raise ck.bad("modes.targets_hz", targets, f"must be a list of numbers, got {_kind(targets)}")
-    for key in ("fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma"):
+    for key in ("fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma",
+                "fea_damping_ratios"):
         if key in modes_t and not has_fea:
             raise ck.bad(f"modes.{key}", modes_t[key], "applies to FEA modes only: give modes.fea too")
     if has_fea:
@@ -161,6 +164,15 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
         units = ck.choice(modes_t["fea_units"], "modes.fea_units", UNIT_SYSTEMS) if "fea_units" in modes_t else None
         rigid = ck.finite_positive(modes_t["rigid_hz"], "modes.rigid_hz") if "rigid_hz" in modes_t else 0.01
         kw["fea"] = read_fea(fea_path, fmt, units=units, boundary=kw["boundary"], rigid_hz=rigid)
+        if "fea_damping_ratios" in modes_t:  # one per FEA mode read (rigid-body modes dropped), as in the file
+            z, nf = modes_t["fea_damping_ratios"], len(kw["fea"].frequencies)
+            if not isinstance(z, list) or len(z) != nf:
+                raise ck.bad("modes.fea_damping_ratios", z, f"must be a list of {nf} damping ratios, one per FEA "
+                             f"mode of {fea_path} (modes {', '.join(map(str, kw['fea'].mode_numbers))})")
+            z = ck.array(z, "modes.fea_damping_ratios", (nf,))
+            if np.any(z <= 0) or np.any(z >= 1):
+                raise ck.bad("modes.fea_damping_ratios", modes_t["fea_damping_ratios"], "each must be in (0, 1)")
+            kw["fea"] = dataclasses.replace(kw["fea"], damping=z)
         if "reference_point" in modes_t:
             kw["reference_point"] = ck.array(modes_t["reference_point"], "modes.reference_point", (3,)).tolist()
         if "effective_mass_sigma" in modes_t:
