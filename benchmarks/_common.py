@@ -105,7 +105,7 @@ def machine():
 
 
 def row(name, ours, bsk=None, unit="s", note=""):
-    """One results row: our value, the reference's (Basilisk, or the mass-matrix model in (e); None when not
+    """One results row: our value, the reference's (Basilisk; the mass-matrix model in (e); MuJoCo in (m); None when not
     measured) and their ratio reference/ours (> 1: jaxhinge is faster)."""
     ratio = None if (bsk is None or ours is None or ours == 0) else bsk / ours
     return {"name": name, "jaxhinge": ours, "basilisk": bsk, "ratio": ratio, "unit": unit, "note": note}

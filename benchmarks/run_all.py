@@ -1,11 +1,12 @@
-"""Run every benchmark (a)-(f) in one process, print one table, write benchmarks/results.json.
+"""Run every benchmark (a)-(f), (m) in one process, print one table, write benchmarks/results.json.
 
-    python benchmarks/run_all.py [--quick] [--only a,b,c,d,e,f] [--write-md]
+    python benchmarks/run_all.py [--quick] [--only a,b,c,d,e,f,m] [--write-md]
 
 `--write-md` also replaces the measured table in benchmarks/RESULTS.md (the discussion there is hand-written).
 
 Basilisk (`pip install bsk`, the optional `bsk` extra) is timed in the same process when importable, else its
-columns say n/a. XLA's CPU runtime is left at its defaults (the library sets no global flags).
+columns say n/a; so is MuJoCo (`pip install mujoco`; rows (m)). XLA's CPU runtime is left at its defaults (the
+library sets no global flags).
 """
 
 import os
@@ -14,19 +15,28 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import bench_batch  # noqa: E402
-import bench_compile_grad  # noqa: E402
-import bench_drift  # noqa: E402
-import bench_panels  # noqa: E402
-import bench_single  # noqa: E402
-from _common import basilisk_time, have_basilisk, machine, print_table, quick_flag, seed_scenario  # noqa: E402
-from _common import update_results_md, write_json  # noqa: E402
+import bench_batch
+import bench_compile_grad
+import bench_drift
+import bench_mujoco
+import bench_panels
+import bench_single
+from _common import (
+    basilisk_time,
+    have_basilisk,
+    machine,
+    print_table,
+    quick_flag,
+    seed_scenario,
+    update_results_md,
+    write_json,
+)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     quick = quick_flag(argv)
-    only = set("abcdef")
+    only = set("abcdefm")
     if "--only" in argv:
         only = set(argv[argv.index("--only") + 1].replace(",", ""))
     t0 = time.perf_counter()
@@ -40,11 +50,17 @@ def main(argv=None):
         rows.extend(new)
         write_json(out, {"machine": info, "rows": rows, **extra})  # partial results survive an interruption
 
+    ours = {}
     if "a" in only:
-        section("(a) single trajectory", bench_single.run(quick))
+        section("(a) single trajectory", r := bench_single.run(quick))
+        ours["one"] = r[0]["jaxhinge"]
     if "b" in only:
         bsk10, _ = basilisk_time(seed_scenario(t_end=10.0), repeats=2) if have_basilisk() else (None, None)
-        section("(b) batch", bench_batch.run(quick, members=256 if quick else 1024, bsk_single=bsk10))
+        section("(b) batch", r := bench_batch.run(quick, members=256 if quick else 1024, bsk_single=bsk10))
+        ours["member"] = r[0]["jaxhinge"]
+    if "m" in only:  # MuJoCo (optional), with jaxhinge's (a) and (b) times of this run in the ratio column
+        section("(m) MuJoCo", bench_mujoco.run(quick, members=256 if quick else 1024,
+                                                reference=(ours.get("one"), ours.get("member"))))
     if "c" in only or "d" in only:
         section("(c, d) compile and gradient", bench_compile_grad.run(quick))
     if "e" in only:

@@ -44,16 +44,29 @@ def cache_problem(path: str) -> str | None:
     return output_dir_problem(path)
 
 
-def _compile_cache(enabled: bool) -> None:
+def _compile_cache(enabled: bool, as_program: bool = False) -> None:
     """JAX's persistent compilation cache for this CLI run, so that a second run on the same model structure
     loads its compiled programs instead of compiling them again. Off with `--no-cache` or
     `JAXHINGE_CACHE_DIR=off`; a cache the user configured for JAX itself (`JAX_COMPILATION_CACHE_DIR`) is
     used as is. A folder that cannot be created or written gives a warning and a run without the cache; JAX
-    skips unreadable (corrupt) entries with a warning and compiles."""
+    skips unreadable (corrupt) entries with a warning and compiles.
+
+    As a program (`as_program`), with the cache on and `EQX_ON_ERROR` not set by the user, equinox's runtime
+    checks (`error_if`, inside diffrax's adaptive solves) return NaN instead of raising through a host callback:
+    a program with a host callback cannot be cached. A run they would have stopped ends with a non-finite state
+    instead, which every command already reports as a failed run (`Trajectory.success`, `failure_reason`)."""
     import jax
 
     if not enabled or os.environ.get("JAXHINGE_CACHE_DIR", "").lower() in ("off", "0", "none"):
         return
+    if as_program and "EQX_ON_ERROR" not in os.environ:
+        try:
+            import equinox._errors as eqx_errors  # read at trace time by `error_if` (equinox 0.11-0.13)
+
+            if getattr(eqx_errors, "EQX_ON_ERROR", None) == "raise":
+                eqx_errors.EQX_ON_ERROR = "nan"
+        except ImportError:  # another equinox layout: its checks stay, the programs holding them are not cached
+            pass
     if jax.config.jax_compilation_cache_dir:
         return
     path = compile_cache_dir()
@@ -466,7 +479,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     _enable_x64()
-    _compile_cache(not args.no_cache)
+    _compile_cache(not args.no_cache, as_program)
     from ._io._scenario_file import ScenarioError
     from ._model._scenario import ConfigError
 
