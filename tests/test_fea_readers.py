@@ -1,5 +1,6 @@
 """FEA modal result readers (`jaxhinge._io._fea.read_fea`), on real solver output: the CalculiX 2.20 runs of the
-test spacecraft (tests/data/fea, made by make_spacecraft.py) and a NASTRAN SOL 103 .f06 from pyNastran's examples.
+test spacecraft (tests/data/fea, made by make_spacecraft.py), a NASTRAN SOL 103 .f06 from pyNastran's examples and a
+MYSTRAN 18.0 SOL 103 .f06 with MEFFMASS/MPFACTOR output (tests/data/fea/mystran, made by make_hinged_panels.py).
 Values are checked against the numbers printed in the files, against each other (participation factor squared =
 effective mass, the modes' sum = the printed total) and against the geometry (the effective mass of the clamped
 wings is their mass; their rotational effective mass about the origin is their inertia about the origin)."""
@@ -18,6 +19,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "fea")
 CLAMPED = os.path.join(DATA, "spacecraft_clamped.dat")
 FREE = os.path.join(DATA, "spacecraft_free.dat")
 F06 = os.path.join(DATA, "nastran", "beam_modes.f06")
+MYSTRAN = os.path.join(DATA, "mystran", "hinged_panels.F06")
 
 
 def _table_row(path, title, mode):
@@ -99,6 +101,58 @@ def test_nastran_f06_eigenvalue_table():
         assert row[3] == pytest.approx(math.sqrt(row[1]) / (2 * math.pi), rel=1e-6)
 
 
+def _mystran_deck():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_hinged_panels",
+                                                  os.path.join(DATA, "mystran", "make_hinged_panels.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_mystran_f06_effective_masses_as_printed():
+    """MEFFMASS and MPFACTOR tables of a real MYSTRAN SOL 103 run: every value as printed, the printed sum over the
+    modes, the total model mass; rotations refer to the PARAM GRDPNT grid, whose position the reader asks for."""
+    ref = _mystran_deck().HUB_GRID
+    m = read_fea(MYSTRAN, units="m-kg-s", reference_point=ref)
+    assert m.boundary == "clamped" and list(m.mode_numbers) == [1, 2, 3] and m.reference_grid is None
+    np.testing.assert_array_equal(m.reference_point, ref)
+    for k in range(3):
+        eig = _table_row(MYSTRAN, "R E A L   E I G E N V A L U E S", k + 1)
+        assert m.frequencies[k] == eig[3]
+        assert m.effective_mass[k].tolist() == _table_row(MYSTRAN, "E F F E C T I V E   M O D A L", k + 1)[1:]
+        assert m.participation[k].tolist() == _table_row(MYSTRAN, "P A R T I C I P A T I O N", k + 1)[1:]
+    text = open(MYSTRAN).read().splitlines()
+    total = [float(x) for x in next(s for s in text if "Sum all modes:" in s).split(":")[1].split()]
+    np.testing.assert_allclose(m.effective_mass.sum(axis=0), total, rtol=2e-6)
+    assert m.total_mass[:3].tolist() == [220.0] * 3  # the three panels' mass (the clamped hub grid has none)
+    np.testing.assert_allclose(m.participation ** 2, m.effective_mass, rtol=2e-6, atol=1e-12)
+    assert read_fea(MYSTRAN, units="m-kg-s").reference_grid == 1
+
+
+def test_mystran_modes_and_effective_masses_equal_jaxhinge_clamped_modes():
+    """The MYSTRAN deck is the jaxhinge model of three rigid panels on torsion springs written as finite elements
+    (RBE2 ties, CELAS2 springs, CONM2 masses, one hinge axis along no basic axis): its frequencies, effective
+    masses and participation factors (up to the mode shape's sign) equal jaxhinge's clamped modes about the same
+    point to the 7 printed digits. An independent solver, formulation and code."""
+    import jaxhinge as jh
+    from jaxhinge._model._spacecraft import Hub, Panels, Spacecraft
+
+    mk = _mystran_deck()
+    P = mk.PANELS
+    panels = Panels(mass=[p["mass"] for p in P], IPntS_S=[np.diag(p["I"]) for p in P], d=[p["d"] for p in P],
+                    k=[p["k"] for p in P], c=[0.0] * 3, r_HB_B=[p["r_HB_B"] for p in P],
+                    dcm_HB=[p["dcm_HB"] for p in P], names=[p["name"] for p in P])
+    sc = Spacecraft(Hub(500.0, np.diag([300.0, 200.0, 250.0]), np.zeros(3)), panels)  # clamped: hub mass unused
+    model = jh.modes(sc, "clamped", reference_point=mk.HUB_GRID)
+    fea = read_fea(MYSTRAN, units="m-kg-s", reference_point=mk.HUB_GRID)
+    np.testing.assert_allclose(np.asarray(model.frequency_hz), fea.frequencies, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(model.effective_mass), fea.effective_mass, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.abs(np.asarray(model.participation)), np.abs(fea.participation), rtol=1e-6,
+                               atol=1e-6)
+
+
 def _cut(tmp_path, src, keep):
     lines = open(src).read().splitlines(keepends=True)
     p = tmp_path / ("cut" + os.path.splitext(src)[1])
@@ -125,6 +179,11 @@ def _cut(tmp_path, src, keep):
     (lambda t: _cut(t, F06, lambda ls: ls[:next(i for i, s in enumerate(ls) if "R E A L   E I G" in s) + 3]), {},
      "REAL EIGENVALUES table without rows"),
     (lambda t: str(t / "model.op2"), {}, "NASTRAN .op2 files are not read"),
+    (lambda t: _cut(t, MYSTRAN, lambda ls: ls[:next(i for i, s in enumerate(ls) if "E F F E C T I V E" in s) + 8]),
+     {"units": "m-kg-s"}, "the effective mass table has modes [1], the eigenvalue table [1, 2, 3]"),
+    (lambda t: _cut(t, MYSTRAN, lambda ls: [s for s in ls if "Total model mass" not in s]), {"units": "m-kg-s"},
+     "no 'Total model mass' line"),
+    (lambda t: MYSTRAN, {}, "does not state its units: give units"),
 ])
 def test_refusals_are_one_line(tmp_path, make, kwargs, words):
     path = make(tmp_path)

@@ -290,6 +290,10 @@ def fit(
         if ref.shape != (3,):
             raise FitError(f"modes.reference_point = {_fmt(reference_point)}: must be 3 numbers [m] in B",
                            field="modes.reference_point")
+    elif fea is not None and fea.reference_grid and fea.effective_mass is not None:
+        raise FitError(f"{fea.source}: its effective masses refer to grid {fea.reference_grid} (PARAM GRDPNT), whose "
+                       "coordinates are not in the file: give modes.reference_point (that grid's position in B [m])",
+                       field="modes.reference_point")
     em_t, pairs0, track, track_scale = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6)
     if fea is not None:
         if fea.boundary is not None and fea.boundary != boundary:
@@ -309,7 +313,8 @@ def fit(
             damping_ratios = np.asarray(fea.damping, float)[fi]
         if effective_mass_sigma is not None:
             if fea.effective_mass is None:
-                raise FitError(f"modes.effective_mass_sigma is given but {fea.source} has no effective masses",
+                why = "" if fea.unread is None else f" ({fea.unread})"
+                raise FitError(f"modes.effective_mass_sigma is given but {fea.source} has no effective masses{why}",
                                field="modes.effective_mass_sigma")
             em_t = np.asarray(fea.effective_mass, float)[fi]
         vec = _unit_vectors(fea, modes(scenario, boundary, ref))

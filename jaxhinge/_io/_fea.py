@@ -3,8 +3,10 @@
 `FeaModes` is what every reader returns and what the modal fit pairs and fits against: SI units, the axes of the
 FEA model taken to be the hub body frame B, rotations (participation factors and effective masses) about
 `reference_point`. Readers: CalculiX `.dat` of a `*FREQUENCY` step (eigenvalues, participation factors,
-effective modal masses, total effective mass) and NASTRAN SOL 103 `.f06` (the REAL EIGENVALUES table). `.op2` is
-refused with a message: its reader, pyNastran 1.4.1, requires numpy < 2, which JAX cannot use.
+effective modal masses, total effective mass) and NASTRAN SOL 103 `.f06` (the REAL EIGENVALUES table; the modal
+participation factors and effective masses of MEFFMASS/MPFACTOR output as MYSTRAN writes them, with its total model
+mass; MSC/NX's differently laid out MEFFMASS tables are not read: no sample to test against). `.op2` is refused
+with a message: its reader, pyNastran 1.4.1, requires numpy < 2, which JAX cannot use.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class FeaModes:
         total_mass: (6,) the rigid-body mass the effective masses are fractions of (the solver's "total effective
             mass" line where printed, else None).
         source: the file read.
+        reference_grid: the FEA grid the rotations refer to (NASTRAN `PARAM,GRDPNT`) when the file names one and
+            no `reference_point` was given: its coordinates are not in the file, so a fit asks for them.
+        unread: why tables present in the file were not read (None: everything needed was read).
     """
 
     frequencies: np.ndarray
@@ -53,6 +58,8 @@ class FeaModes:
     boundary: str | None = None
     total_mass: np.ndarray | None = None
     source: str = ""
+    reference_grid: int | None = None
+    unread: str | None = None
 
 
 def _fail(path, msg: str, line: int | None = None) -> ScenarioError:
@@ -129,7 +136,31 @@ def _nastran_f06(path, lines: list[str]) -> dict:
             raise _fail(path, "a REAL EIGENVALUES table without rows (truncated file?)", h + 1)
         rows.update({int(r[0]): r for r in tab})
     modes = sorted(rows)
-    return {"mode_numbers": modes, "frequencies": [rows[m][4] for m in modes]}
+    out = {"mode_numbers": modes, "frequencies": [rows[m][4] for m in modes]}
+    # MEFFMASS / MPFACTOR output as MYSTRAN prints it: mode, cycles, then T1 T2 T3 R1 R2 R3 in the basic system,
+    # rotations about the PARAM GRDPNT grid (the basic origin without it)
+    for key, title in (("participation", "M O D A L   P A R T I C I P A T I O N   F A C T O R S"),
+                       ("effective_mass", "E F F E C T I V E   M O D A L   M A S S E S")):
+        i = _find(lines, title)
+        if i is None:
+            continue
+        tab, end = _rows(path, lines, i + 1, 7)
+        got = {int(r[0]): r[2:] for r in tab}
+        if sorted(got) != modes:
+            raise _fail(path, f"the {key.replace('_', ' ')} table has modes {sorted(got)}, the eigenvalue table "
+                        f"{modes} (truncated file?)", i + 1)
+        out[key] = [got[m] for m in modes]
+        grid = next((re.search(r"PARAM GRDPNT grid:\s*(\d+)", s) for s in lines[i:i + 6] if "GRDPNT" in s), None)
+        out["grdpnt"] = int(grid.group(1)) if grid else 0
+        if key == "effective_mass":
+            total = next((s for s in lines[end:end + 6] if "Total model mass:" in s), None)
+            if total is None:
+                raise _fail(path, "the effective-mass table has no 'Total model mass' line (truncated file?)", end + 1)
+            out["total_mass"] = [float(x.replace("D", "E")) for x in total.split(":", 1)[1].split()]
+    if "effective_mass" not in out and any("MODAL EFFECTIVE MASS" in s for s in lines):
+        out["unread"] = ("its MSC/NX-style MODAL EFFECTIVE MASS tables are not read (only MYSTRAN's layout, "
+                         "'E F F E C T I V E   M O D A L   M A S S E S', is tested)")
+    return out
 
 
 def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: str | None = None,
@@ -184,4 +215,5 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     return FeaModes(
         frequencies=f[keep], mode_numbers=np.asarray(data["mode_numbers"], dtype=int)[keep],
         effective_mass=scale("effective_mass", True, M), participation=scale("participation", True, math.sqrt(M)),
-        reference_point=ref, boundary=boundary, total_mass=scale("total_mass", False, M), source=path)
+        reference_point=ref, boundary=boundary, total_mass=scale("total_mass", False, M), source=path,
+        reference_grid=data.get("grdpnt") or None if reference_point is None else None, unread=data.get("unread"))
