@@ -1,5 +1,12 @@
 """(b) 1024 members with dispersed k and c (vmap in one compiled program): per-member time vs one Basilisk run;
-(c, batched part) compile time of the batched program."""
+(c, batched part) compile time of the batched program. Also the same batch sharded over every core as separate
+XLA host devices (`--xla_force_host_platform_device_count`, set in a child process: XLA reads it at start-up;
+the library sets no global flag), the layout `simulate_batch` uses when several devices are present."""
+
+import json
+import os
+import subprocess
+import sys
 
 import equinox as eqx
 import jax
@@ -23,6 +30,27 @@ def dispersed(sc, members, seed=0):
     return jax.vmap(member)(jnp.asarray(k), jnp.asarray(c))
 
 
+def sharded_time(t_end, members, devices):
+    """Per-member time of the batch sharded over `devices` XLA host devices, measured in a child process."""
+    env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
+               f"--xla_force_host_platform_device_count={devices}".strip())
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--sharded-child", str(t_end), str(members)],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _sharded_child(t_end, members):
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sc = seed_scenario(t_end=t_end, dt=0.001)
+    devices = jax.local_devices()
+    batch = jax.device_put(dispersed(sc, members), NamedSharding(Mesh(np.array(devices), ("b",)), PartitionSpec("b")))
+    f = jax.jit(jax.vmap(jh.simulate_unjitted)).lower(batch).compile()
+    t = timeit(lambda: f(batch).theta, repeats=3)
+    print(json.dumps({"per_member": t / members, "devices": len(devices),
+                      "success": bool(np.all(np.asarray(f(batch).success)))}))
+
+
 def run(quick=False, members=1024, bsk_single=None):
     t_end = 2.0 if quick else 10.0
     sc = seed_scenario(t_end=t_end, dt=0.001)
@@ -35,12 +63,21 @@ def run(quick=False, members=1024, bsk_single=None):
     elif t_end != 10.0:
         bsk_single = bsk_single * t_end / 10.0
     ok = bool(np.all(np.asarray(f(batch).success)))
+    cores = os.cpu_count() or 1
+    sh = sharded_time(t_end, members, cores)
     return [
         row(f"(b) {members} members k,c dispersed, {t_end:g} s rk4: per member", per, bsk_single, "s",
-            f"batch total {t:.2f} s, all success={ok}"),
+            f"batch total {t:.2f} s, all success={ok}; {per / (t_end / 1e-3) * 1e6:.3f} us per member-step"),
+        row(f"(b) same, sharded over {sh['devices']} host devices (one per core): per member", sh["per_member"],
+            bsk_single, "s", f"{sh['per_member'] / (t_end / 1e-3) * 1e6:.3f} us per member-step, "
+            f"all success={sh['success']}"),
         row("(c) compile, batched (vmap) simulate", tc, None, "s"),
     ]
 
 
 if __name__ == "__main__":
-    print_table(run(quick_flag()), "batch")
+    if "--sharded-child" in sys.argv:
+        i = sys.argv.index("--sharded-child")
+        _sharded_child(float(sys.argv[i + 1]), int(sys.argv[i + 2]))
+    else:
+        print_table(run(quick_flag()), "batch")

@@ -5,6 +5,7 @@ N-frame components to B-frame components (Basilisk's `toRotationMatrix()` return
 """
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 
@@ -75,3 +76,43 @@ def m2(theta: Float[Array, "*batch"]) -> Float[Array, "*batch 3 3"]:
     ct, st = jnp.cos(theta), jnp.sin(theta)
     z, o = jnp.zeros_like(theta), jnp.ones_like(theta)
     return jnp.stack([jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2)
+
+
+# Sums and static-matrix products over a short leading axis (panels, pulses), written as unrolled adds of static
+# slices: XLA fuses slices and elementwise arithmetic into the surrounding loop, whereas every `reduce`, `dot` or
+# gather is a kernel of its own (on CPU ~40 ns of launch cost each, and on GPU a launch of several us). Above
+# `UNROLL` entries the plain reduction / dot is used (the unrolled form grows the program).
+UNROLL = 16
+
+
+def lead_sum(x: Float[Array, "n *rest"]) -> Float[Array, "*rest"]:
+    """$\\sum_j x_j$ over the leading axis (unrolled for up to `UNROLL` entries; zeros for none)."""
+    n = x.shape[0]
+    if n == 0 or n > UNROLL:
+        return jnp.sum(x, 0)
+    out = x[0]
+    for j in range(1, n):
+        out = out + x[j]
+    return out
+
+
+def lead_apply(A, x: Float[Array, "n *rest"]) -> Float[Array, "m *rest"]:
+    """$A x$ over the leading axis of `x` for a static NumPy matrix `A` (m, n): unrolled multiply-adds of the
+    slices $x_k$ (a column of zeros costs nothing, a column of ones no multiply) for up to `UNROLL` columns, else a
+    `tensordot`."""
+    A = np.asarray(A)
+    m, n = A.shape
+    if n > UNROLL:
+        return jnp.tensordot(jnp.asarray(A, x.dtype), x, 1)
+    shape = (m,) + (1,) * (x.ndim - 1)
+    out = None
+    for k in range(n):
+        col = A[:, k]
+        if not col.any():
+            continue
+        xk = x[k][None]
+        term = xk if np.all(col == 1) else jnp.asarray(col, x.dtype).reshape(shape) * xk
+        if term.shape[0] != m:
+            term = jnp.broadcast_to(term, (m,) + x.shape[1:])
+        out = term if out is None else out + term
+    return jnp.zeros((m,) + x.shape[1:], x.dtype) if out is None else out

@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._math import m2, mrp_bmat, mrp_to_dcm, tilde
+from .._math import lead_sum, m2, mrp_bmat, mrp_to_dcm, tilde
 from .._model._spacecraft import Panels, Spacecraft, State
 
 # Small 3-vector/3x3 algebra written out in components. XLA on CPU compiles every dot/reduction as its own
@@ -155,9 +155,9 @@ def _rrT(r):
 def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
     hub, p = spacecraft.hub, spacecraft.panels
     Is = panel_inertia_diag(p)
-    m_sc = hub.mHub + jnp.sum(p.mass)
-    c_B = (hub.mHub * hub.r_BcB_B + jnp.sum(p.mass[:, None] * geom.r_SB_B, 0)) / m_sc
-    cPrime_B = jnp.sum(p.mass[:, None] * geom.rPrime_SB_B, 0) / m_sc
+    m_sc = hub.mHub + lead_sum(p.mass)
+    c_B = (hub.mHub * hub.r_BcB_B + lead_sum(p.mass[:, None] * geom.r_SB_B)) / m_sc
+    cPrime_B = lead_sum(p.mass[:, None] * geom.rPrime_SB_B) / m_sc
     # [BS] diag(I) [SB] = sum_i I_i s_i s_i^T
     IPntS_B = (
         Is[:, 0, None, None] * _outer(geom.s1, geom.s1)
@@ -165,13 +165,13 @@ def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
         + Is[:, 2, None, None] * _outer(geom.s3, geom.s3)
     )
     ISC = hub.IHubPntBc_B + hub.mHub * _rrT(hub.r_BcB_B)
-    ISC = ISC + jnp.sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B), 0)
+    ISC = ISC + lead_sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B))
     s13 = _outer(geom.s1, geom.s3)
     # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
     r, rp = geom.r_SB_B, geom.rPrime_SB_B
     rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
-    ISCPrime = jnp.sum((geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
-                       - p.mass[:, None, None] * rpt_rt, 0)
+    ISCPrime = lead_sum((geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
+                       - p.mass[:, None, None] * rpt_rt)
     return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B)
 
 
@@ -221,19 +221,23 @@ def hinge_contributions(
     omega_S = _mv(g.dcm_SB, omega)
     vw = _dot(g.s3, top.lever_T(d, l, m_acc)) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
     Q = u - p.k * (state.theta - p.thetaRef) - p.c * (state.thetaDot - p.thetaDotRef)
-    # M_w = (a^T diag(m) a) o (S3 S3^T) + diag(I_s2); a = lever(d, l, I)
-    a = top.lever(d, l, jnp.eye(p.count, dtype=m.dtype))
-    Mw = top.lever_T(d, l, m[:, None] * a) * (g.s3 @ g.s3.T) + jnp.diag(Is[:, 1])
     Ft, Gt = top.descendants(F), top.descendants(G)
-    rhs = jnp.concatenate([-Ft, -Gt, (Q - top.descendants(vw))[:, None]], 1)
-    sol = top.solve(top.project(Mw), rhs)
-    aTheta, bTheta, cTheta = sol[:, 0:3], sol[:, 3:6], sol[:, 6]
-    v_trans = -jnp.sum(Ft * cTheta[:, None] + m[:, None] * g.rDDot_w2, 0)
-    v_rot = -jnp.sum(Gt * cTheta[:, None] + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
-                     + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
-                     + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2), 0)
-    A, B = jnp.sum(_outer(Ft, aTheta), 0), jnp.sum(_outer(Ft, bTheta), 0)
-    C, D = jnp.sum(_outer(Gt, aTheta), 0), jnp.sum(_outer(Gt, bTheta), 0)
+    if top.trivial:  # every panel on the hub: M_w is diagonal, m d^2 |s3|^2 + I_s2 (Basilisk's division)
+        Mw = m * d * d * _dot(g.s3, g.s3) + Is[:, 1]
+        aTheta, bTheta, cTheta = -Ft / Mw[:, None], -Gt / Mw[:, None], (Q - vw) / Mw
+    else:  # M_w = (a^T diag(m) a) o (S3 S3^T) + diag(I_s2); a = lever(d, l, I)
+        a = top.lever(d, l, jnp.eye(p.count, dtype=m.dtype))
+        S33 = sum(g.s3[:, i, None] * g.s3[None, :, i] for i in range(3))
+        Mw = top.lever_T(d, l, m[:, None] * a) * S33 + jnp.diag(Is[:, 1])
+        rhs = jnp.concatenate([-Ft, -Gt, (Q - top.descendants(vw))[:, None]], 1)
+        sol = top.solve(top.project(Mw), rhs)
+        aTheta, bTheta, cTheta = sol[:, 0:3], sol[:, 3:6], sol[:, 6]
+    v_trans = -lead_sum(Ft * cTheta[:, None] + m[:, None] * g.rDDot_w2)
+    v_rot = -lead_sum(Gt * cTheta[:, None] + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
+                      + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
+                      + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2))
+    A, B = lead_sum(_outer(Ft, aTheta)), lead_sum(_outer(Ft, bTheta))
+    C, D = lead_sum(_outer(Gt, aTheta)), lead_sum(_outer(Gt, bTheta))
     return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
 
 

@@ -21,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._math import lead_apply
+
 
 def _f64(x):
     """Every model leaf as float64. JAX computes in float32 unless `jax_enable_x64` is on, which entry points
@@ -67,11 +69,11 @@ class Topology:
 
     def ancestors(self, x):
         """$T x$ over the leading axis: the sum over each panel and its ancestors (relative -> absolute)."""
-        return x if self.trivial else jnp.tensordot(jnp.asarray(self.T, x.dtype), x, 1)
+        return x if self.trivial else lead_apply(self.T, x)
 
     def descendants(self, x):
         """$T^T x$ over the leading axis: the sum over each panel and its descendants."""
-        return x if self.trivial else jnp.tensordot(jnp.asarray(self.T.T, x.dtype), x, 1)
+        return x if self.trivial else lead_apply(self.T.T, x)
 
     def lever(self, d, l, x):
         r"""$a x$ over the leading axis, with the lever matrix $a_{jk} = l_k$ (k a strict ancestor of j), $d_j$
@@ -80,7 +82,7 @@ class Topology:
         out = d.reshape(shape) * x
         if self.trivial:
             return out
-        return out + jnp.tensordot(jnp.asarray(self.strict, x.dtype), l.reshape(shape) * x, 1)
+        return out + lead_apply(self.strict, l.reshape(shape) * x)
 
     def lever_T(self, d, l, x):
         """$a^T x$ over the leading axis (see `lever`)."""
@@ -88,18 +90,18 @@ class Topology:
         out = d.reshape(shape) * x
         if self.trivial:
             return out
-        return out + l.reshape(shape) * jnp.tensordot(jnp.asarray(self.strict.T, x.dtype), x, 1)
+        return out + l.reshape(shape) * lead_apply(self.strict.T, x)
 
     def project(self, M):
         """$T^T M T$: a matrix in absolute panel rates projected on the relative hinge rates."""
         if self.trivial:
             return M
-        T = jnp.asarray(self.T, M.dtype)
-        return T.T @ M @ T
+        TtM = lead_apply(self.T.T, M)
+        return jnp.swapaxes(lead_apply(self.T.T, jnp.swapaxes(TtM, 0, 1)), 0, 1)
 
     def of_root(self, x):
         """`x[root]`: each panel's value of its subtree root (hinge point and frame of a chain)."""
-        return x if self.trivial else x[self.root]
+        return x if self.trivial else lead_apply(np.eye(self.count)[self.root], x)
 
     def solve(self, M, rhs):
         """$M^{-1}$ rhs for the hinge mass matrix `M` (N, N) ; diagonal when every panel hangs from the hub."""

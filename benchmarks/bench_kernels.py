@@ -1,0 +1,92 @@
+"""(i) Kernels per RK4 step: the GPU-launch proxy measurable without a GPU.
+
+Counts the kernels XLA runs per RK4 step of the seed scenario (two panels), read from the optimised HLO of the
+compiled `simulate` program: every instruction of a computation executed by a loop that is a kernel of its own
+(fusion, dot, custom call, reduce, copy, ...), the per-step loop's own plus, for a loop nested inside it (the four
+stages), its count times its trip count. Control and bookkeeping instructions (parameter, constant, tuple,
+get-tuple-element, bitcast, the loop counters' compare/add, which XLA fuses into scalar kernels on CPU but are
+not data kernels) are listed separately.
+"""
+
+import re
+
+import jax
+import numpy as np
+
+from _common import print_table, quick_flag, row, seed_scenario
+
+NOT_KERNELS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "while", "conditional", "call",
+               "after-all", "partition-id", "replica-id", "opt-barrier", "add-dependency"}
+
+
+def computations(hlo: str) -> dict[str, list[tuple[str, str]]]:
+    """`{computation name: [(opcode, instruction line), ...]}` of an HLO module's text."""
+    comps, name = {}, None
+    for line in hlo.splitlines():
+        head = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
+        if head and not line.startswith(" "):
+            name = head.group(1)
+            comps[name] = []
+            continue
+        if line.startswith("}"):
+            name = None
+            continue
+        m = re.match(r"\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s([a-z][\w\-]*)\(", line)
+        if name is not None and m:
+            comps[name].append((m.group(1), line))
+    return comps
+
+
+def _trip_count(line: str) -> int | None:
+    m = re.search(r'"known_trip_count":\{"n":"(\d+)"', line)
+    return int(m.group(1)) if m else None
+
+
+def kernels_per_iteration(comps, body: str) -> tuple[float, dict[str, int]]:
+    """Kernels one iteration of loop `body` runs (nested loops: body count x trip count), and its opcodes."""
+    total, ops = 0.0, {}
+    for op, line in comps[body]:
+        if op == "while":
+            inner = re.search(r"body=%?([\w.\-]+)", line).group(1)
+            n = _trip_count(line) or 1
+            k, inner_ops = kernels_per_iteration(comps, inner)
+            total += n * k
+            for o, c in inner_ops.items():
+                ops[o] = ops.get(o, 0) + n * c
+        elif op not in NOT_KERNELS:
+            total += 1
+            ops[op] = ops.get(op, 0) + 1
+    return total, ops
+
+
+def step_kernels(compiled_text: str, steps: int) -> tuple[float, dict[str, int]]:
+    """Kernels per RK4 step: the loop whose trip count is `steps` (the inner scan over the steps of a save
+    interval) is the step loop."""
+    comps = computations(compiled_text)
+    for lines in comps.values():
+        for op, line in lines:
+            if op == "while" and _trip_count(line) == steps:
+                return kernels_per_iteration(comps, re.search(r"body=%?([\w.\-]+)", line).group(1))
+    raise RuntimeError(f"no loop of {steps} iterations in the program")
+
+
+def run(quick=False):
+    import jaxhinge as jh
+
+    sc = seed_scenario(t_end=1.0, dt=0.001, save_dt=0.01)  # 10 steps per save interval
+    text = jax.jit(jh.simulate_unjitted).lower(sc).compile().as_text()
+    n, ops = step_kernels(text, 10)
+    members = 64
+    batch = jax.tree.map(lambda x: np.broadcast_to(x, (members,) + np.shape(x)), sc)
+    btext = jax.jit(jax.vmap(jh.simulate_unjitted)).lower(batch).compile().as_text()
+    nb, bops = step_kernels(btext, 10)
+    top = ", ".join(f"{k} {v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6])
+    return [
+        row("(i) kernels per rk4 step, one trajectory (compiled HLO)", n, None, "kernel", top),
+        row(f"(i) kernels per rk4 step, vmapped batch ({members} members)", nb, None, "kernel",
+            ", ".join(f"{k} {v}" for k, v in sorted(bops.items(), key=lambda kv: -kv[1])[:6])),
+    ]
+
+
+if __name__ == "__main__":
+    print_table(run(quick_flag()), "kernels per step")
