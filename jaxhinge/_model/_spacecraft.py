@@ -104,10 +104,8 @@ class Topology:
         return x if self.trivial else lead_apply(np.eye(self.count)[self.root], x)
 
     def solve(self, M, rhs):
-        """$M^{-1}$ rhs for the hinge mass matrix `M` (N, N) ; diagonal when every panel hangs from the hub."""
-        if self.trivial:
-            d = jnp.diagonal(M)
-            return rhs / d.reshape(d.shape + (1,) * (rhs.ndim - 1))
+        """$M^{-1}$ rhs for the hinge mass matrix `M` (N, N) of a model with chains (block diagonal by chains;
+        with every panel on the hub it is diagonal and `_backsub.hinge_contributions` divides instead)."""
         return jnp.linalg.solve(M, rhs)
 
 
