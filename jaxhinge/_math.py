@@ -78,7 +78,7 @@ def m2(theta: Float[Array, "*batch"]) -> Float[Array, "*batch 3 3"]:
     return jnp.stack([jnp.stack([ct, z, -st], -1), jnp.stack([z, o, z], -1), jnp.stack([st, z, ct], -1)], -2)
 
 
-# Sums and static-matrix products over a short leading axis (panels, pulses), written as unrolled adds of static
+# Sums and static-matrix products over a short leading axis (the panels), written as unrolled adds of static
 # slices: XLA fuses slices and elementwise arithmetic into the surrounding loop, whereas every `reduce`, `dot` or
 # gather is a kernel of its own (on CPU ~40 ns of launch cost each, and on GPU a launch of several us). Above
 # `UNROLL` entries the plain reduction / dot is used (the unrolled form grows the program).

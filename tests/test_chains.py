@@ -448,3 +448,21 @@ def test_sweep_over_chain_parameters_equals_single_runs():
         one = jh.simulate(jh.apply_parameters(s, {k: v[m] for k, v in params.items()}))
         np.testing.assert_allclose(np.asarray(batch.theta)[m], np.asarray(one.theta), rtol=1e-12, atol=1e-13)
     assert np.ptp(np.asarray(batch.theta)[:, -1, 2]) > 1e-4  # the members differ
+
+
+@pytest.mark.parametrize("n", [1, 3, 16, 17, 24])
+def test_unrolled_panel_operators_equal_dense_products(n):
+    """`lead_sum` / `lead_apply` (unrolled up to UNROLL = 16 entries, dense above) against `jnp.sum` and the
+    dense product with NumPy, for 0/1 topology-like matrices (zero and all-one columns), a general matrix and a
+    one-hot row selection (`Topology.of_root`), on a trailing shape like a panel's 3x3 matrix."""
+    from jaxhinge._math import lead_apply, lead_sum
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(n, 3, 3))
+    np.testing.assert_allclose(lead_sum(jnp.asarray(x)), x.sum(0), rtol=1e-14, atol=1e-14)
+    tri = np.tril(np.ones((n, n)))  # ancestors of one chain
+    tri[:, 0] = 1.0  # an all-one column
+    if n > 1:
+        tri[:, -1] = 0.0  # a zero column
+    for A in (tri, tri.T, rng.normal(size=(n + 2, n)), np.eye(n)[rng.integers(0, n, n)]):
+        np.testing.assert_allclose(lead_apply(A, jnp.asarray(x)), np.tensordot(A, x, 1), rtol=1e-13, atol=1e-13)
