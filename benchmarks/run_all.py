@@ -1,6 +1,6 @@
-"""Run every benchmark (a)-(f), (i), (m) in one process, print one table, write benchmarks/results.json.
+"""Run every benchmark (a)-(f), (h), (i), (m) in one process, print one table, write benchmarks/results.json.
 
-    python benchmarks/run_all.py [--quick] [--only a,b,c,d,e,f,i,m] [--write-md]
+    python benchmarks/run_all.py [--quick] [--only a,b,c,d,e,f,h,i,m] [--write-md]
 
 `--write-md` also replaces the measured table in benchmarks/RESULTS.md (the discussion there is hand-written).
 
@@ -16,6 +16,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_batch
+import bench_cli
 import bench_compile_grad
 import bench_drift
 import bench_kernels
@@ -37,7 +38,7 @@ from _common import (
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     quick = quick_flag(argv)
-    only = set("abcdefim")
+    only = set("abcdefhim")
     if "--only" in argv:
         only = set(argv[argv.index("--only") + 1].replace(",", ""))
     t0 = time.perf_counter()
@@ -69,6 +70,8 @@ def main(argv=None):
         section("(e) panels", r)
     if "i" in only:
         section("(i) kernels per step", bench_kernels.run(quick))
+    if "h" in only:
+        section("(h) CLI runs: first vs later (fresh cache folder)", bench_cli.run(quick))
     if "f" in only:
         r, extra["drift"] = bench_drift.run(quick)
         section("(f) energy drift", r)

@@ -54,7 +54,11 @@ def _compile_cache(enabled: bool, as_program: bool = False) -> None:
     As a program (`as_program`), with the cache on and `EQX_ON_ERROR` not set by the user, equinox's runtime
     checks (`error_if`, inside diffrax's adaptive solves) return NaN instead of raising through a host callback:
     a program with a host callback cannot be cached. A run they would have stopped ends with a non-finite state
-    instead, which every command already reports as a failed run (`Trajectory.success`, `failure_reason`)."""
+    instead, which every command already reports as a failed run (`Trajectory.success`, `failure_reason`).
+
+    As a program, the traced programs are kept as well (`jaxhinge._programs`: `jax.export`, in `jaxhinge-programs/`
+    inside the compile cache folder), so that a second
+    run skips tracing the model too, not only XLA's compilation."""
     import jax
 
     if not enabled or os.environ.get("JAXHINGE_CACHE_DIR", "").lower() in ("off", "0", "none"):
@@ -67,16 +71,20 @@ def _compile_cache(enabled: bool, as_program: bool = False) -> None:
                 eqx_errors.EQX_ON_ERROR = "nan"
         except ImportError:  # another equinox layout: its checks stay, the programs holding them are not cached
             pass
-    if jax.config.jax_compilation_cache_dir:
-        return
-    path = compile_cache_dir()
-    problem = cache_problem(path)
-    if problem:
-        print(f"jaxhinge: warning: compile cache folder {path!r} is not usable ({problem}); running without "
-              "it (set JAXHINGE_CACHE_DIR to another folder, or pass --no-cache)", file=sys.stderr)
-        return
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    path = jax.config.jax_compilation_cache_dir
+    if not path:
+        path = compile_cache_dir()
+        problem = cache_problem(path)
+        if problem:
+            print(f"jaxhinge: warning: compile cache folder {path!r} is not usable ({problem}); running without "
+                  "it (set JAXHINGE_CACHE_DIR to another folder, or pass --no-cache)", file=sys.stderr)
+            return
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    if as_program:  # traced programs too (`_programs`), next to the compiled ones
+        from . import _programs
+
+        _programs.enable(os.path.join(path, "jaxhinge-programs"))
 
 
 def _check_out_path(path: str | None, suffixes: tuple[str, ...], what: str) -> None:

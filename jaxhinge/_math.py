@@ -116,3 +116,13 @@ def lead_apply(A, x: Float[Array, "n *rest"]) -> Float[Array, "m *rest"]:
             term = jnp.broadcast_to(term, (m,) + x.shape[1:])
         out = term if out is None else out + term
     return jnp.zeros((m,) + x.shape[1:], x.dtype) if out is None else out
+
+
+def assignment(score: Float[Array, "n m"]) -> Float[Array, " n"]:
+    """The column assigned to each row that maximises the total `score` (linear assignment problem, Hungarian
+    algorithm: `optax.assignment.hungarian_algorithm`), min(n, m) pairs; traceable, works under `jit` and `vmap`.
+    **Returns:** an int array, `cols[i]` for row `i`, -1 for a row left without a column (n > m)."""
+    import optax
+
+    rows, cols = optax.assignment.hungarian_algorithm(-jnp.asarray(score))
+    return jnp.full(score.shape[0], -1, jnp.int32).at[rows].set(cols.astype(jnp.int32))

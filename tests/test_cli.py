@@ -36,8 +36,8 @@ def run(*args, cwd, env=None):
 @pytest.mark.slow
 def test_simulate_bundled_example_writes_contract(tmp_path):
     """The one subprocess test of `jaxhinge simulate`: exit status 0, the .npz and the plot, nothing else; the
-    compiled simulation goes into the CLI's compile cache (`JAXHINGE_CACHE_DIR`), and a second run that loads
-    it writes the same trajectory."""
+    compiled simulation goes into the CLI's compile cache (`JAXHINGE_CACHE_DIR`), its traced program into the
+    program cache beside it, and a second run that loads both writes the same trajectory, bit for bit."""
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env["JAXHINGE_CACHE_DIR"] = str(tmp_path / "cache")
     (tmp_path / "run").mkdir()
@@ -58,6 +58,8 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
 
     cached = os.listdir(tmp_path.parent / "cache")
     assert any(n.startswith("jit__simulate_jit-") for n in cached), cached
+    programs = os.listdir(tmp_path.parent / "cache" / "jaxhinge-programs")  # the traced program too (_programs)
+    assert programs and all(n.endswith(".jaxhinge-program") for n in programs), programs
     p2 = run("simulate", "--out", "again.npz", cwd=tmp_path, env=env)
     assert p2.returncode == 0, p2.stderr
     with np.load(tmp_path / "traj.npz") as a, np.load(tmp_path / "again.npz") as b:

@@ -466,7 +466,7 @@ def test_no_recompilation_between_fits_of_one_structure():
         return fit(start, ft, damping_ratios=zt, free=[f"{a}.k", f"{b}.k", f"{a}.c", f"{b}.c"], check=False)
 
     one(60, ())
-    sizes = lambda: (_advance._cached._cache_size(), evaluate._cached._cache_size(), _modes_jit._cached._cache_size())
+    sizes = lambda: tuple(f.plain._cached._cache_size() for f in (_advance, evaluate, _modes_jit))
     before = sizes()
     r = one(61, ("left", "right"))
     assert sizes() == before

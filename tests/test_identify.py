@@ -78,10 +78,10 @@ def test_no_recompilation_for_new_data(bsk):
     jh.identify(sc, _noisy(sc, t, v, 20), FREE)  # compiles only if this test runs alone
     from jaxhinge._simulation._simulate import _simulate_jit
 
-    before = L._advance._cached._cache_size(), _simulate_jit._cached._cache_size()
+    before = L._advance.plain._cached._cache_size(), _simulate_jit.plain._cached._cache_size()
     guess = jh.apply_parameters(sc, {"p0.k": 1.1 * truth["p0.k"], "p1.c": 0.9 * truth["p1.c"]})
     res = jh.identify(guess, _noisy(sc, t, v, 21), FREE)
-    assert (L._advance._cached._cache_size(), _simulate_jit._cached._cache_size()) == before
+    assert (L._advance.plain._cached._cache_size(), _simulate_jit.plain._cached._cache_size()) == before
     assert res.converged, res.message
 
 

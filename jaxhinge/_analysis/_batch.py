@@ -31,7 +31,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -50,6 +49,7 @@ from .._model._params import (
 from .._model._params import nominal as _nominal
 from .._model._scenario import ConfigError, Scenario, compile_key
 from .._model._spacecraft import strip_labels
+from .._programs import program
 from .._simulation._simulate import Trajectory, check_memory, failure_reason, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
@@ -244,7 +244,7 @@ def grid_dispersions(grid: Mapping[str, Sequence[Any]]) -> tuple[list[dict[str, 
     return specs, members
 
 
-@eqx.filter_jit
+@program
 def _run_chunk(base, batched, pars) -> Trajectory:
     if pars is None:  # a batched scenario
         return jax.vmap(simulate_unjitted)(batched)

@@ -59,6 +59,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._io._fea import FeaModes
 from .._io._files import _fmt
+from .._math import assignment
 from .._model._loads import Loads
 from .._model._params import Parameter
 from .._model._scenario import Scenario, SimulationConfig
@@ -524,15 +525,15 @@ def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.nd
     one direction), the MAC of the unit-free participation vectors (`_unit_vectors`); by
     frequency alone where the FEA modes carry no effective mass (free-free). **Returns:** FEA indices, model
     indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
-    from scipy.optimize import linear_sum_assignment
-
     f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
     cost = _FREQ_WEIGHT * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
     vec = _unit_vectors(fea, model)
     m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
     if vec is not None:
         cost = cost + (1.0 - m)
-    rows, cols = linear_sum_assignment(cost)
+    col_of = np.asarray(assignment(-cost))
+    rows = np.nonzero(col_of >= 0)[0]
+    cols = col_of[rows]
     order = np.argsort(cols)
     fi, mj = [int(rows[k]) for k in order], [int(cols[k]) for k in order]
     return fi, mj, np.array([m[i, j] for i, j in zip(fi, mj)])

@@ -58,6 +58,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PyTree
 
 from .._model._params import Parameter, ParameterError, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario
+from .._programs import program
 
 SOLVERS = ("lm", "dogleg", "gauss_newton", "adam", "lbfgs")
 FAIL = 1e6  # residual of a failed evaluation
@@ -242,7 +243,7 @@ def _guarded(problem: AbstractResiduals, u):
     return jnp.where(ok, r, FAIL), (ok, aux)
 
 
-@eqx.filter_jit
+@program
 def residuals(u: Float[Array, " P"], problem: AbstractResiduals) -> Float[Array, " n"]:
     """The residuals of `problem` at `u`; $10^6$ (with zero derivative) where the evaluation failed."""
     return _guarded(problem, u)[0]
@@ -258,7 +259,7 @@ class Evaluation(eqx.Module):
     aux: PyTree
 
 
-@eqx.filter_jit
+@program
 def evaluate(u: Float[Array, " P"], problem: AbstractResiduals) -> Evaluation:
     """Residuals, their Jacobian $\\partial r/\\partial u$ (n, P), success flag and auxiliary outputs at `u`,
     in one forward-mode pass (`jvp`, batched over the P coordinate directions); one compiled program per
@@ -390,7 +391,7 @@ def _gauss_newton_converged(solver, u, f_info) -> Bool[Array, ""]:
     return small & jnp.any(r != FAIL) & jnp.all(jnp.isfinite(delta))
 
 
-@eqx.filter_jit
+@program
 def _start(solver, u, problem):
     """The solver's initial state (its arrays) and first termination test."""
     fn, options, init, _ = _iteration(solver, u, problem)
@@ -399,7 +400,7 @@ def _start(solver, u, problem):
     return eqx.filter(state, eqx.is_array), done, result
 
 
-@eqx.filter_jit
+@program
 def _advance(solver, u, problem, dynamic, n):
     """Up to `n` (<= `_CHUNK`) solver steps from (`u`, state arrays `dynamic`), stopping early when the
     solver terminates or fails. Returns the new point and state arrays, the steps taken, the termination flag

@@ -39,9 +39,10 @@ the hinge, which a non-uniform field would give, is zero in that model), externa
 
 **Modes.** Undamped: $M_r = LL^T$ (Cholesky), `eigh` of the symmetric $\tilde K = L^{-1}K_rL^{-T}$ gives $\omega^2$
 and mass-normalised shapes (differentiable, robust to repeated frequencies). Damped: the $2N$ poles $\lambda$ of
-$\lambda^2 I + \lambda\tilde C + \tilde K$ (eigenvalues of the first-order matrix, computed on the host with
-LAPACK). Each flexible mode is a pair of poles $(a, b)$: a complex-conjugate pair (underdamped), or two real
-poles (overdamped, paired by their overlap with the undamped modes). MATLAB `damp` definitions:
+$\lambda^2 I + \lambda\tilde C + \tilde K$ (eigenvalues of the first-order matrix, computed inside the compiled
+program: `jnp.linalg.eigvals`, LAPACK on CPU; no host callback, so the modal programs go into the compile
+cache). Each flexible mode is a pair of poles $(a, b)$: a complex-conjugate pair (underdamped), or two real poles
+(overdamped, paired by their overlap with the undamped modes). MATLAB `damp` definitions:
 `frequency_hz` $= |\lambda|/2\pi = \sqrt{ab}/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda| =
 -(a+b)/(2\sqrt{ab})$, `damped_frequency_hz` $= |\mathrm{Im}\,\lambda|/2\pi$. An overdamped mode reports the
 equivalent second-order values ($\zeta \ge 1$; `damp` would list its two real poles separately with
@@ -70,10 +71,11 @@ from jaxtyping import Array, Bool, Complex, Float, Int
 
 from .._dynamics._backsub import accelerations, hinge_geometry, panel_inertia_diag
 from .._io._files import json_number as _num
-from .._math import mrp_bmat, safe_sqrt, tilde
+from .._math import assignment, mrp_bmat, safe_sqrt, tilde
 from .._model._loads import Loads
 from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import InitialState, Spacecraft, State, strip_labels
+from .._programs import program
 from .._simulation._simulate import check_memory, simulate_unjitted
 
 BOUNDARIES = ("free", "clamped")
@@ -190,7 +192,7 @@ def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
     return jax.jacfwd(field)(jnp.zeros(2 * dof, zero3.dtype))
 
 
-@eqx.filter_jit
+@program
 def _linearize(sc: Spacecraft) -> Linearization:
     zeros6 = jnp.zeros(6, jnp.result_type(sc.hub.mHub))
     return Linearization(M=mass_matrix(sc), C=jnp.diag(jnp.concatenate([zeros6, sc.panels.c])),
@@ -227,67 +229,69 @@ def reduced_matrices(
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Damped poles: host eigen-solve + custom JVP
+# Damped poles: eigen-solve in the program (LAPACK geev through XLA) + custom JVP
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _poles_host(Kt, Ct):
-    """Poles ordered as mode pairs, their derivative projectors, the matched undamped mode, overdamped flags."""
-    from scipy.optimize import linear_sum_assignment
-
-    Kt, Ct = np.asarray(Kt, dtype=float), np.asarray(Ct, dtype=float)
-    n = Kt.shape[0]
-    eye = np.eye(n)
-    lam = np.linalg.eigvals(np.block([[np.zeros((n, n)), eye], [-Kt, -Ct]]))
-    w2, phi = np.linalg.eigh(0.5 * (Kt + Kt.T))
-    scale = max(float(np.max(np.abs(lam))), 1e-300)
-
-    # clusters of (numerically) repeated poles: each member gets the cluster's mean-derivative projector and
-    # the cluster's overlap with the undamped modes
-    proj = np.zeros((2 * n, n, n), dtype=complex)
-    overlap = np.zeros((2 * n, n))
-    clustered = np.zeros(2 * n, dtype=bool)
-    for i in range(2 * n):
-        if clustered[i]:
-            continue
-        members = [j for j in np.nonzero(~clustered)[0] if abs(lam[j] - lam[i]) <= _CLUSTER_RTOL * scale]
-        clustered[members] = True
-        lc = np.mean(lam[members])
-        V = np.linalg.svd(lc * lc * eye + lc * Ct + Kt)[2][-min(len(members), n):].conj().T  # null space
-        G = V.T @ ((2.0 * lc) * eye + Ct) @ V
-        proj[members] = V @ np.linalg.pinv(G, rcond=1e-12) @ V.T / len(members)
-        overlap[members] = np.sum(np.abs(phi.T @ V) ** 2, axis=1) / max(np.sum(np.abs(V) ** 2), 1e-300)
-
-    # units: conjugate pairs, then real poles paired
-    tol_im = _IMAG_RTOL * scale
-    upper = [i for i in range(2 * n) if lam[i].imag > tol_im]
-    lower = [i for i in range(2 * n) if lam[i].imag < -tol_im]
-    real = [i for i in range(2 * n) if abs(lam[i].imag) <= tol_im]
-    units: list[tuple[int, int]] = []
-    for i in upper:  # the conjugate partner: the closest unused lower pole to conj(lam_i)
-        j = min(lower, key=lambda j: abs(lam[j] - np.conj(lam[i])))
-        lower.remove(j)
-        units.append((i, j))
-    units += _pair_real(real, lam, overlap)
-
-    # match units to undamped modes by overlap (maximum total overlap; square problem: rows 0..n-1 in order)
-    undamped = linear_sum_assignment(-np.array([0.5 * (overlap[a] + overlap[b]) for a, b in units]))[1]
-    wn = np.array([math.sqrt(max((lam[a] * lam[b]).real, 0.0)) for a, b in units])
-    order = np.lexsort((w2[undamped], wn))
-    idx = np.array([k for u in order for k in units[u]], dtype=int)
-    # (the real-pole units come after the conjugate pairs)
-    return lam[idx].astype(np.complex128), proj[idx], undamped[order].astype(np.int32), order >= len(upper)
+def _pole_clusters(lam, Kt, Ct, phi):
+    """For every pole: the cluster's mean-derivative projector $V G^+ V^T / m$ (`_poles_jvp`) and the
+    cluster's overlap with the undamped modes `phi` (squared components of its eigenspace basis, normalised).
+    The cluster of pole $i$: the poles within `_CLUSTER_RTOL` of it, $m$ of them, mean $\\lambda_c$; $V$ the
+    right singular vectors of $\\lambda_c^2 I + \\lambda_c\\tilde C + \\tilde K$ of its $m$ smallest singular
+    values (its null space), kept by a mask so that every shape is static."""
+    n = Kt.shape[-1]
+    scale = jnp.maximum(jnp.max(jnp.abs(lam)), 1e-300)
+    near = jnp.abs(lam[:, None] - lam[None, :]) <= _CLUSTER_RTOL * scale
+    m = jnp.sum(near, 1)
+    lc = jnp.sum(jnp.where(near, lam[None, :], 0.0), 1) / m
+    eye = jnp.eye(n, dtype=lam.dtype)
+    _, _, vh = jnp.linalg.svd(lc[:, None, None] ** 2 * eye + lc[:, None, None] * Ct + Kt)
+    keep = jnp.arange(n)[None, :] >= n - jnp.minimum(m, n)[:, None]  # the m smallest singular values
+    V = jnp.where(keep[:, None, :], jnp.conj(jnp.swapaxes(vh, -1, -2)), 0.0)  # (poles, n, n), columns kept
+    Vt = jnp.swapaxes(V, -1, -2)
+    G = Vt @ ((2.0 * lc)[:, None, None] * eye + Ct) @ V
+    proj = V @ jnp.linalg.pinv(G, rtol=1e-12) @ Vt / m[:, None, None]
+    overlap = jnp.sum(jnp.abs(jnp.einsum("ka,pkc->pac", phi, V)) ** 2, -1)
+    overlap = overlap / jnp.maximum(jnp.sum(jnp.abs(V) ** 2, (-1, -2)), 1e-300)[:, None]
+    return proj, overlap
 
 
-def _pair_real(real: list[int], lam: np.ndarray, overlap: np.ndarray) -> list[tuple[int, int]]:
-    """Pair the real poles (overdamped modes): by the undamped mode they overlap most, else adjacent in value."""
-    groups: dict[int, list[int]] = {}
-    for i in real:
-        groups.setdefault(int(np.argmax(overlap[i])), []).append(i)
-    if all(len(g) == 2 for g in groups.values()):
-        return [tuple(g) for g in groups.values()]  # type: ignore[misc]
-    srt = sorted(real, key=lambda i: lam[i].real)
-    return [(srt[2 * k], srt[2 * k + 1]) for k in range(len(srt) // 2)]
+def _poles_in_program(Kt, Ct):
+    """Poles ordered as mode pairs, their derivative projectors, the matched undamped mode, overdamped flags.
+
+    Every mode is a pair of poles: a pole with $\\mathrm{Im} > 0$ and its conjugate (LAPACK returns conjugate
+    pairs exactly), or two real poles, paired by the undamped mode they overlap most when each undamped mode
+    gets exactly two, else adjacent in value. Modes are matched to undamped modes by maximum total overlap
+    (`assignment`) and ordered by ascending $|\\lambda|$, ties by the undamped frequency."""
+    n = Kt.shape[-1]
+    eye = jnp.eye(n, dtype=Kt.dtype)
+    lam = jnp.linalg.eigvals(jnp.block([[jnp.zeros_like(Kt), eye], [-Kt, -Ct]])).astype(jnp.complex128)
+    w2, phi = jnp.linalg.eigh(0.5 * (Kt + Kt.T))
+    proj, overlap = _pole_clusters(lam, Kt, Ct, phi)
+    tol_im = _IMAG_RTOL * jnp.maximum(jnp.max(jnp.abs(lam)), 1e-300)
+    upper, real = jnp.imag(lam) > tol_im, jnp.abs(jnp.imag(lam)) <= tol_im
+
+    # real poles: sorted by (undamped mode overlapped most, when each such mode has exactly two; value)
+    group = jnp.argmax(overlap, 1)
+    per_group = jnp.sum(real[:, None] & (group[:, None] == jnp.arange(n)[None, :]), 0)
+    by_group = jnp.all((per_group == 0) | (per_group == 2))
+    sorted_real = jnp.lexsort((jnp.real(lam), jnp.where(by_group, group, 0), ~real))
+    rank = jnp.zeros(2 * n, jnp.int32).at[sorted_real].set(jnp.arange(2 * n, dtype=jnp.int32))
+    next_real = sorted_real[jnp.minimum(rank + 1, 2 * n - 1)]
+
+    # one leader pole per mode (n of them): each upper pole, and every other real pole in sorted order
+    leader = upper | (real & (rank % 2 == 0))
+    a = jnp.argsort(~leader, stable=True)[:n]
+    over = real[a]
+    b = jnp.where(over, next_real[a], a)
+    lam_a, proj_a = lam[a], proj[a]
+    lam_b = jnp.where(over, lam[b], jnp.conj(lam_a))  # the conjugate partner: its projector is the conjugate
+    proj_b = jnp.where(over[:, None, None], proj[b], jnp.conj(proj_a))
+    undamped = assignment(0.5 * (overlap[a] + overlap[b]))
+    wn = jnp.sqrt(jnp.maximum(jnp.real(lam_a * lam_b), 0.0))
+    order = jnp.lexsort((w2[undamped], wn))
+    pair = lambda x, y: jnp.stack([x[order], y[order]], 1).reshape((2 * n,) + x.shape[1:])
+    return pair(lam_a, lam_b), pair(proj_a, proj_b), undamped[order], over[order]
 
 
 @jax.custom_jvp
@@ -308,12 +312,7 @@ def damped_poles(
     """Poles of $\\lambda^2 I + \\lambda\\tilde C + \\tilde K$ as mode pairs `(lam[2j], lam[2j+1])`, modes in
     ascending $|\\lambda|$; the undamped mode (index into ascending $\\omega^2$ of $\\tilde K$) matched to each;
     whether each mode is overdamped. Differentiable in `Kt`, `Ct` (custom JVP, see the module docstring)."""
-    n = Kt.shape[-1]
-    shapes = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in (
-        ((2 * n,), jnp.complex128), ((2 * n, n, n), jnp.complex128), ((n,), jnp.int32), ((n,), jnp.bool_)))
-    lam, proj, undamped, over = jax.pure_callback(
-        _poles_host, shapes, jax.lax.stop_gradient(Kt), jax.lax.stop_gradient(Ct), vmap_method="sequential"
-    )
+    lam, proj, undamped, over = _poles_in_program(jax.lax.stop_gradient(Kt), jax.lax.stop_gradient(Ct))
     return _poles(Kt, Ct, lam, proj), undamped, over
 
 
@@ -452,7 +451,7 @@ def rigid_motion(reference_point: Float[Array, "3"], n: int) -> Float[Array, "do
                             jnp.zeros((n, 6), reference_point.dtype)], 0)
 
 
-_modes_jit = eqx.filter_jit(_modes)
+_modes_jit = program(_modes)
 
 
 def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None) -> Modes:
@@ -471,8 +470,8 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=
     natural frequencies, mode shapes and kinetic-energy participation of the hub and of each named panel.
 
     Compiled once per model structure and boundary; differentiable with `jax.grad` / `jax.jacfwd` with
-    respect to every array leaf (frequencies and damping ratios). Runs its damped eigen-solve on the host
-    (`jax.pure_callback`), so it works on every backend and under `vmap`.
+    respect to every array leaf (frequencies and damping ratios); works under `vmap`. The damped eigen-solve,
+    pole pairing and mode matching run inside the program (static shapes, no host callback).
     """
     check_boundary(boundary)
     sc = _spacecraft_of(model)
@@ -494,7 +493,7 @@ def _point(p):
     return None if p is None else jnp.broadcast_to(jnp.asarray(p, dtype=float), (3,))
 
 
-@eqx.filter_jit
+@program
 def _matrices_jit(sc: Spacecraft, boundary: str):
     return (*reduced_matrices(sc, boundary), mass_matrix(sc))
 
@@ -579,13 +578,13 @@ class ModeMeasurement(eqx.Module):
         }
 
 
-@eqx.filter_jit
+@program
 def _simulate_batch(scenario: Scenario, initials):
     def one(ini):
         traj = simulate_unjitted(Scenario(scenario.spacecraft, ini, scenario.loads, scenario.simulation))
         return traj.t, traj.theta, traj.success
 
-    return jax.vmap(one)(initials)
+    return jax.lax.map(one, initials)
 
 
 def _crossings(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -63,7 +63,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import diffrax
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,6 +81,7 @@ from .._model._params import (
     nominal,
 )
 from .._model._scenario import Scenario, compile_key
+from .._programs import program
 from .._simulation._simulate import OUTPUT_NAMES, OUTPUT_UNITS, check_memory, save_times, simulate_unjitted
 from ._modes import check_boundary, modes_unjitted
 
@@ -286,7 +286,7 @@ def _evaluate(scenario, x, params, outputs, adjoint):
     return y, (y, jnp.stack(status), ok)
 
 
-@eqx.filter_jit
+@program
 def _jacobian(scenario, x, params, outputs, mode):
     """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: a separate program, so
     the simulation's program has no host callback and can live in JAX's persistent compilation cache)."""

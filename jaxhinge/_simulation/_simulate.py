@@ -21,6 +21,7 @@ from .._dynamics._energy import diagnostics, initial_state
 from .._math import mrp_shadow
 from .._model._scenario import ConfigError, Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import State
+from .._programs import program
 from ._solver import MRPSwitch
 
 OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
@@ -386,7 +387,7 @@ def simulate_unjitted(
     return Trajectory(**fields, result=sol.result, success=ok, num_steps=sol.num_steps)
 
 
-@eqx.filter_jit
+@program
 def _simulate_jit(scenario: Scenario, adjoint, ts) -> Trajectory:
     return simulate_unjitted(scenario, adjoint, ts)
 

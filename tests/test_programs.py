@@ -1,0 +1,129 @@
+"""The CLI's program cache (`jaxhinge._programs`): a traced program kept on disk and loaded by a later process
+gives bit for bit what the ordinary `eqx.filter_jit` program gives; its key separates what must be separate;
+what it cannot key is run plain; a corrupt entry or an unwritable folder gives a warning and a correct run.
+
+A later process is played by a fresh `program(...)` wrapper of the same function (nothing loaded in memory);
+the subprocess test of the CLI (`test_cli.py::test_simulate_bundled_example_writes_contract`) runs it for real."""
+
+import dataclasses
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxhinge as jh
+from jaxhinge import _programs
+from jaxhinge._analysis._modes import _modes, _modes_jit
+from jaxhinge._io._scenario_file import example_path
+from jaxhinge._model._spacecraft import strip_labels
+
+
+class Opaque:
+    def __init__(self, v):
+        self.v = v
+
+
+@pytest.fixture
+def store(tmp_path):
+    folder = tmp_path / "programs"
+    _programs.enable(str(folder))
+    before = dict(_programs.STATS)
+    yield folder, before
+    _programs.enable(None)
+
+
+def _spacecraft(k=None):
+    sc = strip_labels(jh.load_scenario(example_path("two_panel.toml")).spacecraft)
+    if k is not None:
+        sc = jh.Spacecraft(sc.hub, type(sc.panels)(**{**sc.panels.__dict__, "k": jnp.asarray(k)}), sc.gravity)
+    return sc
+
+
+def _equal(a, b):
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b) and len(la) == len(lb)
+    for x, y in zip(la, lb):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_stored_and_loaded_programs_equal_the_plain_program(store):
+    folder, before = store
+    sc = _spacecraft()
+    plain = _modes_jit.plain(sc, "free", None)
+    first = _modes_jit(sc, "free", None)  # exported and stored
+    assert _programs.STATS["stored"] == before["stored"] + 1 and len(os.listdir(folder)) == 1
+    _equal(first, plain)
+    later = _programs.program(_modes)  # "a later process": loads the entry, traces nothing
+    again = later(sc, "free", None)
+    assert _programs.STATS["loaded"] == before["loaded"] + 1
+    _equal(again, plain)
+    assert again.boundary == "free" and again.panel_names == plain.panel_names  # static outputs restored
+
+
+def test_arrays_are_inputs_static_values_are_keys(store):
+    """New stiffnesses reuse the entry and give the plain program's (different) answer; another boundary is
+    another entry, and so would be any other value of a static setting."""
+    folder, _ = store
+    a, b = _spacecraft([400.0, 420.0]), _spacecraft([100.0, 90.0])
+    for sc in (a, b):
+        _equal(_modes_jit(sc, "free", None), _modes_jit.plain(sc, "free", None))
+    assert len(os.listdir(folder)) == 1
+    fa, fb = (np.asarray(_modes_jit(sc, "free", None).frequency_hz) for sc in (a, b))
+    assert np.all(fa > 1.5 * fb)  # not a constant baked into the stored program
+    _equal(_modes_jit(a, "clamped", None), _modes_jit.plain(a, "clamped", None))
+    assert len(os.listdir(folder)) == 2
+    cfg = jh.load_scenario(example_path("two_panel.toml")).simulation  # a static dataclass: every field keys
+    texts = {_programs._canonical(dataclasses.replace(cfg, **kw)) for kw in
+             ({}, {"t_end": cfg.t_end + 1e-9}, {"integrator": "tsit5"}, {"max_steps": cfg.max_steps + 1})}
+    assert len(texts) == 4
+
+
+def test_what_the_key_cannot_write_out_runs_plain(store):
+    folder, before = store
+    with pytest.raises(_programs._Uncacheable):
+        _programs._canonical(lambda x: x)
+    with pytest.raises(_programs._Uncacheable):
+        _programs._canonical(Opaque(1))  # state the key cannot read faithfully
+
+    def local(x):
+        return x
+
+    with pytest.raises(_programs._Uncacheable):
+        _programs._canonical(local)
+    assert _programs._canonical(np.float64(0.1)) != _programs._canonical(0.1)  # types are part of the text
+    assert _programs._canonical((1, 2.0)) != _programs._canonical([1, 2.0])
+
+    f = _programs.program(lambda x, g: g(x))  # a lambda as a static argument: an ordinary call
+    assert float(f(jnp.asarray(2.0), lambda x: 3 * x)) == 6.0
+    assert _programs.STATS["ordinary"] == before["ordinary"] + 1 and not folder.exists()
+    g = jax.jit(lambda s: _modes_jit(s, "free", None).frequency_hz)  # under a trace: an ordinary call
+    np.testing.assert_array_equal(g(_spacecraft()), _modes_jit.plain(_spacecraft(), "free", None).frequency_hz)
+    assert not folder.exists()
+
+
+def test_corrupt_entry_warns_and_is_replaced(store, capsys):
+    folder, before = store
+    sc = _spacecraft()
+    _modes_jit(sc, "free", None)
+    (entry,) = os.listdir(folder)
+    (folder / entry).write_bytes(b"not a program")
+    m = _programs.program(_modes)(sc, "free", None)
+    _equal(m, _modes_jit.plain(sc, "free", None))
+    err = capsys.readouterr().err
+    assert f"warning: program cache: entry '{entry}' is unreadable" in err and "running without it" in err
+    _programs.program(_modes)(sc, "free", None)  # the entry was written again: it loads
+    assert _programs.STATS["loaded"] == before["loaded"] + 1
+
+
+def test_unwritable_folder_warns_and_runs(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("")
+    _programs.enable(str(tmp_path / "a_file" / "programs"))
+    try:
+        sc = _spacecraft()
+        _equal(_programs.program(_modes)(sc, "free", None), _modes_jit.plain(sc, "free", None))
+    finally:
+        _programs.enable(None)
+    err = capsys.readouterr().err
+    assert "warning: program cache: folder" in err and "is not writable" in err
