@@ -225,10 +225,14 @@ def program(fn):
         if (_FOLDER, key) not in loaded:
             loaded[_FOLDER, key] = _load(key, fn) or _store(key, fn, leaves, dynamic, td)
         prog = loaded[_FOLDER, key]
-        if prog is None:
-            STATS["ordinary"] += 1
-            return jitted(*args, **kwargs)
-        return prog(arrays)
+        if prog is not None:
+            try:
+                return prog(arrays)
+            except Exception as e:  # noqa: BLE001 (a stored program that does not run here): run it plain
+                _warn(f"entry {key[:16]}... did not run", f"{type(e).__name__}: {e}"[:200])
+                loaded[_FOLDER, key] = None
+        STATS["ordinary"] += 1
+        return jitted(*args, **kwargs)
 
     call.plain = jitted  # the ordinary program (tests compare the two)
     call.loaded = loaded

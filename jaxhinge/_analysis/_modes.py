@@ -617,7 +617,8 @@ def measure_modes(
 
     Each mode is started alone: hinge angles $\\theta_{ref} + a\\,\\mathrm{Re}(x)$, rates $a\\,\\mathrm{Re}(\\lambda
     x)$ (its damped eigenvector $x$, scaled so the largest hinge amplitude is `amplitude` [rad]) and the hub
-    rate that makes the total momentum zero. All modes are integrated at once (`vmap`, `dopri8`, rtol
+    rate that makes the total momentum zero. The modes are integrated one after another in one program (`lax.map`:
+    each with its own adaptive steps, traced once; `dopri8`, rtol
     1e-11, atol 1e-14 x amplitude) for `periods` periods of the slowest mode, sampled `samples_per_period` times
     per period of the fastest. The largest hinge angle's zero crossings (cubic interpolation through 4 samples)
     give the oscillation period by least squares; the slopes at the crossings decay as $e^{-\\sigma t}$, which
