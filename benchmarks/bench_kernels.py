@@ -12,7 +12,6 @@ import re
 
 import jax
 import numpy as np
-
 from _common import print_table, quick_flag, row, seed_scenario
 
 NOT_KERNELS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "while", "conditional", "call",
@@ -81,11 +80,36 @@ def run(quick=False):
     btext = jax.jit(jax.vmap(jh.simulate_unjitted)).lower(batch).compile().as_text()
     nb, bops = step_kernels(btext, 10)
     top = ", ".join(f"{k} {v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6])
+    ng, loops = grad_step_kernels(sc, 10)
     return [
         row("(i) kernels per rk4 step, one trajectory (compiled HLO)", n, None, "kernel", top),
         row(f"(i) kernels per rk4 step, vmapped batch ({members} members)", nb, None, "kernel",
             ", ".join(f"{k} {v}" for k, v in sorted(bops.items(), key=lambda kv: -kv[1])[:6])),
+        row("(i) kernels per rk4 step, reverse-mode gradient of a trajectory loss", ng, None, "kernel",
+            f"step loops: {' + '.join(str(int(x)) for x in loops)} (primal, recomputed forward, backward)"),
     ]
+
+
+def grad_step_kernels(sc, steps: int) -> tuple[float, list[float]]:
+    """Kernels per RK4 step of `jax.grad` of a trajectory loss w.r.t. all k and c: the sum over the program's
+    loops of `steps` iterations (the primal steps, their recomputation inside the checkpointed save intervals,
+    and the backward steps)."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    import jaxhinge as jh
+
+    ref = jh.simulate_unjitted(sc).theta * 1.01
+
+    def loss(kc, sc):
+        s = eqx.tree_at(lambda s: (s.spacecraft.panels.k, s.spacecraft.panels.c), sc, kc)
+        return jnp.mean((jh.simulate_unjitted(s).theta - ref) ** 2)
+
+    kc = (sc.spacecraft.panels.k, sc.spacecraft.panels.c)
+    comps = computations(jax.jit(jax.grad(loss)).lower(kc, sc).compile().as_text())
+    loops = [kernels_per_iteration(comps, re.search(r"body=%?([\w.\-]+)", line).group(1))[0]
+             for lines in comps.values() for op, line in lines if op == "while" and _trip_count(line) == steps]
+    return sum(loops), loops
 
 
 if __name__ == "__main__":
