@@ -275,6 +275,18 @@ def test_damped_poles_equal_an_independent_host_computation():
                                        atol=1e-7 * np.max(np.abs(lam)))
 
 
+def test_eigvals_in_the_program_on_cpu_and_on_the_host_elsewhere():
+    """On CPU the modal program holds LAPACK's eigen-solve and no host callback (so JAX can store it); the
+    host branch used on other backends gives the same eigenvalues, batched too."""
+    from jaxhinge._analysis._modes import _eigvals, _eigvals_host, _modes
+
+    A = jnp.asarray(np.random.default_rng(3).normal(size=(2, 6, 6)))
+    np.testing.assert_allclose(np.sort_complex(np.asarray(jax.jit(_eigvals)(A))),
+                               np.sort_complex(np.asarray(jax.jit(_eigvals_host)(A))), rtol=1e-12)
+    text = jax.jit(_modes, static_argnums=1).lower(random_spacecraft(8, 3), "free").as_text()
+    assert "geev" in text and "callback" not in text
+
+
 def test_assignment_is_optimal():
     """`_math.assignment` (Hungarian algorithm in JAX) reaches the optimum of SciPy's
     `linear_sum_assignment` on random square and rectangular problems, under `vmap` too."""

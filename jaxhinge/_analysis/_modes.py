@@ -40,8 +40,8 @@ the hinge, which a non-uniform field would give, is zero in that model), externa
 **Modes.** Undamped: $M_r = LL^T$ (Cholesky), `eigh` of the symmetric $\tilde K = L^{-1}K_rL^{-T}$ gives $\omega^2$
 and mass-normalised shapes (differentiable, robust to repeated frequencies). Damped: the $2N$ poles $\lambda$ of
 $\lambda^2 I + \lambda\tilde C + \tilde K$ (eigenvalues of the first-order matrix, computed inside the compiled
-program: `jnp.linalg.eigvals`, LAPACK on CPU; no host callback, so the modal programs go into the compile
-cache). Each flexible mode is a pair of poles $(a, b)$: a complex-conjugate pair (underdamped), or two real poles
+program: `jnp.linalg.eigvals`, LAPACK on CPU, with no host callback, so the modal programs go into the compile
+cache; on other backends on the host, `_eigvals`). Each flexible mode is a pair of poles $(a, b)$: a complex-conjugate pair (underdamped), or two real poles
 (overdamped, paired by their overlap with the undamped modes). MATLAB `damp` definitions:
 `frequency_hz` $= |\lambda|/2\pi = \sqrt{ab}/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda| =
 -(a+b)/(2\sqrt{ab})$, `damped_frequency_hz` $= |\mathrm{Im}\,\lambda|/2\pi$. An overdamped mode reports the
@@ -256,6 +256,20 @@ def _pole_clusters(lam, Kt, Ct, phi):
     return proj, overlap
 
 
+def _eigvals_host(a):
+    """`np.linalg.eigvals` through a host callback (batched like the input)."""
+    return jax.pure_callback(lambda x: np.linalg.eigvals(x).astype(np.complex128),
+                             jax.ShapeDtypeStruct(a.shape[:-1], jnp.complex128), a, vmap_method="broadcast_all")
+
+
+def _eigvals(a):
+    """Eigenvalues of real square matrices: LAPACK inside the program on CPU (no callback, so the program can be
+    cached); on other backends, whose support for nonsymmetric eigenproblems varies, on the host. Only the
+    branch of the backend in use is compiled (`lax.platform_dependent`)."""
+    return jax.lax.platform_dependent(a, cpu=lambda x: jnp.linalg.eigvals(x).astype(jnp.complex128),
+                                      default=_eigvals_host)
+
+
 def _poles_in_program(Kt, Ct):
     """Poles ordered as mode pairs, their derivative projectors, the matched undamped mode, overdamped flags.
 
@@ -265,7 +279,7 @@ def _poles_in_program(Kt, Ct):
     (`assignment`) and ordered by ascending $|\\lambda|$, ties by the undamped frequency."""
     n = Kt.shape[-1]
     eye = jnp.eye(n, dtype=Kt.dtype)
-    lam = jnp.linalg.eigvals(jnp.block([[jnp.zeros_like(Kt), eye], [-Kt, -Ct]])).astype(jnp.complex128)
+    lam = _eigvals(jnp.block([[jnp.zeros_like(Kt), eye], [-Kt, -Ct]]))
     w2, phi = jnp.linalg.eigh(0.5 * (Kt + Kt.T))
     proj, overlap = _pole_clusters(lam, Kt, Ct, phi)
     tol_im = _IMAG_RTOL * jnp.maximum(jnp.max(jnp.abs(lam)), 1e-300)
