@@ -485,7 +485,7 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=
 
     Compiled once per model structure and boundary; differentiable with `jax.grad` / `jax.jacfwd` with
     respect to every array leaf (frequencies and damping ratios); works under `vmap`. The damped eigen-solve,
-    pole pairing and mode matching run inside the program (static shapes, no host callback).
+    pole pairing and mode matching run inside the program (static shapes; on CPU no host callback).
     """
     check_boundary(boundary)
     sc = _spacecraft_of(model)

@@ -288,8 +288,8 @@ def _evaluate(scenario, x, params, outputs, adjoint):
 
 @program
 def _jacobian(scenario, x, params, outputs, mode):
-    """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: a separate program, so
-    the simulation's program has no host callback and can live in JAX's persistent compilation cache)."""
+    """`(J, (y, status, ok))` for one group of outputs (all simulated, or all modal: separate programs, each
+    compiled and cached for its own structure)."""
     jac, adjoint = (jax.jacfwd, diffrax.ForwardMode()) if mode == "forward" else (jax.jacrev, None)
     return jac(lambda x: _evaluate(scenario, x, params, outputs, adjoint), has_aux=True)(x)
 
