@@ -265,17 +265,21 @@ def _load(key: str, fn) -> "_Loaded | None":
 def _store(key: str, fn, leaves, dynamic, td) -> "_Loaded | None":
     try:
         exported, template = _export(fn, leaves, dynamic, td)
-        payload = pickle.dumps((exported.serialize(), template), protocol=pickle.HIGHEST_PROTOCOL)
+        blob = exported.serialize()
+        payload = pickle.dumps((blob, template), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 (not exportable: a host callback, outputs that cannot be stored): run plain
         return None
+    tmp = None
     try:
         os.makedirs(_FOLDER, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=_FOLDER, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
         os.replace(tmp, _path(key))
+        STATS["stored"] += 1
     except OSError as e:
         _warn(f"folder {_FOLDER!r} is not writable", e.strerror or str(e))
-    STATS["stored"] += 1
+        if tmp is not None and os.path.exists(tmp):
+            os.remove(tmp)
     # the program as a later process will load it (the same module text, so the same compile-cache entry)
-    return _Loaded(jax.export.deserialize(bytearray(pickle.loads(payload)[0])), template, fn.__name__)
+    return _Loaded(jax.export.deserialize(blob), template, fn.__name__)

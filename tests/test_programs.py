@@ -119,6 +119,7 @@ def test_corrupt_entry_warns_and_is_replaced(store, capsys):
 
 def test_unwritable_folder_warns_and_runs(tmp_path, capsys):
     (tmp_path / "a_file").write_text("")
+    stored = _programs.STATS["stored"]
     _programs.enable(str(tmp_path / "a_file" / "programs"))
     try:
         sc = _spacecraft()
@@ -127,3 +128,4 @@ def test_unwritable_folder_warns_and_runs(tmp_path, capsys):
         _programs.enable(None)
     err = capsys.readouterr().err
     assert "warning: program cache: folder" in err and "is not writable" in err
+    assert _programs.STATS["stored"] == stored and os.listdir(tmp_path) == ["a_file"]

@@ -41,8 +41,9 @@ the hinge, which a non-uniform field would give, is zero in that model), externa
 and mass-normalised shapes (differentiable, robust to repeated frequencies). Damped: the $2N$ poles $\lambda$ of
 $\lambda^2 I + \lambda\tilde C + \tilde K$ (eigenvalues of the first-order matrix, computed inside the compiled
 program: `jnp.linalg.eigvals`, LAPACK on CPU, with no host callback, so the modal programs go into the compile
-cache; on other backends on the host, `_eigvals`). Each flexible mode is a pair of poles $(a, b)$: a complex-conjugate pair (underdamped), or two real poles
-(overdamped, paired by their overlap with the undamped modes). MATLAB `damp` definitions:
+cache; on other backends on the host, `_eigvals`). Each flexible mode is a pair of poles $(a, b)$: a
+complex-conjugate pair (underdamped), or two real poles (overdamped, paired by their overlap with the undamped
+modes). MATLAB `damp` definitions:
 `frequency_hz` $= |\lambda|/2\pi = \sqrt{ab}/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda| =
 -(a+b)/(2\sqrt{ab})$, `damped_frequency_hz` $= |\mathrm{Im}\,\lambda|/2\pi$. An overdamped mode reports the
 equivalent second-order values ($\zeta \ge 1$; `damp` would list its two real poles separately with
