@@ -12,6 +12,14 @@ import subprocess
 import sys
 import time
 
+# XLA's elemental CPU emitters, as the CLI (`jaxhinge._cli.CPU_CODEGEN_FLAG`) and the test suite use: the same
+# programs compile in about half the time and run no slower (A/B in RESULTS.md). Set before JAX starts its backend;
+# JAXHINGE_BENCH_XLA_DEFAULTS=1 measures with XLA's defaults. The flags in use are printed with the machine.
+if not os.environ.get("JAXHINGE_BENCH_XLA_DEFAULTS") and "xla_cpu_use_fusion_emitters" not in os.environ.get(
+    "XLA_FLAGS", ""
+):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
+
 import jax
 
 jax.config.update("jax_enable_x64", True)
@@ -97,6 +105,7 @@ def machine():
     return {
         "cpu": model,
         "cores_visible": os.cpu_count(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "jax_devices": [str(d) for d in jax.devices()],
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "versions": versions,
@@ -155,7 +164,8 @@ def markdown(payload):
     v = ", ".join(f"{k} {x}" for k, x in m["versions"].items())
     lines = [
         f"Machine: {m['cpu']}, {m['cores_visible']} cores visible, 1-min load average {m['loadavg_1min']:.1f} at "
-        f"start; {m['date_utc']}; {v}; devices {', '.join(m['jax_devices'])}."
+        f"start; {m['date_utc']}; {v}; devices {', '.join(m['jax_devices'])}; "
+        f"XLA_FLAGS={m.get('xla_flags') or '(none)'}."
         f"{' Quick mode (shorter runs).' if m.get('quick') else ''} Total benchmark wall time "
         f"{m.get('total_wall_s', float('nan')):.0f} s.",
         "",

@@ -5,8 +5,9 @@
 `--write-md` also replaces the measured table in benchmarks/RESULTS.md (the discussion there is hand-written).
 
 Basilisk (`pip install bsk`, the optional `bsk` extra) is timed in the same process when importable, else its
-columns say n/a; so is MuJoCo (`pip install mujoco`; rows (m)). XLA's CPU runtime is left at its defaults (the
-library sets no global flags).
+columns say n/a; so is MuJoCo (`pip install mujoco`; rows (m)). XLA compiles with its elemental CPU emitters,
+as the CLI does (`_common.py`; JAXHINGE_BENCH_XLA_DEFAULTS=1 for XLA's defaults); the library sets no global
+flags.
 """
 
 import os

@@ -90,9 +90,10 @@ def lead_sum(x: Float[Array, "n *rest"]) -> Float[Array, "*rest"]:
     n = x.shape[0]
     if n == 0 or n > UNROLL:
         return jnp.sum(x, 0)
-    out = x[0]
+    parts = jnp.split(x, n)  # transposes to one concatenate (slices would transpose to n pads)
+    out = parts[0][0]
     for j in range(1, n):
-        out = out + x[j]
+        out = out + parts[j][0]
     return out
 
 

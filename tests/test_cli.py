@@ -67,6 +67,23 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
             np.testing.assert_array_equal(a[k], b[k])
 
 
+def test_cli_compiles_with_elemental_cpu_emitters(monkeypatch):
+    """As a program the CLI adds `--xla_cpu_use_fusion_emitters=false` to `XLA_FLAGS` (kept with the user's other
+    flags), and leaves an explicit choice of the user's alone."""
+    from jaxhinge._cli import CPU_CODEGEN_FLAG, _cpu_codegen
+
+    assert CPU_CODEGEN_FLAG == "--xla_cpu_use_fusion_emitters=false"
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    _cpu_codegen()
+    assert os.environ["XLA_FLAGS"] == CPU_CODEGEN_FLAG
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    _cpu_codegen()
+    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2 " + CPU_CODEGEN_FLAG
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    _cpu_codegen()
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+
+
 def test_unusable_compile_cache_folder_is_named(tmp_path):
     """A cache folder that cannot be created (here: below a file) is reported in words (the CLI then warns and
     runs without the cache); a usable one is created with its parents."""

@@ -50,7 +50,12 @@ from .._model._spacecraft import Panels, Spacecraft, State
 
 # Small 3-vector/3x3 algebra written out in components. XLA on CPU compiles every dot/reduction as its own
 # kernel (tens of ms of compile time each, and a per-call cost at run time); written elementwise, a whole
-# stage fuses into one loop. Leading axes broadcast.
+# stage fuses into one loop. Leading axes broadcast, once, before the components are split: reverse mode
+# transposes a broadcast into a reduction (a kernel of its own), so one explicit broadcast per operand costs one
+# reduction where a broadcast inside every component product cost one each, and matrices are assembled by
+# concatenation (transposed: slices) rather than by multiplying with the identity (transposed: reductions).
+# Measured on one vector-field evaluation of the seed scenario: its reverse-mode transpose 142 -> 88 kernels, the
+# forward evaluation 37 -> 38.
 
 
 def _xyz(a):
@@ -63,6 +68,7 @@ def _xyz(a):
 
 def _dot(a, b):
     """$a \\cdot b$ over the last axis."""
+    a, b = jnp.broadcast_arrays(a, b)
     ax, ay, az = _xyz(a)
     bx, by, bz = _xyz(b)
     return (ax * bx + ay * by + az * bz)[..., 0]
@@ -82,6 +88,11 @@ def _mtv(M, x):
     return (r0 * x0 + r1 * x1 + r2 * x2)[..., 0, :]
 
 
+def _matrix(entries):
+    """3x3 matrices from nine row-major entries of one shape (..., 1)."""
+    return jnp.concatenate([jnp.concatenate(entries[3 * i:3 * i + 3], -1)[..., None, :] for i in range(3)], -2)
+
+
 def _mm(A, B):
     """$A B$ for 3x3 matrices."""
     a0, a1, a2 = _xyz(A)  # columns (..., 3, 1)
@@ -94,6 +105,7 @@ def _outer(a, b):
 
 
 def _cross(a, b):
+    a, b = jnp.broadcast_arrays(a, b)
     ax, ay, az = _xyz(a)
     bx, by, bz = _xyz(b)
     return jnp.concatenate([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], -1)
@@ -148,8 +160,9 @@ class MassProps(NamedTuple):
 
 def _rrT(r):
     """$\\tilde r \\tilde r^T = |r|^2 I - r r^T$ (batched)."""
-    eye = jnp.eye(3, dtype=r.dtype)
-    return _dot(r, r)[..., None, None] * eye - r[..., :, None] * r[..., None, :]
+    x = _xyz(r)
+    r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2]
+    return _matrix([r2 - x[i] * x[i] if i == j else -x[i] * x[j] for i in range(3) for j in range(3)])
 
 
 def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
@@ -244,7 +257,7 @@ def hinge_contributions(
 def _cofactors(M: Float[Array, "3 3"]) -> tuple[Float[Array, "3 3"], Float[Array, ""]]:
     """Adjugate and determinant of a 3x3 matrix, closed form (as Eigen's fixed-size `inverse()` used by
     Basilisk): `M^{-1} = adj / det`. No LAPACK call: it fuses with the surrounding elementwise work."""
-    a, b, c = M[0], M[1], M[2]
+    a, b, c = (r[0] for r in jnp.split(M, 3))
     adj_T = jnp.stack([_cross(b, c), _cross(c, a), _cross(a, b)])  # rows: cofactor rows
     det = _dot(a, adj_T[0])
     return adj_T.T, det
