@@ -478,16 +478,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _warm_plotting() -> None:
-    """Import pyplot and load its default font in a background thread while the command computes (~0.6-1 s of
-    every plotting command's run otherwise spent after the computation). Best effort: a failure here is left to
-    the plot itself to report."""
+def _warm_plotting(plt_loader) -> None:
+    """Import pyplot (`_io._plot._plt`, imported by the caller's thread so that this thread imports matplotlib
+    only, through the same entry point as the plots) and load its default font, in a background thread while the
+    command computes (~0.6-1 s of every plotting command's run otherwise spent after the computation). Best
+    effort: a failure here is left to the plot itself to report."""
     try:
+        plt_loader()
         from matplotlib import font_manager
 
-        from ._io._plot import _plt
-
-        _plt()
         font_manager.findfont(font_manager.FontProperties())
     except Exception:
         pass
@@ -526,7 +525,9 @@ def main(argv=None) -> int:
         if not as_program:
             return args.func(args)
         if args.command in ("fit", "sweep", "sensitivity") or getattr(args, "plot", None):
-            threading.Thread(target=_warm_plotting, name="jaxhinge-plotting", daemon=True).start()
+            from ._io._plot import _plt
+
+            threading.Thread(target=_warm_plotting, args=(_plt,), name="jaxhinge-plotting", daemon=True).start()
         with ThreadPoolExecutor(1, thread_name_prefix="jaxhinge") as worker:
             return worker.submit(args.func, args).result()
     except (ScenarioError, CLIError) as e:
