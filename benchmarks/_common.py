@@ -12,13 +12,14 @@ import subprocess
 import sys
 import time
 
-# XLA's elemental CPU emitters, as the CLI (`jaxhinge._cli.CPU_CODEGEN_FLAG`) and the test suite use: the same
-# programs compile in about half the time and run no slower (A/B in RESULTS.md). Set before JAX starts its backend;
-# JAXHINGE_BENCH_XLA_DEFAULTS=1 measures with XLA's defaults. The flags in use are printed with the machine.
-if not os.environ.get("JAXHINGE_BENCH_XLA_DEFAULTS") and "xla_cpu_use_fusion_emitters" not in os.environ.get(
-    "XLA_FLAGS", ""
-):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
+# XLA's elemental CPU emitters, as the CLI and the test suite use (`jaxhinge._cli._cpu_codegen`; importing
+# jaxhinge does not start JAX's backend): the same programs compile in 40-70 % of the time and run as fast or
+# faster (bench_codegen.py). JAXHINGE_BENCH_XLA_DEFAULTS=1 measures with XLA's defaults. The flags in use are
+# printed with the machine.
+if not os.environ.get("JAXHINGE_BENCH_XLA_DEFAULTS"):
+    from jaxhinge._cli import _cpu_codegen
+
+    _cpu_codegen()
 
 import jax
 

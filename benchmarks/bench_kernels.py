@@ -81,13 +81,40 @@ def run(quick=False):
     nb, bops = step_kernels(btext, 10)
     top = ", ".join(f"{k} {v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6])
     ng, loops = grad_step_kernels(sc, 10)
+    nf, nt = vector_field_kernels(sc)
     return [
         row("(i) kernels per rk4 step, one trajectory (compiled HLO)", n, None, "kernel", top),
         row(f"(i) kernels per rk4 step, vmapped batch ({members} members)", nb, None, "kernel",
             ", ".join(f"{k} {v}" for k, v in sorted(bops.items(), key=lambda kv: -kv[1])[:6])),
         row("(i) kernels per rk4 step, reverse-mode gradient of a trajectory loss", ng, None, "kernel",
             f"step loops: {' + '.join(str(int(x)) for x in loops)} (primal, recomputed forward, backward)"),
+        row("(i) kernels of one vector-field evaluation: forward / its reverse-mode transpose", nf, nt, "kernel",
+            "reference column: the transpose (VJP w.r.t. state, k and c)"),
     ]
+
+
+def vector_field_kernels(sc) -> tuple[int, int]:
+    """Kernels of one vector-field evaluation compiled on its own (state, k, c as inputs), and of its VJP (the
+    backward function of `jax.vjp` w.r.t. them): the transposes a reverse-mode stage runs."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    import jaxhinge as jh
+    from jaxhinge._dynamics._backsub import state_derivative_held
+    from jaxhinge._simulation._simulate import _flat, _unflat
+
+    sp, z = sc.spacecraft, jnp.zeros(3)
+    y0 = _flat(jh.initial_state(sp, sc.initial))
+
+    def vf(y, k, c):
+        s = eqx.tree_at(lambda s: (s.panels.k, s.panels.c), sp, (k, c))
+        return _flat(state_derivative_held(s, _unflat(y), z, z, z, 0.0))
+
+    args = (y0, sp.panels.k, sp.panels.c)
+    out, back = jax.vjp(vf, *args)
+    count = lambda text: len(re.findall(r"^\s*(?:ROOT )?%?\S+ = \S+ fusion\(", text, re.M))
+    return (count(jax.jit(vf).lower(*args).compile().as_text()),
+            count(jax.jit(back).lower(out).compile().as_text()))
 
 
 def grad_step_kernels(sc, steps: int) -> tuple[float, list[float]]:

@@ -31,10 +31,11 @@ CPU_CODEGEN_FLAG = "--xla_cpu_use_fusion_emitters=false"
 
 def _cpu_codegen() -> None:
     """As a program, the CLI compiles with XLA's elemental CPU emitters instead of its MLIR fusion emitters
-    (`CPU_CODEGEN_FLAG`): the same programs compile in about half the time and run no slower (the first `jaxhinge
-    fit fits/FIT.toml` 27-30 s -> 18-20 s; benchmarks/RESULTS.md). Added to `XLA_FLAGS` before JAX starts its
-    backend, unless `XLA_FLAGS` already chooses (`--xla_cpu_use_fusion_emitters=true` keeps XLA's default).
-    Called only when the CLI owns the process: in-process callers keep their own settings."""
+    (`CPU_CODEGEN_FLAG`): the same programs compile in 40-70 % of the time and run as fast or faster
+    (`benchmarks/bench_codegen.py`; the first `jaxhinge fit fits/FIT.toml` 27-30 s -> 18-20 s by hand). Added to
+    `XLA_FLAGS` before JAX starts its backend, unless `XLA_FLAGS` already chooses
+    (`--xla_cpu_use_fusion_emitters=true` keeps XLA's default). Called by `main` only when the CLI owns the
+    process (in-process callers keep their own settings), and by the test suite's and the benchmarks' set-up."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_use_fusion_emitters" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {CPU_CODEGEN_FLAG}".strip()
@@ -481,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _warm_plotting(plt_loader) -> None:
     """Import pyplot (`_io._plot._plt`, imported by the caller's thread so that this thread imports matplotlib
     only, through the same entry point as the plots) and load its default font, in a background thread while the
-    command computes (~0.6-1 s of every plotting command's run otherwise spent after the computation). Best
+    command computes (importing pyplot alone takes ~0.6 s here, otherwise spent after the computation). Best
     effort: a failure here is left to the plot itself to report."""
     try:
         plt_loader()

@@ -10,10 +10,11 @@ import pytest
 # the suite's time), and the forward simulation runs no slower. Set here, before JAX starts its backend, and
 # inherited by the notebook kernels and subprocesses the tests start. Set JAXHINGE_TEST_XLA_DEFAULTS=1 to test with
 # XLA's defaults.
-if not os.environ.get("JAXHINGE_TEST_XLA_DEFAULTS") and "xla_cpu_use_fusion_emitters" not in os.environ.get(
-    "XLA_FLAGS", ""
-):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
+# The same rule as the CLI's (`jaxhinge._cli._cpu_codegen`; importing jaxhinge does not start JAX's backend).
+if not os.environ.get("JAXHINGE_TEST_XLA_DEFAULTS"):
+    from jaxhinge._cli import _cpu_codegen
+
+    _cpu_codegen()
 
 import jax
 
