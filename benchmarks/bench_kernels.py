@@ -112,7 +112,7 @@ def vector_field_kernels(sc) -> tuple[int, int]:
 
     args = (y0, sp.panels.k, sp.panels.c)
     out, back = jax.vjp(vf, *args)
-    count = lambda text: len(re.findall(r"^\s*(?:ROOT )?%?\S+ = \S+ fusion\(", text, re.M))
+    count = lambda text: len(re.findall(r"^\s*(?:ROOT )?%?\S+ = \S+ fusion\(", text, re.MULTILINE))
     return (count(jax.jit(vf).lower(*args).compile().as_text()),
             count(jax.jit(back).lower(out).compile().as_text()))
 

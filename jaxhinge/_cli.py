@@ -489,7 +489,7 @@ def _warm_plotting(plt_loader) -> None:
         from matplotlib import font_manager
 
         font_manager.findfont(font_manager.FontProperties())
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - a warm-up only: the plot itself reports any failure
         pass
 
 
