@@ -17,9 +17,9 @@ import time
 # faster (bench_codegen.py). JAXHINGE_BENCH_XLA_DEFAULTS=1 measures with XLA's defaults. The flags in use are
 # printed with the machine.
 if not os.environ.get("JAXHINGE_BENCH_XLA_DEFAULTS"):
-    from jaxhinge._cli import _cpu_codegen
+    from jaxhinge import configure_cpu
 
-    _cpu_codegen()
+    configure_cpu()
 
 import jax
 

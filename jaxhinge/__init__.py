@@ -32,6 +32,7 @@ from ._analysis._sensitivity import SensitivityResult as SensitivityResult
 from ._analysis._sensitivity import sensitivity as sensitivity
 
 # Command line (`jaxhinge ...`), callable in-process: `jh.main(["fit", "FIT.toml"])` returns the exit code
+from ._cli import configure_cpu as configure_cpu
 from ._cli import main as main
 
 # Dynamics: the back-substitution vector field and Basilisk's diagnostics

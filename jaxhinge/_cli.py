@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -27,18 +28,41 @@ def _enable_x64():
 
 
 CPU_CODEGEN_FLAG = "--xla_cpu_use_fusion_emitters=false"
+SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+SMALL_LOOP_BYTES = 1_000_000
 
 
-def _cpu_codegen() -> None:
-    """As a program, the CLI compiles with XLA's elemental CPU emitters instead of its MLIR fusion emitters
-    (`CPU_CODEGEN_FLAG`): the same programs compile in 40-70 % of the time and run as fast or faster
-    (`benchmarks/bench_codegen.py`; the first `jaxhinge fit fits/FIT.toml` 27-30 s -> 18-20 s by hand). Added to
-    `XLA_FLAGS` before JAX starts its backend, unless `XLA_FLAGS` already chooses
-    (`--xla_cpu_use_fusion_emitters=true` keeps XLA's default). Called by `main` only when the CLI owns the
-    process (in-process callers keep their own settings), and by the test suite's and the benchmarks' set-up."""
+def configure_cpu() -> None:
+    """Set the XLA:CPU options jaxhinge is measured with (`benchmarks/RESULTS.md`), by adding them to
+    `XLA_FLAGS`. Call it before JAX runs its first computation (XLA reads `XLA_FLAGS` once, when its backend
+    starts); after that it changes nothing for the running process.
+
+    - `--xla_cpu_use_fusion_emitters=false` (`CPU_CODEGEN_FLAG`): XLA's elemental CPU emitters instead of its MLIR
+      fusion emitters: the same programs compile in 40-70 % of the time and run as fast or faster
+      (`benchmarks/bench_codegen.py`).
+    - `--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000` (`SMALL_LOOP_OPTION`,
+      `SMALL_LOOP_BYTES`): XLA:CPU compiles a loop whose body touches fewer bytes than this into one function
+      instead of calling one kernel per fused operation on every iteration (its default is 1024 bytes). The
+      integration loop of one trajectory, of a batch of up to ~16 members and their gradients fall under it: one
+      trajectory of the seed scenario runs 2.6x faster, its reverse-mode gradient 3x (`bench_single.py`,
+      `bench_compile_grad.py`); larger batches keep XLA's kernels, which vectorise over the members.
+
+    A choice already in `XLA_FLAGS` is kept (`--xla_cpu_use_fusion_emitters=true`, or the byte threshold in
+    your own `--xla_backend_extra_options`; a threshold of 0 turns the loop compilation off). The CLI calls this
+    when it owns the process, as do the tests' and the benchmarks' set-up; importing jaxhinge sets nothing. In
+    your own scripts and notebooks, call `jaxhinge.configure_cpu()` first. Other backends (GPU) ignore both."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_use_fusion_emitters" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {CPU_CODEGEN_FLAG}".strip()
+        flags = f"{flags} {CPU_CODEGEN_FLAG}".strip()
+    if SMALL_LOOP_OPTION not in flags:
+        option = f"{SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
+        extra = re.search(r"--xla_backend_extra_options=(\S*)", flags)
+        if extra:  # one map flag: add the option to the user's others
+            value = f"{extra.group(1)},{option}" if extra.group(1) else option
+            flags = f"{flags[:extra.start()]}--xla_backend_extra_options={value}{flags[extra.end():]}"
+        else:
+            flags = f"{flags} --xla_backend_extra_options={option}"
+    os.environ["XLA_FLAGS"] = flags
 
 
 def compile_cache_dir() -> str:
@@ -511,7 +535,7 @@ def main(argv=None) -> int:
     as_program = argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if as_program:
         signal.signal(signal.SIGINT, _interrupted)
-        _cpu_codegen()
+        configure_cpu()
     parser = build_parser()
     args = parser.parse_args(None if argv is None else [os.fspath(a) for a in argv])
     if args.command is None:

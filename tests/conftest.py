@@ -5,16 +5,15 @@ import tempfile
 
 import pytest
 
-# XLA's older CPU code generator (elemental IR emitters instead of the MLIR fusion emitters): the same
-# computations, compiled ~25-30 % faster (a reverse-mode simulation program 18 s -> 13 s; compilation is most of
-# the suite's time), and the forward simulation runs no slower. Set here, before JAX starts its backend, and
-# inherited by the notebook kernels and subprocesses the tests start. Set JAXHINGE_TEST_XLA_DEFAULTS=1 to test with
-# XLA's defaults.
-# The same rule as the CLI's (`jaxhinge._cli._cpu_codegen`; importing jaxhinge does not start JAX's backend).
+# The XLA:CPU settings the CLI uses (`jaxhinge.configure_cpu`): XLA's elemental IR emitters (compilation is most
+# of the suite's time; they compile the same computations ~25-45 % faster) and whole-function compilation of small
+# integration loops (the configuration users run). Set here, before JAX starts its backend, and inherited by the
+# notebook kernels and subprocesses the tests start (importing jaxhinge does not start JAX's backend). Set
+# JAXHINGE_TEST_XLA_DEFAULTS=1 to test with XLA's defaults.
 if not os.environ.get("JAXHINGE_TEST_XLA_DEFAULTS"):
-    from jaxhinge._cli import _cpu_codegen
+    from jaxhinge import configure_cpu
 
-    _cpu_codegen()
+    configure_cpu()
 
 import jax
 

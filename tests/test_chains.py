@@ -466,3 +466,31 @@ def test_unrolled_panel_operators_equal_dense_products(n):
         tri[:, -1] = 0.0  # a zero column
     for A in (tri, tri.T, rng.normal(size=(n + 2, n)), np.eye(n)[rng.integers(0, n, n)]):
         np.testing.assert_allclose(lead_apply(A, jnp.asarray(x)), np.tensordot(A, x, 1), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("parent", [(-1, 0, 1, -1, -1, 4), (-1, 0, -1, 2, 3, 4), tuple(range(-1, 16)) + (-1,)])
+def test_block_ldl_solve_equals_dense_solve(parent):
+    """`Topology.solve` (an unrolled L D L^T per chain, blocks of up to UNROLL panels; a dense `jnp.linalg.solve`
+    above) against NumPy's dense solve, for a random symmetric positive definite matrix with the block structure
+    of the topology (chains, single panels, and a 17-panel chain that takes the dense path), and its gradient
+    against central differences."""
+    from jaxhinge._model._spacecraft import topology
+
+    top = topology(parent)
+    n = top.count
+    assert sorted(j for b in top.blocks for j in b) == list(range(n))
+    assert all(top.root[b[0]] == b[0] and all(top.root[j] == b[0] for j in b) for b in top.blocks)
+    rng = np.random.default_rng(n)
+    mask = np.zeros((n, n))
+    for b in top.blocks:
+        mask[np.ix_(b, b)] = 1.0
+    A = rng.normal(size=(n, n))
+    M = (A @ A.T + n * np.eye(n)) * mask
+    rhs = rng.normal(size=(n, 7))
+    np.testing.assert_allclose(top.solve(jnp.asarray(M), jnp.asarray(rhs)), np.linalg.solve(M, rhs), rtol=1e-12,
+                               atol=1e-13)
+    if n <= 16:  # the unrolled path is differentiable as written: d/dM_00 of sum(x) by central differences
+        f = lambda m00: jnp.sum(top.solve(jnp.asarray(M).at[0, 0].set(m00), jnp.asarray(rhs)))
+        h = 1e-6 * M[0, 0]
+        fd = (f(M[0, 0] + h) - f(M[0, 0] - h)) / (2 * h)
+        np.testing.assert_allclose(jax.grad(f)(M[0, 0]), fd, rtol=1e-6)

@@ -67,21 +67,32 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
             np.testing.assert_array_equal(a[k], b[k])
 
 
-def test_cli_compiles_with_elemental_cpu_emitters(monkeypatch):
-    """As a program the CLI adds `--xla_cpu_use_fusion_emitters=false` to `XLA_FLAGS` (kept with the user's other
-    flags), and leaves an explicit choice of the user's alone."""
-    from jaxhinge._cli import CPU_CODEGEN_FLAG, _cpu_codegen
+def test_configure_cpu_adds_its_options_and_keeps_the_users(monkeypatch):
+    """`configure_cpu` (what the CLI calls as a program) adds the elemental emitters and the small-loop byte
+    threshold to `XLA_FLAGS`, kept with the user's other flags; an explicit choice of the user's is left alone,
+    and the threshold joins a `--xla_backend_extra_options` the user already has (one map flag)."""
+    from jaxhinge._cli import CPU_CODEGEN_FLAG, SMALL_LOOP_BYTES, SMALL_LOOP_OPTION
 
     assert CPU_CODEGEN_FLAG == "--xla_cpu_use_fusion_emitters=false"
-    monkeypatch.delenv("XLA_FLAGS", raising=False)
-    _cpu_codegen()
-    assert os.environ["XLA_FLAGS"] == CPU_CODEGEN_FLAG
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
-    _cpu_codegen()
-    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2 " + CPU_CODEGEN_FLAG
-    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
-    _cpu_codegen()
-    assert os.environ["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+    small = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
+    cases = [
+        (None, f"{CPU_CODEGEN_FLAG} {small}"),
+        ("--xla_force_host_platform_device_count=2", f"--xla_force_host_platform_device_count=2 {CPU_CODEGEN_FLAG} {small}"),
+        ("--xla_cpu_use_fusion_emitters=true", f"--xla_cpu_use_fusion_emitters=true {small}"),
+        (f"--xla_backend_extra_options={SMALL_LOOP_OPTION}=0", f"--xla_backend_extra_options={SMALL_LOOP_OPTION}=0 {CPU_CODEGEN_FLAG}"),
+        ("--xla_backend_extra_options=xla_llvm_dot_tiling_factor=8 --xla_cpu_use_fusion_emitters=true",
+         f"--xla_backend_extra_options=xla_llvm_dot_tiling_factor=8,{SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES} "
+         "--xla_cpu_use_fusion_emitters=true"),
+    ]
+    for given, expected in cases:
+        if given is None:
+            monkeypatch.delenv("XLA_FLAGS", raising=False)
+        else:
+            monkeypatch.setenv("XLA_FLAGS", given)
+        jh.configure_cpu()
+        assert os.environ["XLA_FLAGS"] == expected, given
+        jh.configure_cpu()  # twice: nothing more
+        assert os.environ["XLA_FLAGS"] == expected, given
 
 
 def test_unusable_compile_cache_folder_is_named(tmp_path):

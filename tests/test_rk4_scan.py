@@ -2,6 +2,8 @@
 step grid, zero-order-held pulses and time functions, MRP shadow switch after each step. (It is also checked
 against Basilisk's data in test_basilisk_*.py.) `SimulationConfig` refuses save times off the step grid."""
 
+import os
+
 import _seed
 import equinox as eqx
 import jax
@@ -104,3 +106,22 @@ def test_settings_beyond_t_end_name_the_setting_with_plain_numbers():
         jh.SimulationConfig(t_end=0.5, save_dt=np.float64(0.75), integrator="tsit5")
     assert str(e.value).startswith("simulation.save_dt = 0.75: must be <= t_end = 0.5 s")
     assert "np.float64" not in str(e.value)
+
+
+def test_integration_loop_compiles_into_one_function():
+    """With `jaxhinge.configure_cpu`'s options (set by the suite's conftest, as by the CLI) XLA:CPU compiles the rk4
+    loop of one trajectory, singles and chains (no LAPACK call in the chain solve), into one function (its
+    `xla_cpu_small_call` marker in the compiled program); a batch of 64 members keeps XLA's kernels. With XLA's
+    defaults (JAXHINGE_TEST_XLA_DEFAULTS=1) no loop is compiled that way. The results do not depend on it: every
+    Basilisk comparison of the suite runs under the same options."""
+    hoisted = not os.environ.get("JAXHINGE_TEST_XLA_DEFAULTS")
+
+    def one_function(fn, *args):
+        return "xla_cpu_small_call" in jax.jit(fn).lower(*args).compile().as_text()
+
+    for name in ("two_panel", "folding_wing"):
+        sc = jh.load_scenario(jh.example_path(name)).with_simulation(t_end=0.1, dt=1e-3, save_dt=0.01,
+                                                                      integrator="rk4")
+        assert one_function(jh.simulate_unjitted, sc) == hoisted, name
+    batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (64,) + jnp.shape(x)), sc)
+    assert not one_function(jax.vmap(jh.simulate_unjitted), batch)
