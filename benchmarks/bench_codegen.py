@@ -1,10 +1,11 @@
-"""(c') XLA's CPU code generators, A/B: the elemental emitters (`--xla_cpu_use_fusion_emitters=false`, what the
-CLI, the tests and the other benchmarks use; `jaxhinge._cli._cpu_codegen`) against XLA's default MLIR fusion
-emitters. Each setting runs in its own processes (the flag is read when JAX starts its backend), alternating,
-`--repeats` processes each (2 by default); each process is pinned to one core where `taskset` exists (the
-single-trajectory timing is bimodal otherwise, see RESULTS.md). Measured: compile time of `simulate` (seed
-scenario, 10 s rk4 at 1 ms), of the reverse-mode `value_and_grad` of a trajectory loss and of a vmapped 256-member
-batch, and their run times. Prints the minimum over processes of each.
+"""(c') XLA's CPU options, A/B/C: what the CLI, the tests and the other benchmarks use (`jaxhinge.configure_cpu`:
+the elemental emitters `--xla_cpu_use_fusion_emitters=false` and small loops compiled into one function,
+`xla_cpu_small_while_loop_byte_threshold=1000000`), the elemental emitters alone (threshold 0), and XLA's
+defaults (MLIR fusion emitters, threshold 1024 bytes). Each setting runs in its own processes (XLA reads its flags
+when JAX starts its backend), alternating, `--repeats` processes each (2 by default); each process is pinned to
+one core where `taskset` exists (the single-trajectory timing is bimodal otherwise, see RESULTS.md). Measured:
+compile time of `simulate` (seed scenario, 10 s rk4 at 1 ms), of the reverse-mode `value_and_grad` of a
+trajectory loss and of a vmapped 256-member batch, and their run times. Prints the minimum over processes of each.
 
     python benchmarks/bench_codegen.py [--quick] [--repeats N]
 """
@@ -16,7 +17,15 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FLAG = "--xla_cpu_use_fusion_emitters"
+SETTINGS = {  # column name: XLA_FLAGS
+    "configure_cpu": "--xla_cpu_use_fusion_emitters=false "
+                     "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000",
+    "elemental only": "--xla_cpu_use_fusion_emitters=false "
+                      "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=0",
+    # XLA's defaults written out (configure_cpu, run by _common.py in the child, keeps a choice already made)
+    "XLA defaults": "--xla_cpu_use_fusion_emitters=true "
+                    "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024",
+}
 
 
 def measure(quick=False):
@@ -70,20 +79,21 @@ def main(argv=None):
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     best = {}
     for _ in range(repeats):
-        for value in ("false", "true"):
+        for name, flags in SETTINGS.items():
             env = {k: v for k, v in os.environ.items() if k != "JAXHINGE_BENCH_XLA_DEFAULTS"}
-            env["XLA_FLAGS"] = f"{FLAG}={value}"
+            env["XLA_FLAGS"] = flags
             out = subprocess.run([*pin, sys.executable, os.path.abspath(__file__), "--child"]
                                  + (["--quick"] if quick else []), env=env, cwd=HERE, capture_output=True,
                                  text=True, check=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             for k, v in row.items():
-                best[(k, value)] = min(best.get((k, value), float("inf")), v)
-    print(f"{'measure':36s} {'elemental (=false)':>20s} {'default (=true)':>16s} {'default / elemental':>20s}")
+                best[(k, name)] = min(best.get((k, name), float("inf")), v)
+    names = list(SETTINGS)
+    print(f"{'measure':36s}" + "".join(f"{n:>18s}" for n in names))
     for k in dict.fromkeys(k for k, _ in best):
-        a, b = best[(k, "false")], best[(k, "true")]
-        print(f"{k:36s} {a:20.3f} {b:16.3f} {b / a:20.2f}")
-
+        print(f"{k:36s}" + "".join(f"{best[(k, n)]:18.3f}" for n in names))
+    for n, flags in SETTINGS.items():
+        print(f"{n}: XLA_FLAGS={flags}")
 
 if __name__ == "__main__":
     main()

@@ -6,6 +6,11 @@ compiled `simulate` program: every instruction of a computation executed by a lo
 stages), its count times its trip count. Control and bookkeeping instructions (parameter, constant, tuple,
 get-tuple-element, bitcast, the loop counters' compare/add, which XLA fuses into scalar kernels on CPU but are
 not data kernels) are listed separately.
+
+On XLA:CPU with `jaxhinge.configure_cpu` (set by `_common.py`) a loop whose body touches under 1 MB is compiled into
+one function (`xla_cpu_small_call` in the compiled program): its fusions are then loops inside that function, not
+kernel calls, and the per-step kernel calls on CPU are 0 (one call runs the whole integration). The fusion count
+stays the GPU-launch proxy; the "CPU kernel calls" rows say which programs are compiled that way.
 """
 
 import re
@@ -82,8 +87,13 @@ def run(quick=False):
     top = ", ".join(f"{k} {v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6])
     ng, loops = grad_step_kernels(sc, 10)
     nf, nt = vector_field_kernels(sc)
+    hoisted, bhoisted = ("xla_cpu_small_call" in t for t in (text, btext))
     return [
         row("(i) kernels per rk4 step, one trajectory (compiled HLO)", n, None, "kernel", top),
+        row("(i) XLA:CPU kernel calls per rk4 step, one trajectory", 0 if hoisted else n, None, "call",
+            "integration loop compiled into one function (xla_cpu_small_call)" if hoisted else "one per kernel"),
+        row(f"(i) XLA:CPU kernel calls per rk4 step, vmapped batch ({members} members)", 0 if bhoisted else nb,
+            None, "call", "loop compiled into one function" if bhoisted else "one per kernel (loop body over 1 MB)"),
         row(f"(i) kernels per rk4 step, vmapped batch ({members} members)", nb, None, "kernel",
             ", ".join(f"{k} {v}" for k, v in sorted(bops.items(), key=lambda kv: -kv[1])[:6])),
         row("(i) kernels per rk4 step, reverse-mode gradient of a trajectory loss", ng, None, "kernel",

@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -50,7 +51,8 @@ def configure_cpu() -> None:
     A choice already in `XLA_FLAGS` is kept (`--xla_cpu_use_fusion_emitters=true`, or the byte threshold in
     your own `--xla_backend_extra_options`; a threshold of 0 turns the loop compilation off). The CLI calls this
     when it owns the process, as do the tests' and the benchmarks' set-up; importing jaxhinge sets nothing. In
-    your own scripts and notebooks, call `jaxhinge.configure_cpu()` first. Other backends (GPU) ignore both."""
+    your own scripts and notebooks, call `jaxhinge.configure_cpu()` first: called after JAX has started its
+    backend, it warns that the options take effect only in a new process. Other backends (GPU) ignore both."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_use_fusion_emitters" not in flags:
         flags = f"{flags} {CPU_CODEGEN_FLAG}".strip()
@@ -62,7 +64,21 @@ def configure_cpu() -> None:
             flags = f"{flags[:extra.start()]}--xla_backend_extra_options={value}{flags[extra.end():]}"
         else:
             flags = f"{flags} --xla_backend_extra_options={option}"
+    if flags != os.environ.get("XLA_FLAGS", "") and _backend_started():
+        warnings.warn("jaxhinge.configure_cpu() was called after JAX started its backend: XLA has read its flags "
+                      "already, so the options take effect only in a new process (call it before the first JAX "
+                      "computation)", stacklevel=2)
     os.environ["XLA_FLAGS"] = flags
+
+
+def _backend_started() -> bool:
+    """Whether JAX has started a backend in this process (and so read `XLA_FLAGS`); False if JAX cannot say."""
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:  # a JAX without this private helper: no warning
+        return False
 
 
 def compile_cache_dir() -> str:

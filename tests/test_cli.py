@@ -70,7 +70,14 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
 def test_configure_cpu_adds_its_options_and_keeps_the_users(monkeypatch):
     """`configure_cpu` (what the CLI calls as a program) adds the elemental emitters and the small-loop byte
     threshold to `XLA_FLAGS`, kept with the user's other flags; an explicit choice of the user's is left alone,
-    and the threshold joins a `--xla_backend_extra_options` the user already has (one map flag)."""
+    and the threshold joins a `--xla_backend_extra_options` the user already has (one map flag). Here JAX's
+    backend runs already: a call that changes `XLA_FLAGS` warns that it takes effect only in a new process; one
+    that changes nothing stays silent."""
+    import warnings
+
+    import jax.numpy as jnp
+
+    jnp.zeros(1).block_until_ready()  # the backend has started (and read XLA_FLAGS)
     from jaxhinge._cli import CPU_CODEGEN_FLAG, SMALL_LOOP_BYTES, SMALL_LOOP_OPTION
 
     assert CPU_CODEGEN_FLAG == "--xla_cpu_use_fusion_emitters=false"
@@ -89,9 +96,12 @@ def test_configure_cpu_adds_its_options_and_keeps_the_users(monkeypatch):
             monkeypatch.delenv("XLA_FLAGS", raising=False)
         else:
             monkeypatch.setenv("XLA_FLAGS", given)
-        jh.configure_cpu()
+        with pytest.warns(UserWarning, match="after JAX started its backend"):
+            jh.configure_cpu()
         assert os.environ["XLA_FLAGS"] == expected, given
-        jh.configure_cpu()  # twice: nothing more
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            jh.configure_cpu()  # twice: nothing more, no warning
         assert os.environ["XLA_FLAGS"] == expected, given
 
 
