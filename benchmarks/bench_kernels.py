@@ -3,7 +3,7 @@
 Counts the kernels XLA runs per RK4 step of the seed scenario (two panels), read from the optimised HLO of the
 compiled `simulate` program: every instruction of a computation executed by a loop that is a kernel of its own
 (fusion, dot, custom call, reduce, copy, ...), the per-step loop's own plus, for a loop nested inside it (the four
-stages), its count times its trip count. Control and bookkeeping instructions (parameter, constant, tuple,
+stages), its count times its trip count, and for a `call`, the kernels of the computation it calls. Control and bookkeeping instructions (parameter, constant, tuple,
 get-tuple-element, bitcast, the loop counters' compare/add, which XLA fuses into scalar kernels on CPU but are
 not data kernels) are listed separately.
 
@@ -57,6 +57,11 @@ def kernels_per_iteration(comps, body: str) -> tuple[float, dict[str, int]]:
             total += n * k
             for o, c in inner_ops.items():
                 ops[o] = ops.get(o, 0) + n * c
+        elif op == "call":  # e.g. a loop XLA:CPU compiled into one function: its kernels, inlined
+            k, inner_ops = kernels_per_iteration(comps, re.search(r"to_apply=%?([\w.\-]+)", line).group(1))
+            total += k
+            for o, c in inner_ops.items():
+                ops[o] = ops.get(o, 0) + c
         elif op not in NOT_KERNELS:
             total += 1
             ops[op] = ops.get(op, 0) + 1

@@ -129,3 +129,29 @@ def test_unwritable_folder_warns_and_runs(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "warning: program cache: folder" in err and "is not writable" in err
     assert _programs.STATS["stored"] == stored and os.listdir(tmp_path) == ["a_file"]
+
+
+def _qr_solve(A, b):
+    import lineax as lx
+
+    return lx.linear_solve(lx.MatrixLinearOperator(A), b, lx.QR(), throw=False).value
+
+
+def test_programs_with_lapack_calls_and_shape_structures_are_kept(store):
+    """A program with a LAPACK call that has no cross-version guarantee in `jax.export` (`ormqr`, as in the
+    least-squares solvers' QR steps) is stored and loaded all the same (the key names the jaxlib version), and
+    gives the plain program's answer (here: NumPy's least-squares solution). Shape-dtype structures (a linear
+    operator's input structure inside a solver state) are written out in the key, by shape, dtype and weak type."""
+    folder, before = store
+    A = jnp.asarray(np.random.default_rng(0).normal(size=(7, 3)))
+    b = jnp.arange(7.0)
+    first = _programs.program(_qr_solve)(A, b)
+    assert _programs.STATS["stored"] == before["stored"] + 1
+    again = _programs.program(_qr_solve)(A, b)  # a later process: loaded
+    assert _programs.STATS["loaded"] == before["loaded"] + 1
+    _equal(again, first)
+    np.testing.assert_allclose(again, np.linalg.lstsq(np.asarray(A), np.asarray(b), rcond=None)[0], rtol=1e-12)
+    sds = jax.ShapeDtypeStruct
+    keys = {_programs._canonical(s) for s in (sds((4,), jnp.float64), sds((5,), jnp.float64), sds((4,), jnp.int32),
+                                               sds((4,), jnp.float64, weak_type=True))}
+    assert len(keys) == 4 and _programs._canonical(sds((4,), jnp.float64)) in keys
