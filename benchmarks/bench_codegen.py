@@ -5,7 +5,8 @@ defaults (MLIR fusion emitters, threshold 1024 bytes). Each setting runs in its 
 when JAX starts its backend), alternating, `--repeats` processes each (2 by default); each process is pinned to
 one core where `taskset` exists (the single-trajectory timing is bimodal otherwise, see RESULTS.md). Measured:
 compile time of `simulate` (seed scenario, 10 s rk4 at 1 ms), of the reverse-mode `value_and_grad` of a
-trajectory loss and of a vmapped 256-member batch, and their run times. Prints the minimum over processes of each.
+trajectory loss, of a vmapped 256-member batch and of `simulate` of the folding wing (singles and chains,
+`examples/folding_wing.toml`), and their run times. Prints the minimum over processes of each.
 
     python benchmarks/bench_codegen.py [--quick] [--repeats N]
 """
@@ -59,13 +60,22 @@ def measure(quick=False):
     t0 = time.perf_counter()
     bat = jax.jit(jax.vmap(jh.simulate_unjitted)).lower(batch).compile()
     c_batch = time.perf_counter() - t0
+
+    wing = jh.load_scenario(jh.example_path("folding_wing")).with_simulation(
+        t_end=2.0 if quick else 10.0, dt=0.001, save_dt=0.01, integrator="rk4")  # singles and chains
+    t0 = time.perf_counter()
+    chains = jax.jit(jh.simulate_unjitted).lower(wing).compile()
+    c_chains = time.perf_counter() - t0
     return {
         "compile simulate [s]": c_fwd,
+        "compile simulate, folding wing [s]": c_chains,
         "compile value_and_grad [s]": c_grad,
         "compile vmapped batch of 256 [s]": c_batch,
         "run simulate [ms]": 1e3 * timeit(lambda: fwd(sc).theta, repeats=10),
         "run value_and_grad [ms]": 1e3 * timeit(lambda: vg(kc, sc), repeats=4),
         "run batch [us per member-step]": 1e6 * timeit(lambda: bat(batch).theta, repeats=4) / (1000 * M),
+        "run folding wing [us per step]": 1e6 * timeit(lambda: chains(wing).theta, repeats=5)
+        / round(wing.simulation.t_end / 0.001),
     }
 
 

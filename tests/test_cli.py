@@ -84,12 +84,14 @@ def test_configure_cpu_adds_its_options_and_keeps_the_users(monkeypatch):
     small = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
     cases = [
         (None, f"{CPU_CODEGEN_FLAG} {small}"),
-        ("--xla_force_host_platform_device_count=2", f"--xla_force_host_platform_device_count=2 {CPU_CODEGEN_FLAG} {small}"),
+        ("--xla_force_host_platform_device_count=2",
+         f"--xla_force_host_platform_device_count=2 {CPU_CODEGEN_FLAG} {small}"),
         ("--xla_cpu_use_fusion_emitters=true", f"--xla_cpu_use_fusion_emitters=true {small}"),
-        (f"--xla_backend_extra_options={SMALL_LOOP_OPTION}=0", f"--xla_backend_extra_options={SMALL_LOOP_OPTION}=0 {CPU_CODEGEN_FLAG}"),
+        (f"--xla_backend_extra_options={SMALL_LOOP_OPTION}=0",
+         f"--xla_backend_extra_options={SMALL_LOOP_OPTION}=0 {CPU_CODEGEN_FLAG}"),
         ("--xla_backend_extra_options=xla_llvm_dot_tiling_factor=8 --xla_cpu_use_fusion_emitters=true",
          f"--xla_backend_extra_options=xla_llvm_dot_tiling_factor=8,{SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES} "
-         "--xla_cpu_use_fusion_emitters=true"),
+         + "--xla_cpu_use_fusion_emitters=true"),
     ]
     for given, expected in cases:
         if given is None:

@@ -142,7 +142,7 @@ def test_programs_with_lapack_calls_and_shape_structures_are_kept(store):
     least-squares solvers' QR steps) is stored and loaded all the same (the key names the jaxlib version), and
     gives the plain program's answer (here: NumPy's least-squares solution). Shape-dtype structures (a linear
     operator's input structure inside a solver state) are written out in the key, by shape, dtype and weak type."""
-    folder, before = store
+    _, before = store
     A = jnp.asarray(np.random.default_rng(0).normal(size=(7, 3)))
     b = jnp.arange(7.0)
     first = _programs.program(_qr_solve)(A, b)

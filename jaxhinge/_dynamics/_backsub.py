@@ -36,7 +36,7 @@ v_{rot} \mathrel{-}= \tilde G^T c_\theta + \sum_i \left[\omega\times(w_i I_{s_i,
 (r_{S_i}\times r'_{S_i}) + m_i\, r_{S_i}\times r''_{S_i,w^2}\right].$$
 
 The hinge-space matrix $T^T M_w T$ is diagonal when every panel hangs from the hub (then the solve is a
-division, as in Basilisk), block diagonal by chains otherwise.
+division, as in Basilisk), block diagonal by chains otherwise (`Topology.solve`: an unrolled $L D L^T$ per chain).
 """
 
 from typing import NamedTuple
