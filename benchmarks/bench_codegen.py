@@ -6,7 +6,8 @@ when JAX starts its backend), alternating, `--repeats` processes each (2 by defa
 one core where `taskset` exists (the single-trajectory timing is bimodal otherwise, see RESULTS.md). Measured:
 compile time of `simulate` (seed scenario, 10 s rk4 at 1 ms), of the reverse-mode `value_and_grad` of a
 trajectory loss, of a vmapped 256-member batch and of `simulate` of the folding wing (singles and chains,
-`examples/folding_wing.toml`), and their run times. Prints the minimum over processes of each.
+`examples/folding_wing.toml`), and their run times; the run time of the seed scenario with the default adaptive
+integrator (`tsit5`, equinox's runtime checks as set in the environment). Prints the minimum over processes of each.
 
     python benchmarks/bench_codegen.py [--quick] [--repeats N]
 """
@@ -66,6 +67,8 @@ def measure(quick=False):
     t0 = time.perf_counter()
     chains = jax.jit(jh.simulate_unjitted).lower(wing).compile()
     c_chains = time.perf_counter() - t0
+    adaptive = seed_scenario(t_end=2.0 if quick else 10.0).with_simulation(integrator="tsit5")  # the default
+    tsit5 = jax.jit(jh.simulate_unjitted).lower(adaptive).compile()
     return {
         "compile simulate [s]": c_fwd,
         "compile simulate, folding wing [s]": c_chains,
@@ -76,6 +79,7 @@ def measure(quick=False):
         "run batch [us per member-step]": 1e6 * timeit(lambda: bat(batch).theta, repeats=4) / (1000 * M),
         "run folding wing [us per step]": 1e6 * timeit(lambda: chains(wing).theta, repeats=5)
         / round(wing.simulation.t_end / 0.001),
+        "run simulate, tsit5 [ms]": 1e3 * timeit(lambda: tsit5(adaptive).theta, repeats=5),
     }
 
 
