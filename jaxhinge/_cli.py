@@ -45,8 +45,8 @@ def configure_cpu() -> None:
       `SMALL_LOOP_BYTES`): XLA:CPU compiles a loop whose body touches fewer bytes than this into one function
       instead of calling one kernel per fused operation on every iteration (its default is 1024 bytes). The
       integration loop of one trajectory, of a batch of up to ~16 members and their gradients fall under it: one
-      trajectory of the seed scenario runs 2.6x faster, its reverse-mode gradient 3x (`bench_single.py`,
-      `bench_compile_grad.py`); larger batches keep XLA's kernels, which vectorise over the members.
+      trajectory of the seed scenario runs 2.6x faster, its reverse-mode gradient 3x (A/B in
+      `benchmarks/bench_codegen.py`); larger batches keep XLA's kernels, which are faster there.
 
     A choice already in `XLA_FLAGS` is kept (`--xla_cpu_use_fusion_emitters=true`, or the byte threshold in
     your own `--xla_backend_extra_options`; a threshold of 0 turns the loop compilation off). The CLI calls this

@@ -11,8 +11,8 @@ compiles it or takes it from the compilation cache.
 versions of Python, jax, jaxlib, equinox, diffrax, optimistix, lineax and optax; the JAX settings that change a
 trace (`jax_enable_x64`, matmul precision, dtype promotion) and every `JAX_*`/`EQX_*` environment variable,
 equinox's error mode; the backend and its devices; the pytree structure of the arguments with every non-array
-value written out (`_canonical`: numbers, strings, tuples, dataclasses, enums, shape-dtype structures, module-level functions and classes
-by name); the shape, dtype and weak type of every array. What the key cannot write out faithfully (a lambda or
+value written out (`_canonical`: numbers, strings, tuples, dataclasses, enums, shape-dtype structures,
+module-level functions and classes by name); the shape, dtype and weak type of every array. What the key cannot write out faithfully (a lambda or
 closure, an object whose state it cannot read) makes the call an ordinary `eqx.filter_jit` call; so does a call
 under a trace (`jit`, `grad`, `vmap`), with arrays on several devices, or with the cache off.
 
@@ -217,8 +217,8 @@ def _export(fn, leaves, dynamic, td):
             exported = jax.export.export(jax.jit(flat), disabled_checks=checks)(*avals)
             return exported, template[-1]
         except ValueError as e:
-            named = {c for c in re.findall(r"custom_call @(\w+)", str(e))}
-            new = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(named)]
+            named = sorted(set(re.findall(r"custom_call @(\w+)", str(e))))
+            new = [jax.export.DisabledSafetyCheck.custom_call(t) for t in named]
             if not new or any(c in checks for c in new):
                 raise
             checks += new
