@@ -12,10 +12,9 @@ import subprocess
 import sys
 import time
 
-# XLA's elemental CPU emitters, as the CLI and the test suite use (`jaxhinge._cli._cpu_codegen`; importing
-# jaxhinge does not start JAX's backend): the same programs compile in 40-70 % of the time and run as fast or
-# faster (bench_codegen.py). JAXHINGE_BENCH_XLA_DEFAULTS=1 measures with XLA's defaults. The flags in use are
-# printed with the machine.
+# The XLA:CPU options the CLI and the test suite use (`jaxhinge.configure_cpu`: the elemental emitters and small
+# loops compiled into one function; importing jaxhinge does not start JAX's backend), A/B in bench_codegen.py.
+# JAXHINGE_BENCH_XLA_DEFAULTS=1 measures with XLA's defaults. The flags in use are printed with the machine.
 if not os.environ.get("JAXHINGE_BENCH_XLA_DEFAULTS"):
     from jaxhinge import configure_cpu
 

@@ -3,9 +3,9 @@
 Counts the kernels XLA runs per RK4 step of the seed scenario (two panels), read from the optimised HLO of the
 compiled `simulate` program: every instruction of a computation executed by a loop that is a kernel of its own
 (fusion, dot, custom call, reduce, copy, ...), the per-step loop's own plus, for a loop nested inside it (the four
-stages), its count times its trip count, and for a `call`, the kernels of the computation it calls. Control and bookkeeping instructions (parameter, constant, tuple,
-get-tuple-element, bitcast, the loop counters' compare/add, which XLA fuses into scalar kernels on CPU but are
-not data kernels) are listed separately.
+stages), its count times its trip count, and for a `call`, the kernels of the computation it calls. Control and
+bookkeeping instructions (parameter, constant, tuple, get-tuple-element, bitcast, the loop counters'
+compare/add, which XLA fuses into scalar kernels on CPU but are not data kernels) are listed separately.
 
 On XLA:CPU with `jaxhinge.configure_cpu` (set by `_common.py`) a loop whose body touches under 1 MB is compiled into
 one function (`xla_cpu_small_call` in the compiled program): its fusions are then loops inside that function, not
@@ -50,18 +50,14 @@ def kernels_per_iteration(comps, body: str) -> tuple[float, dict[str, int]]:
     """Kernels one iteration of loop `body` runs (nested loops: body count x trip count), and its opcodes."""
     total, ops = 0.0, {}
     for op, line in comps[body]:
-        if op == "while":
-            inner = re.search(r"body=%?([\w.\-]+)", line).group(1)
-            n = _trip_count(line) or 1
+        if op in ("while", "call"):  # a nested loop (times its trip count), or a called computation, e.g. a
+            # loop XLA:CPU compiled into one function (its kernels counted as if inlined)
+            inner = re.search(r"(?:body|to_apply)=%?([\w.\-]+)", line).group(1)
+            n = (_trip_count(line) or 1) if op == "while" else 1
             k, inner_ops = kernels_per_iteration(comps, inner)
             total += n * k
             for o, c in inner_ops.items():
                 ops[o] = ops.get(o, 0) + n * c
-        elif op == "call":  # e.g. a loop XLA:CPU compiled into one function: its kernels, inlined
-            k, inner_ops = kernels_per_iteration(comps, re.search(r"to_apply=%?([\w.\-]+)", line).group(1))
-            total += k
-            for o, c in inner_ops.items():
-                ops[o] = ops.get(o, 0) + c
         elif op not in NOT_KERNELS:
             total += 1
             ops[op] = ops.get(op, 0) + 1
