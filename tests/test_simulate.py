@@ -82,6 +82,42 @@ def test_gradient_matches_central_differences():
         np.testing.assert_allclose(gn, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max(), err_msg=n)
 
 
+def test_gradient_keeping_every_step_equals_default(monkeypatch):
+    """`RecursiveCheckpointAdjoint(checkpoints >= steps)`: reverse mode through rk4 keeps every step's stage inputs
+    instead of recomputing each save interval. Same gradient (round-off) on the save grid and at given times; the
+    program keeps more memory; fewer checkpoints than steps is the default program; the memory check counts it."""
+    base = _base()
+    n = round(SHORT.t_end / SHORT.dt)
+    keep = diffrax.RecursiveCheckpointAdjoint(checkpoints=n)
+    assert _sim.stores_steps(keep, SHORT) and not _sim.stores_steps(diffrax.RecursiveCheckpointAdjoint(n - 1), SHORT)
+    assert not _sim.stores_steps(None, SHORT) and not _sim.stores_steps(diffrax.ForwardMode(), SHORT)
+    p0 = {n_: jnp.asarray(PARAMS[n_](base)) for n_ in ("k", "c", "IHubPntBc_B", "thetaInit")}
+
+    def loss(p, adjoint, ts):
+        sc = eqx.tree_at(lambda s: [PARAMS[n_](s) for n_ in p0], base, [p[n_] for n_ in p0])
+        traj = jh.simulate(sc, adjoint=adjoint, ts=ts)
+        return jnp.sum(traj.theta**2) + jnp.sum(traj.omega_BN_B * jnp.array([1.0, -2.0, 3.0]))
+
+    grads = {}
+    for name, adjoint in (("default", None), ("keep", keep)):
+        g = jax.jit(jax.grad(lambda p, a=adjoint: loss(p, a, None))).lower(p0).compile()
+        grads[name], grads[name + "_temp"] = g(p0), g.memory_analysis().temp_size_in_bytes
+    for k in p0:
+        assert np.abs(grads["default"][k]).max() > 0, k
+        np.testing.assert_allclose(grads["keep"][k], grads["default"][k], rtol=1e-12,
+                                   atol=1e-14 * np.abs(grads["default"][k]).max(), err_msg=k)
+    assert grads["keep_temp"] > grads["default_temp"], (grads["keep_temp"], grads["default_temp"])
+    # outputs at given times take the same choice: one checkpoint fewer (the per-interval one) in the program
+    ts = np.linspace(0.0, SHORT.t_end, 7)
+    remats = [str(jax.make_jaxpr(lambda a=a: _sim.simulate_unjitted(base, a, ts))()).count("remat") for a in (None, keep)]
+    assert remats[0] == remats[1] + 1 >= 2, remats
+    # the default run fits in ~7 kB, keeping 50 steps needs ~32 kB more
+    monkeypatch.setenv(_sim.MEMORY_ENV, "2e-5")
+    jh.simulate(base)
+    with pytest.raises(_sim.ConfigError, match=r"adjoint\.checkpoints.*kept for reverse mode"):
+        jh.simulate(base, adjoint=keep)
+
+
 def _batch(base, ks, cs):
     return jax.vmap(lambda k, c: eqx.tree_at(lambda s: (s.spacecraft.panels.k, s.spacecraft.panels.c), base, (k, c)))(
         ks, cs

@@ -174,20 +174,26 @@ def step_times(cfg: SimulationConfig) -> np.ndarray:
 
 
 def check_memory(cfg: SimulationConfig, panels: int, members: int = 1, samples: int | None = None,
-                 field: str | None = None, value=None) -> None:
+                 field: str | None = None, value=None, stored_steps: bool = False) -> None:
     """The one memory estimate, made before compute by every entry point (simulate, batches, the fit check,
     sensitivities, telemetry fits): 8 bytes x members x (samples x (39 + 19 N) + steps x (13 + 2 N)), N panels: each
     saved sample (default: the `save_dt` grid) holds the outputs and the solver state; rk4 keeps its `steps` for
-    output at given times. **Raises:** `ConfigError` (`field = value`, default `save_dt`, or `dt` when the steps
-    dominate) with the estimate and the limit (`memory_limit`) when it does not fit."""
+    output at given times, and with `stored_steps` (`stores_steps`) another 4 (12 + 2 N) + 17 per step for reverse
+    mode. **Raises:** `ConfigError` (`field = value`, default `save_dt`, or `dt` when the steps dominate) with the
+    estimate and the limit (`memory_limit`) when it does not fit."""
     K, n = _counts(cfg)
     steps = n + 1 if samples is not None and cfg.integrator == "rk4" else 0
     samples = K + 1 if samples is None else samples
-    need, limit = 8.0 * members * (samples * (39 + 19 * panels) + steps * (13 + 2 * panels)), memory_limit()
+    per_step = (13 + 2 * panels) * (steps > 0) + (4 * (12 + 2 * panels) + 17) * stored_steps
+    steps = max(steps, n) if stored_steps else steps
+    need, limit = 8.0 * members * (samples * (39 + 19 * panels) + steps * per_step), memory_limit()
     if need > limit:
-        if field is None:
+        if field is None and stored_steps:
+            field, value = "adjoint.checkpoints", n
+        elif field is None:
             field, value = ("simulation.dt", cfg.dt) if steps > samples else ("simulation.save_dt", cfg.save_dt)
         what = f"{samples:.4g} samples" + (f" + {steps:.4g} rk4 steps" if steps else "")
+        what += " kept for reverse mode" if stored_steps else ""
         raise ConfigError(field, value, f"{members} run(s) x {what} with {panels} panel(s) need about {need / 1e9:.3g}"
                           f" GB of outputs and working memory, above the limit of {limit / 1e9:.3g} GB (set "
                           f"{MEMORY_ENV} to raise it)")
@@ -246,10 +252,20 @@ def _rk4_step(spacecraft, y: Float[Array, " 12+2N"], h, loads_t0) -> Float[Array
     return y1.at[6:9].set(mrp_shadow(y1[6:9]))
 
 
-def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int]) -> _Solution:
-    """Fixed-step rk4 as nested `lax.scan`s (outer: save intervals, checkpointed for reverse mode; inner:
-    the m steps of one interval). Same grid and semantics as the diffrax path: steps between exact
-    multiples of dt, the last one ending at t_end; loads zero-order held; MRP switch after each step."""
+def stores_steps(adjoint: diffrax.AbstractAdjoint | None, cfg: SimulationConfig) -> bool:
+    """Whether reverse mode through rk4 keeps every step's stage inputs: asked for by
+    `diffrax.RecursiveCheckpointAdjoint(checkpoints=c)` with `c` at least the number of steps (diffrax's meaning:
+    as many checkpoints as steps, nothing recomputed). Otherwise (default) only the state at each save time is
+    kept and each save interval is recomputed once on the way back."""
+    c = getattr(adjoint, "checkpoints", None) if isinstance(adjoint, diffrax.RecursiveCheckpointAdjoint) else None
+    return c is not None and c >= _counts(cfg)[1]
+
+
+def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: bool = False) -> _Solution:
+    """Fixed-step rk4 as nested `lax.scan`s (outer: save intervals, checkpointed for reverse mode unless `store`
+    (`stores_steps`); inner: the m steps of one interval). Same grid and semantics as the diffrax path: steps
+    between exact multiples of dt, the last one ending at t_end; loads zero-order held; MRP switch after each
+    step."""
     cfg = scenario.simulation
     sc, loads = scenario.spacecraft, scenario.loads
     K, m, n = blocks
@@ -266,7 +282,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int]) -> _Soluti
         y, _ = jax.lax.scan(step, y, i * m + jnp.arange(m))
         return y, y
 
-    y_end, ys = jax.lax.scan(jax.checkpoint(block), y0, jnp.arange(K))
+    y_end, ys = jax.lax.scan(block if store else jax.checkpoint(block), y0, jnp.arange(K))
     if n > K * m:  # steps after the last save time (they change no output, but are part of the run)
         y_end, _ = jax.lax.scan(step, y_end, jnp.arange(K * m, n))
     del y_end
@@ -278,7 +294,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int]) -> _Soluti
     )
 
 
-def _rk4_at(scenario: Scenario, ts: Float[Array, " T"]) -> _Solution:
+def _rk4_at(scenario: Scenario, ts: Float[Array, " T"], store: bool = False) -> _Solution:
     """rk4 outputs at arbitrary times `ts` in [0, t_end]: every step's state from the scan path, then cubic
     Hermite interpolation inside each step (values and vector-field slopes at both ends, the step's loads held;
     exact at the grid points). The MRP of the step end is taken on the branch of the step start, so a shadow
@@ -287,7 +303,7 @@ def _rk4_at(scenario: Scenario, ts: Float[Array, " T"]) -> _Solution:
     sc, loads = scenario.spacecraft, scenario.loads
     grid = step_times(cfg)
     n = len(grid) - 1
-    full = _solve_rk4_scan(scenario, (n, 1, n))
+    full = _solve_rk4_scan(scenario, (n, 1, n), store)
     Y = _flat(full.ys)  # (n+1, 12+2N)
     g = jnp.asarray(grid)
     ts = jnp.asarray(ts, dtype=Y.dtype)
@@ -322,7 +338,8 @@ def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None)
     on the step grid, or at given times `ts` by Hermite interpolation between steps. tsit5/dopri8: diffrax."""
     cfg = scenario.simulation
     if cfg.integrator == "rk4":
-        return _solve_rk4_scan(scenario, _save_blocks(cfg)) if ts is None else _rk4_at(scenario, ts)
+        store = stores_steps(adjoint, cfg)
+        return _solve_rk4_scan(scenario, _save_blocks(cfg), store) if ts is None else _rk4_at(scenario, ts, store)
     sol = _solve_diffrax(scenario, adjoint, ts)
     return _Solution(
         sol.ts, sol.ys, jnp.asarray(sol.result._value), jnp.asarray(sol.stats["num_accepted_steps"])
@@ -404,8 +421,12 @@ def simulate(
       step-for-step comparable with Basilisk) or `"tsit5"`/`"dopri8"` (adaptive, PID control with
       `rtol`/`atol`, pulse edges as jump times).
     - `adjoint`: a diffrax adjoint. Default `RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`);
-      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). Ignored by `"rk4"`: that path is
-      a plain `lax.scan`, which `jax.grad` and `jax.jacfwd` both differentiate directly.
+      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). `"rk4"` is a plain `lax.scan`, which
+      `jax.grad` and `jax.jacfwd` both differentiate directly; of the adjoint it only reads
+      `RecursiveCheckpointAdjoint(checkpoints=c)`: with `c` at least the number of steps, reverse mode keeps every
+      step's four stage inputs and recomputes nothing (gradients ~20 % faster, memory ~8 (4 (12 + 2N) + 17) bytes
+      per step, 6.5 MB for 10 s at 1 ms with 2 panels, times the members of a `vmap`); otherwise (default) it
+      keeps the state at each save time and recomputes each save interval once on the way back.
     - `ts`: optional output times (default: `k * save_dt`), non-decreasing, within `[0, t_end]`, e.g. the
       irregular sample times of telemetry. rk4: every step is kept and the outputs between grid points are
       cubic Hermite interpolated (exact on the `k * dt` grid); tsit5/dopri8: their own dense interpolants.
@@ -422,7 +443,10 @@ def simulate(
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate: expected a jaxhinge Scenario (from load_scenario or jh.Scenario(...)), got "
                         f"{type(scenario).__name__}")
-    check_memory(scenario.simulation, scenario.spacecraft.panels.count, samples=None if ts is None else np.shape(ts)[0])
-    if scenario.simulation.integrator == "rk4":
-        adjoint = None  # ignored by the scan path: one compiled program whichever adjoint was passed
+    cfg = scenario.simulation
+    store = cfg.integrator == "rk4" and stores_steps(adjoint, cfg)
+    check_memory(cfg, scenario.spacecraft.panels.count, samples=None if ts is None else np.shape(ts)[0],
+                 stored_steps=store)
+    if cfg.integrator == "rk4":  # the scan path reads one thing of the adjoint: one program for each choice
+        adjoint = diffrax.RecursiveCheckpointAdjoint(checkpoints=_counts(cfg)[1]) if store else None
     return _simulate_jit(compile_key(scenario), adjoint, ts)
