@@ -3,13 +3,12 @@ relative to one forward run (both compiled, seed scenario 10 s, rk4 at 1 ms); by
 recomputed on the way back) and with every step kept (`RecursiveCheckpointAdjoint(checkpoints >= steps)`)."""
 
 import diffrax
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from _common import compile_time, print_table, quick_flag, row, seed_scenario, timeit
 
 import jaxhinge as jh
-from _common import compile_time, print_table, quick_flag, row, seed_scenario, timeit
 
 
 def run(quick=False):
