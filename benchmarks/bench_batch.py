@@ -12,9 +12,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _common import basilisk_time, compile_time, print_table, quick_flag, row, seed_scenario, timeit
 
 import jaxhinge as jh
-from _common import basilisk_time, compile_time, print_table, quick_flag, row, seed_scenario, timeit
 
 
 def dispersed(sc, members, seed=0):
@@ -51,6 +51,28 @@ def _sharded_child(t_end, members):
                       "success": bool(np.all(np.asarray(f(batch).success)))}))
 
 
+def step_flops(sc) -> float:
+    """Floating-point operations of one rk4 step of `sc` (four vector-field evaluations and the update), by XLA's
+    cost analysis before fusion (each arithmetic operation counted once; a fused program may repeat some). The
+    analysis counts a loop body once, so the step (its four stages are a loop) gets three more evaluations."""
+    from jaxhinge._dynamics._backsub import state_derivative_held
+    from jaxhinge._simulation._simulate import _flat, _rk4_step, _unflat
+
+    y0 = _flat(jh.initial_state(sc.spacecraft, sc.initial))
+    n = sc.spacecraft.panels.count
+    loads = (jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), jnp.zeros(n))
+    step = jax.jit(_rk4_step).lower(sc.spacecraft, y0, 1e-3, loads).cost_analysis()["flops"]
+    vf = jax.jit(lambda s, y: state_derivative_held(s, _unflat(y), *loads)).lower(sc.spacecraft, y0)
+    return float(step + 3 * vf.cost_analysis()["flops"])
+
+
+def blas_rate(n=2000, repeats=3) -> float:
+    """float64 flop/s of a matrix product (NumPy's BLAS, all cores): what this machine's arithmetic reaches in
+    practice, the reference for the batch's fraction of peak."""
+    a = np.random.default_rng(0).random((n, n))
+    return 2.0 * n**3 / timeit(lambda: a @ a, repeats=repeats)
+
+
 def run(quick=False, members=1024, bsk_single=None):
     t_end = 2.0 if quick else 10.0
     sc = seed_scenario(t_end=t_end, dt=0.001)
@@ -65,6 +87,10 @@ def run(quick=False, members=1024, bsk_single=None):
     ok = bool(np.all(np.asarray(f(batch).success)))
     cores = os.cpu_count() or 1
     sh = sharded_time(t_end, members, cores)
+    steps = round(t_end / 1e-3)
+    flops, blas = step_flops(sc), blas_rate()
+    rate = lambda per_member: flops * steps / per_member  # flop/s of the batch
+    need = None if bsk_single is None else flops * steps * 200 / bsk_single  # for 1/200 of a Basilisk run
     return [
         row(f"(b) {members} members k,c dispersed, {t_end:g} s rk4: per member", per, bsk_single, "s",
             f"batch total {t:.2f} s, all success={ok}; {per / (t_end / 1e-3) * 1e6:.3f} us per member-step"),
@@ -72,6 +98,13 @@ def run(quick=False, members=1024, bsk_single=None):
             bsk_single, "s", f"{sh['per_member'] / (t_end / 1e-3) * 1e6:.3f} us per member-step, "
             f"all success={sh['success']}"),
         row("(c) compile, batched (vmap) simulate", tc, None, "s"),
+        row("(b) flops per rk4 step (XLA cost analysis, before fusion)", flops, None, "flop",
+            "four vector-field evaluations and the update"),
+        row("(b) arithmetic rate, batch / float64 matrix product (NumPy BLAS, all cores)", rate(per) / 1e9, blas / 1e9,
+            "GFLOP/s", f"{100 * rate(per) / blas:.1f} % of the BLAS rate; sharded {rate(sh['per_member']) / 1e9:.2f} "
+            f"GFLOP/s ({100 * rate(sh['per_member']) / blas:.1f} %)"
+            + ("" if need is None else f"; 1/200 of a Basilisk run needs {need / 1e9:.1f} GFLOP/s "
+               f"({100 * need / blas:.0f} % of the BLAS rate)")),
     ]
 
 
