@@ -22,7 +22,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np
 
 import jaxhinge as jh
-from jaxhinge._io._telemetry import output_names
+from jaxhinge._simulation._telemetry import output_names
 from jaxhinge._model._params import current_value
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "telemetry")

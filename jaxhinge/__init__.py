@@ -5,76 +5,181 @@ Float64 is needed for Basilisk-level accuracy: call `jax.config.update("jax_enab
 building a model (the CLI does this itself; importing jaxhinge changes no global setting). Without it, building a
 model is refused with a message naming `jax_enable_x64`, instead of silently computing in float32.
 
-The public API, by concept (README "Architecture" maps each to its module):
+The public API, by concept (docs/architecture.md maps each to its module). Names are imported on first use, so
+`import jaxhinge` is cheap and the `jaxhinge` program handles Ctrl-C from its first instruction.
 """
 
-# Model: pytrees of array leaves (one stacked Panels tree for single panels and chains)
-# Analyses: modes, fits, telemetry identification, sensitivities, batches
-from ._analysis._batch import check_dispersions as check_dispersions
-from ._analysis._batch import grid_dispersions as grid_dispersions
-from ._analysis._batch import sample_dispersions as sample_dispersions
-from ._analysis._batch import simulate_batch as simulate_batch
-from ._analysis._batch import summarize as summarize
-from ._analysis._fit import FitResult as FitResult
-from ._analysis._fit import fit as fit
-from ._analysis._fit import pair_modes as pair_modes
-from ._analysis._identify import IdentifyResult as IdentifyResult
-from ._analysis._identify import identify as identify
-from ._analysis._lsq import FitError as FitError
-from ._analysis._lsq import LeastSquaresResult as LeastSquaresResult
-from ._analysis._modes import Linearization as Linearization
-from ._analysis._modes import ModeMeasurement as ModeMeasurement
-from ._analysis._modes import Modes as Modes
-from ._analysis._modes import linearize as linearize
-from ._analysis._modes import measure_modes as measure_modes
-from ._analysis._modes import modes as modes
-from ._analysis._sensitivity import SensitivityResult as SensitivityResult
-from ._analysis._sensitivity import sensitivity as sensitivity
+import importlib
+from typing import TYPE_CHECKING
 
-# Command line (`jaxhinge ...`), callable in-process: `jh.main(["fit", "FIT.toml"])` returns the exit code
-from ._cli import configure_cpu as configure_cpu
-from ._cli import main as main
-
-# Dynamics: the back-substitution vector field and Basilisk's diagnostics
-from ._dynamics._backsub import accelerations as accelerations
-from ._dynamics._energy import Diagnostics as Diagnostics
-from ._dynamics._energy import diagnostics as diagnostics
-from ._dynamics._energy import initial_state as initial_state
-
-# Files: scenario, fit and telemetry files
-from ._io._fea import FeaModes as FeaModes
-from ._io._fea import read_fea as read_fea
-from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
-from ._io._scenario_file import ScenarioError as ScenarioError
-from ._io._scenario_file import dump_scenario as dump_scenario
-from ._io._scenario_file import example_path as example_path
-from ._io._scenario_file import load_scenario as load_scenario
-from ._io._scenario_file import scenario_from_dict as scenario_from_dict
-from ._io._scenario_file import scenario_to_dict as scenario_to_dict
-from ._io._telemetry import Telemetry as Telemetry
-from ._io._telemetry import TelemetryError as TelemetryError
-from ._io._telemetry import load_telemetry as load_telemetry
-from ._io._telemetry import telemetry_columns as telemetry_columns
-from ._io._telemetry import telemetry_from_arrays as telemetry_from_arrays
-from ._io._telemetry import write_telemetry as write_telemetry
-from ._model._loads import Loads as Loads
-from ._model._loads import Pulses as Pulses
-from ._model._params import FIELDS as FIELDS
-from ._model._params import ParameterError as ParameterError
-from ._model._params import apply_parameters as apply_parameters
-from ._model._params import parameter_names as parameter_names
-from ._model._scenario import Scenario as Scenario
-from ._model._scenario import SimulationConfig as SimulationConfig
-from ._model._spacecraft import Hub as Hub
-from ._model._spacecraft import InitialState as InitialState
-from ._model._spacecraft import Panels as Panels
-from ._model._spacecraft import PointMassGravity as PointMassGravity
-from ._model._spacecraft import Spacecraft as Spacecraft
-from ._model._spacecraft import State as State
-
-# Simulation
-from ._simulation._simulate import Trajectory as Trajectory
-from ._simulation._simulate import simulate as simulate
-from ._simulation._simulate import simulate_unjitted as simulate_unjitted
-from ._simulation._solver import MRPSwitch as MRPSwitch
 from ._version import __version__ as __version__
+
+_PUBLIC = {
+    # Model: pytrees of array leaves (one stacked Panels tree for single panels and chains)
+    "Hub": ("_model._spacecraft", "Hub"),
+    "Panels": ("_model._spacecraft", "Panels"),
+    "PointMassGravity": ("_model._spacecraft", "PointMassGravity"),
+    "Spacecraft": ("_model._spacecraft", "Spacecraft"),
+    "InitialState": ("_model._spacecraft", "InitialState"),
+    "State": ("_model._spacecraft", "State"),
+    "Loads": ("_model._loads", "Loads"),
+    "Pulses": ("_model._loads", "Pulses"),
+    "Scenario": ("_model._scenario", "Scenario"),
+    "SimulationConfig": ("_model._scenario", "SimulationConfig"),
+    "FIELDS": ("_model._params", "FIELDS"),
+    "apply_parameters": ("_model._params", "apply_parameters"),
+    "parameter_names": ("_model._params", "parameter_names"),
+    # Dynamics: the back-substitution vector field and Basilisk's diagnostics
+    "accelerations": ("_dynamics._backsub", "accelerations"),
+    "Diagnostics": ("_dynamics._energy", "Diagnostics"),
+    "diagnostics": ("_dynamics._energy", "diagnostics"),
+    "initial_state": ("_dynamics._energy", "initial_state"),
+    # Simulation
+    "Trajectory": ("_simulation._simulate", "Trajectory"),
+    "simulate": ("_simulation._simulate", "simulate"),
+    "simulate_unjitted": ("_simulation._simulate", "simulate_unjitted"),
+    "MRPSwitch": ("_simulation._solver", "MRPSwitch"),
+    "Telemetry": ("_simulation._telemetry", "Telemetry"),
+    "telemetry_from_arrays": ("_simulation._telemetry", "telemetry_from_arrays"),
+    # Analyses: modes, fits, telemetry identification, sensitivities, batches
+    "Linearization": ("_analysis._linearize", "Linearization"),
+    "linearize": ("_analysis._linearize", "linearize"),
+    "Modes": ("_analysis._modes", "Modes"),
+    "modes": ("_analysis._modes", "modes"),
+    "ModeMeasurement": ("_analysis._measure", "ModeMeasurement"),
+    "measure_modes": ("_analysis._measure", "measure_modes"),
+    "LeastSquaresResult": ("_analysis._lsq_analysis", "LeastSquaresResult"),
+    "FitResult": ("_analysis._fit", "FitResult"),
+    "fit": ("_analysis._fit", "fit"),
+    "FeaModes": ("_analysis._pairing", "FeaModes"),
+    "pair_modes": ("_analysis._pairing", "pair_modes"),
+    "IdentifyResult": ("_analysis._identify", "IdentifyResult"),
+    "identify": ("_analysis._identify", "identify"),
+    "SensitivityResult": ("_analysis._sensitivity", "SensitivityResult"),
+    "sensitivity": ("_analysis._sensitivity", "sensitivity"),
+    "check_dispersions": ("_analysis._batch", "check_dispersions"),
+    "grid_dispersions": ("_analysis._batch", "grid_dispersions"),
+    "sample_dispersions": ("_analysis._batch", "sample_dispersions"),
+    "simulate_batch": ("_analysis._batch", "simulate_batch"),
+    "summarize": ("_analysis._batch", "summarize"),
+    # Reports and figures
+    "plot_trajectory": ("_report._plot", "plot_trajectory"),
+    "plot_fit": ("_report._fit", "plot_fit"),
+    "plot_identify": ("_report._identify", "plot_identify"),
+    "plot_tornado": ("_report._sensitivity", "plot_tornado"),
+    "plot_envelopes": ("_report._sweep", "plot_envelopes"),
+    "plot_histograms": ("_report._sweep", "plot_histograms"),
+    # Files: scenario, fit, telemetry and FEA files
+    "load_scenario": ("_io._scenario_file", "load_scenario"),
+    "dump_scenario": ("_io._scenario_file", "dump_scenario"),
+    "scenario_from_dict": ("_io._scenario_file", "scenario_from_dict"),
+    "scenario_to_dict": ("_io._scenario_file", "scenario_to_dict"),
+    "example_path": ("_io._scenario_file", "example_path"),
+    "load_fit": ("_io._fit_files", "load_fit_file"),
+    "load_telemetry": ("_io._telemetry_file", "load_telemetry"),
+    "write_telemetry": ("_io._telemetry_file", "write_telemetry"),
+    "telemetry_columns": ("_io._telemetry_file", "telemetry_columns"),
+    "read_fea": ("_io._fea", "read_fea"),
+    # Errors (one base class; docs/errors.md)
+    "JaxhingeError": ("_errors", "JaxhingeError"),
+    "ScenarioError": ("_errors", "ScenarioError"),
+    "ConfigError": ("_errors", "ConfigError"),
+    "ParameterError": ("_errors", "ParameterError"),
+    "FitError": ("_errors", "FitError"),
+    "TelemetryError": ("_errors", "TelemetryError"),
+    "SweepError": ("_errors", "SweepError"),
+    "SensitivityError": ("_errors", "SensitivityError"),
+    "FeaError": ("_errors", "FeaError"),
+    "OutputError": ("_errors", "OutputError"),
+    # Runtime and command line (`jh.main(["fit", "FIT.toml"])` returns the exit code)
+    "configure_cpu": ("_runtime._policy", "configure_cpu"),
+    "main": ("_cli", "main"),
+}
+__all__ = ["__version__", *_PUBLIC]
+
+if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mkdocstrings)
+    from ._analysis._batch import check_dispersions as check_dispersions
+    from ._analysis._batch import grid_dispersions as grid_dispersions
+    from ._analysis._batch import sample_dispersions as sample_dispersions
+    from ._analysis._batch import simulate_batch as simulate_batch
+    from ._analysis._batch import summarize as summarize
+    from ._analysis._fit import FitResult as FitResult
+    from ._analysis._fit import fit as fit
+    from ._analysis._identify import IdentifyResult as IdentifyResult
+    from ._analysis._identify import identify as identify
+    from ._analysis._linearize import Linearization as Linearization
+    from ._analysis._linearize import linearize as linearize
+    from ._analysis._lsq_analysis import LeastSquaresResult as LeastSquaresResult
+    from ._analysis._measure import ModeMeasurement as ModeMeasurement
+    from ._analysis._measure import measure_modes as measure_modes
+    from ._analysis._modes import Modes as Modes
+    from ._analysis._modes import modes as modes
+    from ._analysis._pairing import FeaModes as FeaModes
+    from ._analysis._pairing import pair_modes as pair_modes
+    from ._analysis._sensitivity import SensitivityResult as SensitivityResult
+    from ._analysis._sensitivity import sensitivity as sensitivity
+    from ._cli import main as main
+    from ._dynamics._backsub import accelerations as accelerations
+    from ._dynamics._energy import Diagnostics as Diagnostics
+    from ._dynamics._energy import diagnostics as diagnostics
+    from ._dynamics._energy import initial_state as initial_state
+    from ._errors import ConfigError as ConfigError
+    from ._errors import FeaError as FeaError
+    from ._errors import FitError as FitError
+    from ._errors import JaxhingeError as JaxhingeError
+    from ._errors import OutputError as OutputError
+    from ._errors import ParameterError as ParameterError
+    from ._errors import ScenarioError as ScenarioError
+    from ._errors import SensitivityError as SensitivityError
+    from ._errors import SweepError as SweepError
+    from ._errors import TelemetryError as TelemetryError
+    from ._io._fea import read_fea as read_fea
+    from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
+    from ._io._scenario_file import dump_scenario as dump_scenario
+    from ._io._scenario_file import example_path as example_path
+    from ._io._scenario_file import load_scenario as load_scenario
+    from ._io._scenario_file import scenario_from_dict as scenario_from_dict
+    from ._io._scenario_file import scenario_to_dict as scenario_to_dict
+    from ._io._telemetry_file import load_telemetry as load_telemetry
+    from ._io._telemetry_file import telemetry_columns as telemetry_columns
+    from ._io._telemetry_file import write_telemetry as write_telemetry
+    from ._model._loads import Loads as Loads
+    from ._model._loads import Pulses as Pulses
+    from ._model._params import FIELDS as FIELDS
+    from ._model._params import apply_parameters as apply_parameters
+    from ._model._params import parameter_names as parameter_names
+    from ._model._scenario import Scenario as Scenario
+    from ._model._scenario import SimulationConfig as SimulationConfig
+    from ._model._spacecraft import Hub as Hub
+    from ._model._spacecraft import InitialState as InitialState
+    from ._model._spacecraft import Panels as Panels
+    from ._model._spacecraft import PointMassGravity as PointMassGravity
+    from ._model._spacecraft import Spacecraft as Spacecraft
+    from ._model._spacecraft import State as State
+    from ._report._fit import plot_fit as plot_fit
+    from ._report._identify import plot_identify as plot_identify
+    from ._report._plot import plot_trajectory as plot_trajectory
+    from ._report._sensitivity import plot_tornado as plot_tornado
+    from ._report._sweep import plot_envelopes as plot_envelopes
+    from ._report._sweep import plot_histograms as plot_histograms
+    from ._runtime._policy import configure_cpu as configure_cpu
+    from ._simulation._simulate import Trajectory as Trajectory
+    from ._simulation._simulate import simulate as simulate
+    from ._simulation._simulate import simulate_unjitted as simulate_unjitted
+    from ._simulation._solver import MRPSwitch as MRPSwitch
+    from ._simulation._telemetry import Telemetry as Telemetry
+    from ._simulation._telemetry import telemetry_from_arrays as telemetry_from_arrays
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'jaxhinge' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

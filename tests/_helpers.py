@@ -100,3 +100,23 @@ def mixed(rng, n_single, lengths, gravity=False):
     sc = random_spacecraft(rng, n_single, gravity=gravity)
     chains = [random_chain(rng, L, f"c{i}") for i, L in enumerate(lengths)]
     return Spacecraft(sc.hub, Panels.concat(sc.panels, *chains), sc.gravity)
+
+
+class _Namespace:
+    """The least-squares core's names in one namespace (`L.solve`, `L.parse_free`, ...): the core is three
+    modules (coordinates, solver, analysis); tests address it as one."""
+
+    def __init__(self, *modules):
+        for m in modules:
+            for k, v in vars(m).items():
+                if not k.startswith("__"):
+                    setattr(self, k, v)
+
+
+def _lsq():
+    from jaxhinge._analysis import _lsq_analysis, _lsq_coords, _lsq_solver
+
+    return _Namespace(_lsq_coords, _lsq_solver, _lsq_analysis)
+
+
+LSQ = _lsq()

@@ -24,8 +24,9 @@ from _helpers import _rotation, mixed, random_state
 from conftest import DATA
 
 import jaxhinge as jh
-from jaxhinge._analysis._modes import linearize
+from jaxhinge._analysis._linearize import linearize
 from jaxhinge._dynamics._backsub import accelerations
+from jaxhinge._dynamics._tree_solve import hinge_solve
 from jaxhinge._model._params import apply_parameters, parameter_names
 from jaxhinge._model._spacecraft import Spacecraft, State
 
@@ -487,10 +488,10 @@ def test_block_ldl_solve_equals_dense_solve(parent):
     A = rng.normal(size=(n, n))
     M = (A @ A.T + n * np.eye(n)) * mask
     rhs = rng.normal(size=(n, 7))
-    np.testing.assert_allclose(top.solve(jnp.asarray(M), jnp.asarray(rhs)), np.linalg.solve(M, rhs), rtol=1e-12,
+    np.testing.assert_allclose(hinge_solve(top, jnp.asarray(M), jnp.asarray(rhs)), np.linalg.solve(M, rhs), rtol=1e-12,
                                atol=1e-13)
     if n <= 16:  # the unrolled path is differentiable as written: d/dM_00 of sum(x) by central differences
-        f = lambda m00: jnp.sum(top.solve(jnp.asarray(M).at[0, 0].set(m00), jnp.asarray(rhs)))
+        f = lambda m00: jnp.sum(hinge_solve(top, jnp.asarray(M).at[0, 0].set(m00), jnp.asarray(rhs)))
         h = 1e-6 * M[0, 0]
         fd = (f(M[0, 0] + h) - f(M[0, 0] - h)) / (2 * h)
         np.testing.assert_allclose(jax.grad(f)(M[0, 0]), fd, rtol=1e-6)

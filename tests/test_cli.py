@@ -18,7 +18,7 @@ import pytest
 import jaxhinge as jh
 from jaxhinge import example_path
 from jaxhinge._cli import main
-from jaxhinge._model._scenario import ConfigError
+from jaxhinge._errors import ConfigError
 
 EXPECTED = {
     "t": (251,), "r_BN_N": (251, 3), "v_BN_N": (251, 3), "r_CN_N": (251, 3), "v_CN_N": (251, 3),
@@ -78,7 +78,7 @@ def test_configure_cpu_adds_its_options_and_keeps_the_users(monkeypatch):
     import jax.numpy as jnp
 
     jnp.zeros(1).block_until_ready()  # the backend has started (and read XLA_FLAGS)
-    from jaxhinge._cli import CPU_CODEGEN_FLAG, SMALL_LOOP_BYTES, SMALL_LOOP_OPTION
+    from jaxhinge._runtime._policy import CPU_CODEGEN_FLAG, SMALL_LOOP_BYTES, SMALL_LOOP_OPTION
 
     assert CPU_CODEGEN_FLAG == "--xla_cpu_use_fusion_emitters=false"
     small = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
@@ -110,7 +110,7 @@ def test_configure_cpu_adds_its_options_and_keeps_the_users(monkeypatch):
 def test_unusable_compile_cache_folder_is_named(tmp_path):
     """A cache folder that cannot be created (here: below a file) is reported in words (the CLI then warns and
     runs without the cache); a usable one is created with its parents."""
-    from jaxhinge._cli import cache_problem
+    from jaxhinge._runtime._policy import cache_problem
 
     (tmp_path / "a_file").write_text("")
     assert cache_problem(str(tmp_path / "a_file" / "xla")) == "Not a directory"
@@ -255,7 +255,7 @@ def test_ctrl_c_during_compilation_exits_130_cleanly(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env.update(JAXHINGE_CACHE_DIR="off", JAX_LOG_COMPILES="1")  # compile (not load) the program, and log it
     script = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited "
-              "ignored\nfrom jaxhinge._cli import main; sys.exit(main())")  # as the `jaxhinge` console script does
+              "ignored\nfrom jaxhinge._entry import main; sys.exit(main())")  # as the `jaxhinge` console script does
     p = subprocess.Popen([sys.executable, "-c", script, "simulate", "--out", "traj.npz"], cwd=tmp_path, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = []
@@ -269,6 +269,27 @@ def test_ctrl_c_during_compilation_exits_130_cleanly(tmp_path):
     assert any(line.endswith("compiling and running...\n") for line in log), "".join(log) + err
     assert (p.returncode, err, out) == (130, "jaxhinge: interrupted\n", "")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.5])
+def test_ctrl_c_while_starting_exits_130_with_one_line(tmp_path, delay):
+    """Ctrl-C at 0.5 s (JAX still being imported) and at 1.5 s (imports ending, the command starting) of
+    `python -m jaxhinge simulate --out ... --plot ...` (what the `jaxhinge` script runs: `jaxhinge._entry`, whose
+    handler is in place before any heavy import): exit 130, one line "jaxhinge: interrupted" on stderr after at
+    most the progress line, no traceback, nothing written. Reference: before, 0.5 s gave a 32-40 line
+    `KeyboardInterrupt` traceback and at 1-2.5 s the signal was lost (the run went on and exited 0)."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env.update(JAXHINGE_CACHE_DIR="off")
+    p = subprocess.Popen([sys.executable, "-m", "jaxhinge", "simulate", "--out", "traj.npz", "--plot", "traj.png"],
+                         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL) and None)
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    lines = err.splitlines()
+    assert p.returncode == 130, (p.returncode, err)
+    assert lines[-1] == "jaxhinge: interrupted" and len(lines) <= 2 and "Traceback" not in err, err
+    assert out == "" and os.listdir(tmp_path) == []
 
 
 def _tiny_trajectory(T=3, n=2):
@@ -290,7 +311,7 @@ def test_disk_full_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch)
     temporary file is left. Reference: before, three chained tracebacks, and the .npz was already in place.
     The simulation is replaced by a fixed trajectory (nothing compiles), the plot by 20 kB of zeros, the disk by a
     file that refuses writes."""
-    import jaxhinge._io._plot as plot
+    import jaxhinge._report._plot as plot
     import jaxhinge._simulation._simulate as sim
 
     class DiskFull(io.FileIO):

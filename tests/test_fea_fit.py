@@ -17,9 +17,10 @@ import pytest
 from _helpers import mixed, random_spacecraft
 
 import jaxhinge as jh
-from jaxhinge._analysis._fit import pair_modes
+from jaxhinge._analysis._pairing import pair_modes
 from jaxhinge._analysis._modes import rigid_motion
-from jaxhinge._io._fea import FeaModes, read_fea
+from jaxhinge._analysis._pairing import FeaModes
+from jaxhinge._io._fea import read_fea
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEA_DIR = os.path.join(ROOT, "tests", "data", "fea")
@@ -197,7 +198,7 @@ def test_effective_masses_agree_with_the_kane_reference_model():
     import _kane
     import scipy.linalg
 
-    from jaxhinge._analysis._modes import _rest_spacecraft
+    from jaxhinge._analysis._linearize import _rest_spacecraft
 
     rng = np.random.default_rng(5)
     sc = mixed(rng, 1, [2])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxhinge._io._fea import UNIT_SYSTEMS, read_fea
-from jaxhinge._io._files import ScenarioError
+from jaxhinge._errors import FeaError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "fea")
 CLAMPED = os.path.join(DATA, "spacecraft_clamped.dat")
@@ -187,7 +187,7 @@ def _cut(tmp_path, src, keep):
 ])
 def test_refusals_are_one_line(tmp_path, make, kwargs, words):
     path = make(tmp_path)
-    with pytest.raises(ScenarioError) as e:
+    with pytest.raises(FeaError) as e:
         read_fea(path, **kwargs)
     msg = str(e.value)
     assert words in msg and "\n" not in msg and msg.startswith(path), msg

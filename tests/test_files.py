@@ -13,18 +13,11 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._io._files import (
-    ScenarioError,
-    _Checker,
-    atomic_write,
-    json_number,
-    output_dir_problem,
-    output_file_problem,
-    to_json,
-    toml_text,
-    write_json,
-    write_output_files,
-)
+from jaxhinge._errors import OutputError, ScenarioError
+from jaxhinge._io._checker import Checker as _Checker
+from jaxhinge._io._writers import atomic_write, toml_text, write_json, write_output_files
+from jaxhinge._format import json_number, to_json
+from jaxhinge._paths import output_dir_problem, output_file_problem
 from jaxhinge._io._scenario_file import example_path
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0  # root may write anywhere: no "not writable" case
@@ -118,7 +111,7 @@ def test_interrupted_write_leaves_no_folder_and_no_temp_file(tmp_path):
     nothing, not an empty folder; an existing folder stays. `abandon_writes` (the CLI's Ctrl-C handler, run
     while another thread writes) removes the temporary files and the new folder of the writes in progress and
     holds the lock of the final renames."""
-    from jaxhinge._io import _files
+    from jaxhinge._io import _writers as _files
 
     def interrupt(f):
         f.write(b"half")
@@ -150,7 +143,7 @@ def test_write_output_files_creates_the_folder_or_says_why_not(tmp_path):
     write_output_files(tmp_path / "new", {"x": lambda f: f.write(b"1")})
     assert (tmp_path / "new" / "x").read_bytes() == b"1"
     (tmp_path / "file").write_text("")
-    with pytest.raises(ScenarioError, match=r"file/sub: cannot create the output folder: "):
+    with pytest.raises(OutputError, match=r"file/sub: cannot create the output folder: "):
         write_output_files(tmp_path / "file" / "sub", {"x": lambda f: None})
 
 
@@ -227,7 +220,7 @@ def test_read_toml_errors_are_one_line(tmp_path):
 
 
 def test_read_toml_uses_the_loaders_error_class(tmp_path):
-    from jaxhinge._analysis._fit import FitError
+    from jaxhinge._errors import FitError
 
     (tmp_path / "FIT.toml").write_text("[fit\n")
     with pytest.raises(FitError, match=r"FIT.toml:1:\d+: TOML syntax error"):

@@ -18,7 +18,7 @@ import pytest
 from conftest import DATA
 
 import jaxhinge as jh
-from jaxhinge._analysis import _lsq as L
+from _helpers import LSQ as L
 from jaxhinge._model._params import current_value
 from jaxhinge._model._spacecraft import strip_labels
 
@@ -230,7 +230,7 @@ def test_component_index_is_one_based_in_every_entry_point():
     free list and `apply_parameters` alike (it used to be y in SENS.toml and x in FIT.toml), and
     `[0]` is refused everywhere, naming the allowed indices."""
     from jaxhinge._analysis._sensitivity import parse_parameters
-    from jaxhinge._model._params import ParameterError
+    from jaxhinge._errors import ParameterError
 
     sc = jh.apply_parameters(jh.load_scenario(jh.example_path("two_panel.toml")),
                              {"hub.omega_BN_BInit": jnp.array([0.11, -0.22, 0.33])})

@@ -15,17 +15,9 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._modes import (
-    _rest_spacecraft,
-    body_jacobians,
-    complex_mode_state,
-    linearize,
-    mass_matrix,
-    measure_modes,
-    modes,
-    modes_unjitted,
-    reduced_matrices,
-)
+from jaxhinge._analysis._linearize import _rest_spacecraft, body_jacobians, linearize, mass_matrix, reduced_matrices
+from jaxhinge._analysis._modes import complex_mode_state, modes, modes_unjitted
+from jaxhinge._analysis._measure import measure_modes
 from jaxhinge._dynamics._energy import diagnostics
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge import _programs
+from jaxhinge._runtime import _programs
 from jaxhinge._analysis._modes import _modes, _modes_jit
 from jaxhinge._io._scenario_file import example_path
 from jaxhinge._model._spacecraft import strip_labels

@@ -15,7 +15,7 @@ import jaxhinge as jh
 import jaxhinge._simulation._simulate as _sim
 from jaxhinge._dynamics._backsub import state_derivative_held
 from jaxhinge._math import mrp_shadow
-from jaxhinge._model._scenario import ConfigError
+from jaxhinge._errors import ConfigError
 
 
 def _scenario():

@@ -16,14 +16,8 @@ import pytest
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxhinge._io._scenario_file import (
-    ScenarioError,
-    dump_scenario,
-    example_path,
-    load_scenario,
-    scenario_from_dict,
-    scenario_to_dict,
-)
+from jaxhinge._errors import ScenarioError
+from jaxhinge._io._scenario_file import dump_scenario, example_path, load_scenario, scenario_from_dict, scenario_to_dict
 from jaxhinge._model._loads import Loads
 from jaxhinge._model._scenario import SimulationConfig
 

@@ -22,7 +22,7 @@ from jaxhinge._analysis._sensitivity import attitude_error, settling_time
 from jaxhinge._cli import main
 from jaxhinge._io._sens_file import load_study
 from jaxhinge._math import mrp_to_dcm
-from jaxhinge._model._scenario import ConfigError
+from jaxhinge._errors import ConfigError
 
 # central differences with a relative step 1e-5: truncation ~ (1e-5)^2 * O(1) relative, rounding
 # ~ 1e-16 / 1e-5 = 1e-11 relative; the rk4 solution is a smooth function of the parameters at fixed steps.

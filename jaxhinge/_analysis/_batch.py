@@ -36,20 +36,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._io._files import _fmt
-from .._io._scenario_file import ScenarioError
-from .._model._params import (
-    FIELDS,
-    ParameterError,
-    anonymous,
-    apply_resolved,
-    parameter_names,
-    resolve,
-)
+from .._errors import ConfigError, ParameterError, SweepError
+from .._format import fmt_value as _fmt
+from .._model._params import FIELDS, anonymous, apply_resolved, parameter_names, resolve
 from .._model._params import nominal as _nominal
-from .._model._scenario import ConfigError, Scenario, compile_key
+from .._model._rules import model_ok, model_problems
+from .._model._scenario import Scenario, compile_key
 from .._model._spacecraft import strip_labels
-from .._programs import program
+from .._runtime._programs import program
 from .._simulation._simulate import Trajectory, check_memory, failure_reason, simulate_unjitted
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
@@ -82,12 +76,12 @@ def check_dispersions(
 ) -> None:
     """Validate dispersion specs against a scenario before any sampling or compilation.
 
-    **Raises:** `ScenarioError` (a `ValueError`) with a one-line message
+    **Raises:** `SweepError` (a `ValueError`) with a one-line message
     `source: dispersions[i].field = value: what is allowed`.
     """
 
-    def ck(msg: str) -> ScenarioError:
-        return ScenarioError(f"{source}: {msg}", source=source)
+    def ck(msg: str) -> SweepError:
+        return SweepError(f"{source}: {msg}", source=source)
 
     if isinstance(members, bool) or not isinstance(members, int) or members <= 0:
         raise ck(f"members = {_fmt(members)}: must be an integer > 0")
@@ -222,7 +216,7 @@ def sample_dispersions(
             x = mean + np.broadcast_to(std, shape[1:]) * z
             if not np.all(field.admits(x)):
                 bad = int(np.argwhere(~field.admits(x).reshape(members, -1).all(axis=1))[0, 0])
-                raise ScenarioError(
+                raise SweepError(
                     f"<dispersions>: dispersions[{j}] ({name}): member {bad} drew {_fmt(x[bad])}; {name} "
                     f"{field.allowed()} (reduce std, or use dist = 'uniform' within the allowed range)",
                     source="<dispersions>",
@@ -258,6 +252,26 @@ def _batch_size(batched, names=None) -> int:
         raise ValueError(f"simulate_batch: every batched value needs a leading member axis (one entry per member), "
                          f"of one length >= 1 for all; got lengths {got} (0: no member axis, or no member)")
     return sizes[0]
+
+
+def _refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None) -> None:
+    """Every member's model passes the physical rules of a scenario file (`_model._rules`), before any compute:
+    else a `SweepError` naming the first member that breaks one, the field, its value, the rule and the member's
+    dispersed values."""
+    if params is None:
+        sc = scenario.spacecraft
+    else:
+        named = [resolve(scenario, k) for k in params]
+        sc = jax.vmap(lambda *b: apply_resolved(scenario, named, b).spacecraft)(*(jnp.asarray(v) for v in params.values()))
+    ok = np.asarray(jax.vmap(model_ok)(sc))
+    if ok.all():
+        return
+    m = int(np.flatnonzero(~ok)[0])
+    problem = model_problems(jax.tree.map(lambda x: np.asarray(x)[m], sc), plausible=False)
+    field, value, rule = problem[1:] if problem else ("model", None, "breaks a physical rule")
+    given = "" if params is None else " (this member's values: " + ", ".join(
+        f"{k} = {_fmt(np.asarray(v)[m])}" for k, v in params.items()) + ")"
+    raise SweepError.bad(f"simulate_batch: member {m} of {ok.size}", field, value, rule + given)
 
 
 def simulate_batch(
@@ -305,6 +319,7 @@ def simulate_batch(
         batched = tuple(jnp.asarray(v) for v in params.values())
     members = _batch_size(batched, None if params is None else list(params))
     check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
+    _refuse_invalid_members(scenario, params)
     if devices is None:
         devices = jax.local_devices()
     devices = list(devices)

@@ -57,37 +57,35 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._io._fea import FeaModes
-from .._io._files import _fmt
-from .._math import assignment
+from .._errors import FitError
+from .._format import fmt_value as _fmt
 from .._model._loads import Loads
 from .._model._params import Parameter
 from .._model._scenario import Scenario, SimulationConfig
 from .._model._spacecraft import strip_labels
-from ._lsq import (
-    FAIL,
-    AbstractResiduals,
-    Coordinates,
-    FitError,
-    LeastSquaresResult,
-    analyse,
-    apply_coordinates,
-    common_fields,
-    evaluate,
-    make_solver,
-    parse_free,
-    solve,
-    to_numpy,
+from ._linearize import check_boundary
+from ._lsq_analysis import LeastSquaresResult, analyse, common_fields, to_numpy
+from ._lsq_coords import Coordinates, apply_coordinates, parse_free
+from ._lsq_solver import FAIL, AbstractResiduals, evaluate, make_solver, solve, solvers_of
+from ._measure import ModeMeasurement, measure_modes
+from ._modes import Modes, _relabel, modes, modes_unjitted
+from ._pairing import (
+    _FREQ_WEIGHT,
+    FeaModes,
+    _pairing_table,
+    _pairs_by_hand,
+    _totals,
+    _unit_vectors,
+    mac,
+    pair_modes,
 )
-from ._modes import ModeMeasurement, Modes, _relabel, check_boundary, measure_modes, modes, modes_unjitted
 
 __all__ = ["SOLVERS", "FitError", "FitResult", "fit"]
 
-SOLVERS = ("lm", "adam", "lbfgs")
+SOLVERS = solvers_of("modal")
 _REACH_SCALE = 1e6  # free stiffnesses scaled by 1e-6 and 1e6 for the reachability bounds
 _REACH_MARGIN = 1e-3
 _NOT_IN_MODES = ("motorTorque", "thetaDotRef")  # besides the initial conditions
-_FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -268,40 +266,40 @@ def fit(
     try:
         check_boundary(boundary)
     except ValueError as e:
-        raise FitError(f"modes.{e}", field="modes.boundary") from None
+        raise FitError(f"{e}", field="boundary") from None
     if solver not in SOLVERS:
-        raise FitError(f"fit.solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="fit.solver")
+        raise FitError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="solver")
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise FitError(f"fit.max_steps = {_fmt(max_steps)}: must be an integer >= 1", field="fit.max_steps")
+        raise FitError(f"max_steps = {_fmt(max_steps)}: must be an integer >= 1", field="max_steps")
     for name, v in (("rtol", rtol), ("atol", atol), ("learning_rate", learning_rate), ("reach_rtol", reach_rtol),
                     ("ident_rtol", ident_rtol), ("warn_rtol", warn_rtol)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"fit.{name} = {_fmt(v)}: must be a finite number > 0", field=f"fit.{name}")
+            raise FitError(f"{name} = {_fmt(v)}: must be a finite number > 0", field=f"{name}")
     for name, v in (("frequency_sigma", frequency_sigma), ("damping_sigma", damping_sigma)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"modes.{name} = {_fmt(v)}: must be a finite number > 0 (relative uncertainty)",
-                           field=f"modes.{name}")
+            raise FitError(f"{name} = {_fmt(v)}: must be a finite number > 0 (relative uncertainty)",
+                           field=f"{name}")
 
     sc = scenario.spacecraft
     names = sc.panels.labels
     n = len(names)
     ref = np.zeros(3) if fea is None else np.asarray(fea.reference_point, float)
     if reference_point is not None:
-        ref = _floats(reference_point, "modes.reference_point", positive=False)
+        ref = _floats(reference_point, "reference_point", positive=False)
         if ref.shape != (3,):
-            raise FitError(f"modes.reference_point = {_fmt(reference_point)}: must be 3 numbers [m] in B",
-                           field="modes.reference_point")
+            raise FitError(f"reference_point = {_fmt(reference_point)}: must be 3 numbers [m] in B",
+                           field="reference_point")
     elif fea is not None and fea.reference_grid and fea.effective_mass is not None:
         raise FitError(f"{fea.source}: its effective masses refer to grid {fea.reference_grid} (PARAM GRDPNT), whose "
-                       "coordinates are not in the file: give modes.reference_point (that grid's position in B [m])",
-                       field="modes.reference_point")
+                       "coordinates are not in the file: give reference_point (that grid's position in B [m])",
+                       field="reference_point")
     em_t, pairs0, track, track_scale = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6)
     if fea is not None:
         if fea.boundary is not None and fea.boundary != boundary:
-            raise FitError(f"modes.boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
-                           "fit the model with the FEA's boundary condition", field="modes.boundary")
+            raise FitError(f"boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
+                           "fit the model with the FEA's boundary condition", field="boundary")
         if targets_hz is not None:
-            raise FitError("give either targets_hz or FEA modes (fea), not both", field="modes.targets_hz")
+            raise FitError("give either targets_hz or FEA modes (fea), not both", field="targets_hz")
         by_hand = mode_numbers is not None or fea_modes is not None
         fi, idx_f = _pairs_by_hand(fea, n, mode_numbers, fea_modes) if by_hand else \
             pair_modes(fea, modes(scenario, boundary, ref))[:2]
@@ -310,46 +308,46 @@ def fit(
         if fea.damping is not None:
             if damping_ratios is not None:
                 raise FitError("give damping ratios either with the FEA modes (FeaModes.damping, "
-                               "fea_damping_ratios) or as damping_ratios, not both", field="modes.damping_ratios")
+                               "fea_damping_ratios) or as damping_ratios, not both", field="damping_ratios")
             damping_ratios = np.asarray(fea.damping, float)[fi]
         if effective_mass_sigma is not None:
             if fea.effective_mass is None:
                 why = "" if fea.unread is None else f" ({fea.unread})"
-                raise FitError(f"modes.effective_mass_sigma is given but {fea.source} has no effective masses{why}",
-                               field="modes.effective_mass_sigma")
+                raise FitError(f"effective_mass_sigma is given but {fea.source} has no effective masses{why}",
+                               field="effective_mass_sigma")
             em_t = np.asarray(fea.effective_mass, float)[fi]
         vec = _unit_vectors(fea, modes(scenario, boundary, ref))
         if vec is not None and not by_hand:  # tracked by participation; by hand: fixed model mode numbers
             track, track_scale = vec[0][fi], np.sqrt(_totals(fea))
-    ft = _floats(targets_hz, "modes.targets_hz", positive=True)
+    ft = _floats(targets_hz, "targets_hz", positive=True)
     if fea is None and np.any(np.diff(ft) < 0):
-        raise FitError(f"modes.targets_hz = {_fmt(ft)}: must be in ascending order (they are matched to the modes "
-                       "in ascending frequency)", field="modes.targets_hz")
+        raise FitError(f"targets_hz = {_fmt(ft)}: must be in ascending order (they are matched to the modes "
+                       "in ascending frequency)", field="targets_hz")
     zt = np.zeros(0)
     if damping_ratios is not None:
-        zt = _floats(damping_ratios, "modes.damping_ratios", positive=True)
+        zt = _floats(damping_ratios, "damping_ratios", positive=True)
         if len(zt) != len(ft):
-            raise FitError(f"modes.damping_ratios has {len(zt)} values but modes.targets_hz has {len(ft)}: give one "
-                           "damping ratio per target frequency", field="modes.damping_ratios")
+            raise FitError(f"damping_ratios has {len(zt)} values but targets_hz has {len(ft)}: give one "
+                           "damping ratio per target frequency", field="damping_ratios")
         if np.any(zt >= 1):
-            raise FitError(f"modes.damping_ratios = {_fmt(zt)}: each must be < 1 (an oscillating mode)",
-                           field="modes.damping_ratios")
+            raise FitError(f"damping_ratios = {_fmt(zt)}: each must be < 1 (an oscillating mode)",
+                           field="damping_ratios")
     if n == 0:
         raise FitError("the scenario has no panels, hence no flexible modes to fit", field="scenario")
     if len(ft) > n:
         raise FitError(f"{len(ft)} target frequencies but the model has only {n} flexible mode(s) (one per panel; "
                        f"the {boundary} hub adds none): no parameter values can produce the extra ones",
-                       field="modes.targets_hz")
+                       field="targets_hz")
     if mode_numbers is None:
         idx = tuple(range(len(ft)))
     else:
         mn = list(mode_numbers)
         if len(mn) != len(ft) or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in mn):
-            raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be {len(ft)} integers (one per target)",
-                           field="modes.mode_numbers")
+            raise FitError(f"mode_numbers = {_fmt(mn)}: must be {len(ft)} integers (one per target)",
+                           field="mode_numbers")
         if any(x < 1 or x > n for x in mn) or (fea is None and any(b <= a for a, b in itertools.pairwise(mn))):
-            raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be strictly increasing, between 1 and {n}",
-                           field="modes.mode_numbers")
+            raise FitError(f"mode_numbers = {_fmt(mn)}: must be strictly increasing, between 1 and {n}",
+                           field="mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
 
     # the coordinates; a free c at 0 is seeded from the damping targets (the panel alone about its own hinge)
@@ -360,9 +358,9 @@ def fit(
         if par.field.name != "c":
             return None
         if not len(zt):
-            raise FitError(f"fit.free: {par.name} is free but no damping_ratios are given: the damping c hardly "
+            raise FitError(f"free: {par.name} is free but no damping_ratios are given: the damping c hardly "
                            "changes the frequencies, so it cannot be fitted to them; add [modes] damping_ratios or "
-                           "fix c", field="fit.free")
+                           "fix c", field="free")
         return float(2.0 * np.mean(zt) * np.sqrt(max(k0[par.panel], 1e-12) * Itheta[par.panel]))
 
     coords = parse_free(scenario, free, seed=seed)
@@ -370,23 +368,23 @@ def fit(
         f = c.targets[0].field
         if f.initial or f.name in _NOT_IN_MODES:
             what = "an initial condition" if f.initial else f"{f.name} ({f.description})"
-            raise FitError(f"fit.free: {c.name} is {what}, which does not enter the modes (linearised about "
+            raise FitError(f"free: {c.name} is {what}, which does not enter the modes (linearised about "
                            "rest); a modal fit frees model parameters such as k, c, mass, d, IPntS_S",
-                           field="fit.free")
+                           field="free")
     n_par, n_res = len(coords), len(ft) + len(zt) + em_t.size
     if n_par > n_res:
         raise FitError(f"{n_par} free parameters but only {n_res} target{'s' if n_res != 1 else ''}: the parameters "
                        "cannot all be determined; "
-                       "tie parameters (\"a.k = b.k\") or add targets (damping_ratios)", field="fit.free")
+                       "tie parameters (\"a.k = b.k\") or add targets (damping_ratios)", field="free")
     kinds = {c.field for c in coords}
     c_coords = [c for c in coords if c.field == "c"]
     if c_coords and not len(zt):
-        raise FitError(f"fit.free: {c_coords[0].name} is free but no damping_ratios are given: the damping c hardly "
+        raise FitError(f"free: {c_coords[0].name} is free but no damping_ratios are given: the damping c hardly "
                        "changes the frequencies, so it cannot be fitted to them; add [modes] damping_ratios or fix c",
-                       field="fit.free")
+                       field="free")
     if len(zt) and "c" not in kinds:
-        raise FitError("modes.damping_ratios are given but no damping c is free: free at least one \"<panel>.c\" "
-                       "or drop the damping targets", field="modes.damping_ratios")
+        raise FitError("damping_ratios are given but no damping c is free: free at least one \"<panel>.c\" "
+                       "or drop the damping targets", field="damping_ratios")
     notes = [f"{c.name} started at 0; seeded with 2 zeta sqrt(k I) = {c.x0:.6g}"
              for c in c_coords if any(float(sc.panels.c[t.panel]) <= 0 for t in c.targets)]
 
@@ -418,8 +416,8 @@ def fit(
     col = np.linalg.norm(J0, axis=0)
     for j, c in enumerate(coords):
         if not col[j] > 1e-9 * max(col.max(), 1e-300):
-            raise FitError(f"fit.free: {c.name} has no effect on the targeted modes (zero sensitivity at the "
-                           "initial guess): fix it or target modes it takes part in", field="fit.free")
+            raise FitError(f"free: {c.name} has no effect on the targeted modes (zero sensitivity at the "
+                           "initial guess): fix it or target modes it takes part in", field="free")
 
     say(f"fit: {n_par} free parameter(s), {n_res} residual(s), solver {solver}; compiling and solving...")
     sol = solve(problem, u0, make_solver(solver, rtol, atol, learning_rate), max_steps=max_steps,
@@ -485,108 +483,6 @@ def fit(
     )
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Pairing FEA modes with model modes
-# ------------------------------------------------------------------------------------------------------------
-
-
-def _totals(fea: FeaModes) -> np.ndarray:
-    """Each component's total effective mass (the file's total line, else the listed modes' sum), floored."""
-    t = fea.total_mass if fea.total_mass is not None else np.sum(fea.effective_mass, axis=0)
-    t = np.asarray(t, float)
-    return np.maximum(t, 1e-12 * max(float(t.max()), 1e-300))
-
-
-def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] | None:
-    """Participation vectors made unit-free (each component over the square root of its total effective mass),
-    FEA and model; `None` where the FEA modes carry no effective mass (free-free, or not in the file)."""
-    if fea.effective_mass is None:
-        return None
-    scale = np.sqrt(_totals(fea))
-    if fea.participation is not None:
-        a, b = np.asarray(fea.participation) / scale, np.asarray(model.participation) / scale
-    else:  # effective masses only: the signs are unknown, compare magnitudes
-        a, b = np.sqrt(np.asarray(fea.effective_mass)) / scale, np.abs(np.asarray(model.participation)) / scale
-    if np.sum(a * a) < 1e-9 * len(a):
-        return None
-    return a, b
-
-
-def mac(a, b):
-    """$|a_i \\cdot b_j|^2 / (|a_i|^2 |b_j|^2)$ for all rows of `a` and `b` (0 where either is zero); traceable."""
-    num = (a @ b.T) ** 2
-    den = jnp.sum(a * a, 1)[:, None] * jnp.sum(b * b, 1)[None, :]
-    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
-
-
-def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.ndarray]:
-    """Pair every model mode with one FEA mode: minimum total cost $(1 - \\mathrm{MAC}) + 0.1\\,|\\ln(f_{model} /
-    f_{FEA})|$ (an assignment problem: the effective-mass direction first, the frequency to tell apart modes of
-    one direction), the MAC of the unit-free participation vectors (`_unit_vectors`); by
-    frequency alone where the FEA modes carry no effective mass (free-free). **Returns:** FEA indices, model
-    indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
-    f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
-    cost = _FREQ_WEIGHT * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
-    vec = _unit_vectors(fea, model)
-    m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
-    if vec is not None:
-        cost = cost + (1.0 - m)
-    col_of = np.asarray(assignment(-cost))
-    rows = np.nonzero(col_of >= 0)[0]
-    cols = col_of[rows]
-    order = np.argsort(cols)
-    fi, mj = [int(rows[k]) for k in order], [int(cols[k]) for k in order]
-    return fi, mj, np.array([m[i, j] for i, j in zip(fi, mj)])
-
-
-def _pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list[int], list[int]]:
-    if mode_numbers is None or fea_modes is None:
-        raise FitError("pairing by hand needs both modes.mode_numbers (model) and modes.fea_modes (FEA mode numbers, "
-                       "one per model mode)", field="modes.fea_modes")
-    mn, fm = list(mode_numbers), list(fea_modes)
-    if len(mn) != len(fm):
-        raise FitError(f"modes.fea_modes = {_fmt(fm)} and modes.mode_numbers = {_fmt(mn)}: give one FEA mode per "
-                       "model mode", field="modes.fea_modes")
-    known = [int(x) for x in fea.mode_numbers]
-    bad = [x for x in fm if x not in known]
-    if bad or len(set(fm)) != len(fm):
-        raise FitError(f"modes.fea_modes = {_fmt(fm)}: must be distinct mode numbers of {fea.source} "
-                       f"({known[0]}..{known[-1]})", field="modes.fea_modes")
-    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 1 <= x <= n for x in mn) \
-            or len(set(mn)) != len(mn):
-        raise FitError(f"modes.mode_numbers = {_fmt(mn)}: must be distinct integers between 1 and {n}",
-                       field="modes.mode_numbers")
-    return [known.index(x) for x in fm], [int(x) - 1 for x in mn]
-
-
-def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit: Modes,
-                   auto: bool) -> tuple[list[dict], list[str]]:
-    """The pairing report (the model mode of each FEA mode at the start and at the solution), and a note when a
-    fresh automatic pairing at the solution differs from the one the fit tracked."""
-    fi, mj = pairs0
-    vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
-    mac0 = np.asarray(mac(*vec0)) if vec0 is not None else None
-    mac1 = np.asarray(mac(*vec1)) if vec1 is not None else None
-    em = None if fea.effective_mass is None else np.asarray(fea.effective_mass)
-    rows = [{"fea_mode": int(fea.mode_numbers[i]), "fea_frequency_hz": float(fea.frequencies[i]),
-             "initial_model_mode": j0 + 1, "model_mode": j + 1,
-             "initial_model_frequency_hz": float(m_init.frequency_hz[j0]),
-             "model_frequency_hz": float(m_fit.frequency_hz[j]),
-             "mac_initial": None if mac0 is None else float(mac0[i, j0]),
-             "mac": None if mac1 is None else float(mac1[i, j]),
-             "fea_effective_mass": None if em is None else em[i].tolist(),
-             "model_effective_mass": np.asarray(m_fit.effective_mass)[j].tolist()}
-            for i, j0, j in zip(fi, mj, final)]
-    notes = []
-    if auto:
-        fi1, mj1, _ = pair_modes(fea, m_fit)
-        if sorted(zip(fi1, mj1)) != sorted(zip(fi, final)):
-            notes.append("the FEA-model pairing at the solution differs from the one fitted (modes swapped during "
-                         f"the fit: now {[(int(fea.mode_numbers[i]), j + 1) for i, j in zip(fi1, mj1)]} as (FEA, "
-                         "model)); check the pairing table and fix it with mode_numbers and fea_modes")
-    return rows, notes
-
-
 def _check_reach(problem: _ModalResiduals, coords, m_init: Modes, ft, idx, boundary: str) -> None:
     """Refuse a target outside what the free stiffnesses can reach (the others fixed)."""
     k_idx = [j for j, c in enumerate(coords) if c.field == "k"]
@@ -611,7 +507,7 @@ def _check_reach(problem: _ModalResiduals, coords, m_init: Modes, ft, idx, bound
                    f"and {_fmt_hz(hi[j])} (the limit when they are {how})")
         raise FitError(f"target {i + 1} = {_fmt_hz(ft[i])} ({boundary} boundary) is out of reach: {why}. Mode "
                        f"{j + 1} is dominated by {dom} ({100 * ef.max():.0f} % of its kinetic energy); free the "
-                       "stiffness of the part that dominates it, or check the target", field="modes.targets_hz")
+                       "stiffness of the part that dominates it, or check the target", field="targets_hz")
 
 
 def _message(converged, reached, status, steps, ferr, derr, undetermined, notes, n_par, n_res, J, r, poor) -> str:
@@ -632,8 +528,8 @@ def _message(converged, reached, status, steps, ferr, derr, undetermined, notes,
             + ("; there are more targets than free parameters" if n_res > n_par else "")
         )
     else:
-        why = {"max_steps_reached": f"it used all {steps} allowed steps (raise fit.max_steps)",
-               "nonlinear_max_steps_reached": f"it used all {steps} allowed steps (raise fit.max_steps)"}.get(
+        why = {"max_steps_reached": f"it used all {steps} allowed steps (raise max_steps)",
+               "nonlinear_max_steps_reached": f"it used all {steps} allowed steps (raise max_steps)"}.get(
             status, f"the solver stopped with status {status!r}")
         parts.append(f"did NOT converge: {why}; the values written are the last iterate, not a solution "
                      f"(largest relative error: frequency {worst_f:.2e}"

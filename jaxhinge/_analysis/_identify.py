@@ -51,30 +51,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._io._files import _fmt
-from .._io._telemetry import Telemetry, model_outputs, output_names
+from .._errors import FitError
+from .._format import fmt_value as _fmt
 from .._model._params import FIELDS
 from .._model._scenario import Scenario, compile_key
 from .._simulation._simulate import Trajectory, check_memory, simulate_unjitted
-from ._lsq import (
-    FAIL,
-    AbstractResiduals,
-    Coordinate,
-    Coordinates,
-    FitError,
-    LeastSquaresResult,
-    analyse,
-    apply_coordinates,
-    common_fields,
-    make_solver,
-    parse_free,
-    solve,
-)
+from .._simulation._telemetry import Telemetry, model_outputs, output_names
+from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
+from ._lsq_coords import Coordinate, Coordinates, apply_coordinates, parse_free
+from ._lsq_solver import FAIL, AbstractResiduals, make_solver, solve, solvers_of
 from ._modes import modes
 
 __all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
 
-SOLVERS = ("lm", "dogleg", "gauss_newton")
+SOLVERS = solvers_of("telemetry")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -312,7 +302,7 @@ def _parse(scens, tels, free, sensors, estimate_initial_state):
     own: list[list[str]] = [[] for _ in range(R)]
     sens: list[tuple[_Sensor, str]] = []
     for i, entry in enumerate(free):
-        where = f"fit.free[{i}]"
+        where = f"free[{i}]"
         if not isinstance(entry, str):
             parse_free(scens[0], [entry])
         rec, rest = _split_record(entry, R, where)
@@ -334,9 +324,9 @@ def _parse(scens, tels, free, sensors, estimate_initial_state):
         found = _sensors_of(str(name), rest, rec, tels, where)
         if not found:
             raise FitError(f"{where}: {name!r} is not a sensor-model name (\"<column>.bias\", \"<column>.scale\", "
-                           "\"time_offset\", optionally prefixed \"data[k].\")", field="data.sensors")
+                           "\"time_offset\", optionally prefixed \"data[k].\")", field="sensors")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise FitError(f"{where} = {_fmt(value)}: must be a finite number", field="data.sensors")
+            raise FitError(f"{where} = {_fmt(value)}: must be a finite number", field="sensors")
         for x in found:
             fixed[x.record][(x.kind, x.column)] = float(value)
     coords: list[Coordinate] = list(parse_free(scens[0], shared)) if shared else []
@@ -374,7 +364,7 @@ def check_identify(
     tels = [telemetry] if isinstance(telemetry, Telemetry) else list(telemetry)
     R = len(tels)
     if not R or not all(isinstance(x, Telemetry) for x in tels):
-        raise FitError("telemetry: expected a Telemetry or a non-empty list of them", field="data")
+        raise FitError("telemetry: expected a Telemetry or a non-empty list of them", field="telemetry")
     scens = [scenario] * R if isinstance(scenario, Scenario) else list(scenario)
     if len(scens) != R or not all(isinstance(x, Scenario) for x in scens):
         raise FitError(f"scenario: expected a jaxhinge Scenario (or one per record: {R}), got "
@@ -383,19 +373,19 @@ def check_identify(
         if sc.spacecraft.panels.labels != scens[0].spacecraft.panels.labels:
             raise FitError(f"data[{k + 1}]: its scenario's panels {', '.join(sc.spacecraft.panels.labels)} differ "
                            f"from the first's ({', '.join(scens[0].spacecraft.panels.labels)}): records share one "
-                           "model", field="data.scenario")
+                           "model", field="scenario")
         names = output_names(sc)
         for c in tel.columns:
             if c not in names:
                 raise FitError(f"{tel.source}: column {c!r} is not an output of the scenario; outputs: "
-                               f"{', '.join(names)}", field="data.columns")
+                               f"{', '.join(names)}", field="columns")
         t_end = float(sc.simulation.t_end)
         if tel.t[0] < -1e-9 * max(1, t_end) or tel.t[-1] > t_end * (1 + 1e-9):
             raise FitError(f"{tel.source}: samples span [{_fmt(tel.t[0])}, {_fmt(tel.t[-1])}] s, outside "
-                           f"the scenario's [0, {_fmt(t_end)}] s", field="data")
+                           f"the scenario's [0, {_fmt(t_end)}] s", field="telemetry")
     if not isinstance(estimate_initial_state, bool):
-        raise FitError(f"fit.estimate_initial_state = {_fmt(estimate_initial_state)}: must be true or false",
-                       field="fit.estimate_initial_state")
+        raise FitError(f"estimate_initial_state = {_fmt(estimate_initial_state)}: must be true or false",
+                       field="estimate_initial_state")
     coords, parts = _parse(scens, tels, free, sensors, estimate_initial_state)
     P = len(coords)
     for sc, tel in zip(scens, tels):
@@ -403,7 +393,7 @@ def check_identify(
     n_res = sum(tel.values.size for tel in tels)
     if n_res <= P:
         raise FitError(f"{n_res} residual(s) for {P} free parameter(s): need more samples or columns than free "
-                       "parameters", field="fit.free")
+                       "parameters", field="free")
     return scens, tels, coords, parts
 
 
@@ -449,27 +439,27 @@ def identify(
     """
     t_start = time.perf_counter()
     if solver not in SOLVERS:
-        raise FitError(f"fit.solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="fit.solver")
+        raise FitError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="solver")
     for k, v in (("max_steps", max_steps), ("starts", starts)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise FitError(f"fit.{k} = {_fmt(v)}: must be an integer >= 1", field=f"fit.{k}")
+            raise FitError(f"{k} = {_fmt(v)}: must be an integer >= 1", field=f"{k}")
     for k, v in (("rtol", rtol), ("atol", atol), ("spread", spread), ("ident_rtol", ident_rtol),
                  ("warn_rtol", warn_rtol)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"fit.{k} = {_fmt(v)}: must be a finite number > 0", field=f"fit.{k}")
+            raise FitError(f"{k} = {_fmt(v)}: must be a finite number > 0", field=f"{k}")
     if isinstance(max_step, bool) or not isinstance(max_step, (int, float)) or not (max_step >= 0 and
                                                                                        math.isfinite(max_step)):
-        raise FitError(f"fit.max_step = {_fmt(max_step)}: must be a finite number >= 0 (0: optimistix's "
-                       "Levenberg-Marquardt with unbounded steps)", field="fit.max_step")
+        raise FitError(f"max_step = {_fmt(max_step)}: must be a finite number >= 0 (0: optimistix's "
+                       "Levenberg-Marquardt with unbounded steps)", field="max_step")
     if isinstance(horizon, str) and horizon != "auto":
-        raise FitError(f"fit.horizon = {horizon!r}: must be \"auto\" or increasing fractions in (0, 1] ending "
-                       "with 1, e.g. [0.25, 0.5, 1.0]", field="fit.horizon")
+        raise FitError(f"horizon = {horizon!r}: must be \"auto\" or increasing fractions in (0, 1] ending "
+                       "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
     hz = horizon if isinstance(horizon, str) else list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
     if not isinstance(hz, str) and (
             not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1 for h in hz) or
             any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1):
-        raise FitError(f"fit.horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
-                       "with 1, e.g. [0.25, 0.5, 1.0]", field="fit.horizon")
+        raise FitError(f"horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
+                       "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
     scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
                                                 estimate_initial_state=estimate_initial_state)
     P = len(coords)

@@ -1,41 +1,4 @@
-r"""Linear modal analysis about the rest equilibrium: $M, C, K$, free and clamped modes, damped poles.
-
-**The linearisation.** The nonlinear model of `_dynamics.py` is linearised about its rest equilibrium: hub at
-rest (attitude arbitrary, taken as $\sigma_{BN} = 0$), every hinge at its spring reference $\theta = \theta_{ref}$,
-no loads. Coordinates ($6 + N$ of them, in this order)
-
-$$q = (x_B,\ \phi_B,\ \delta\theta), \qquad \dot q = u = (v_{B/N},\ \omega_{BN},\ \dot\theta),$$
-
-with $x_B$ the hub point B displacement [m], $\phi_B$ the small hub rotation [rad] ($\phi_B = 4\sigma_{BN}$ to first
-order, so $\dot\phi_B = \omega_{BN}$), $\delta\theta = \theta - \theta_{ref}$. The linear equations are
-$M\ddot q + C\dot q + K q = 0$ with
-
-- $M = \sum_b J_{v,b}^T m_b J_{v,b} + J_{\omega,b}^T I_b J_{\omega,b}$, the kinetic-energy matrix, from each body's
-  velocity Jacobian (hub: $v_{B_c} = v_B - \tilde r_{B_c/B}\,\omega$; panel: $v_S = v_B - \tilde r_{S/B}\,\omega +
-  d\,\hat s_3\dot\theta$, $\omega_S = \omega + \hat s_2\dot\theta$, with the simulator's own panel geometry at
-  $\theta_{ref}$);
-- $K = \mathrm{diag}(0_6, k)$: the Hessian of the spring energy $\tfrac12\sum k(\theta-\theta_{ref})^2$;
-- $C = \mathrm{diag}(0_6, c)$: the Hessian of the Rayleigh function $\tfrac12\sum c\,\dot\theta^2$.
-
-The first-order state matrix `Linearization.A` is computed separately, by forward-mode autodiff of the
-simulator's `accelerations` (the full nonlinear back-substitution) at the equilibrium; the test suite checks
-$A = [[0, I], [-M^{-1}K, -M^{-1}C]]$, $M$ = Hessian of the simulator's kinetic energy (`diagnostics`) and
-$M^{-1}$ = Jacobian of `accelerations` with respect to the generalized forces, so the modes are those of the
-model that `simulate` integrates.
-
-**Excluded from the linearisation:** gravity (Basilisk applies it as a uniform field at the system CoM, which
-accelerates the whole spacecraft and does not act on the relative motion; the per-panel gravity torque about
-the hinge, which a non-uniform field would give, is zero in that model), external loads, `motorTorque` and
-`thetaDotRef` (they move the spacecraft off the rest equilibrium), and the initial state.
-
-**Boundary conditions.**
-
-- `"free"` (what flies): the hub equations carry no stiffness and no damping, so the 6 rigid-body modes are
-  eliminated exactly by static condensation of the hub coordinates (zero total linear and angular momentum):
-  $M_r = M_{\theta\theta} - M_{\theta h}M_{hh}^{-1}M_{h\theta}$, $C_r = C_{\theta\theta}$, $K_r = K_{\theta\theta}$.
-  The hub part of each flexible mode is $q_h = -M_{hh}^{-1}M_{h\theta}\,q_\theta$.
-- `"clamped"` (a panel on an FEA fixture or test stand): hub rows and columns removed, $M_r = M_{\theta\theta}$.
-  One panel alone then has $f = \sqrt{k/(I_{s2} + m d^2)}/2\pi$.
+r"""Modes of the linearisation (`_linearize`): undamped and damped, and their derivatives.
 
 **Modes.** Undamped: $M_r = LL^T$ (Cholesky), `eigh` of the symmetric $\tilde K = L^{-1}K_rL^{-T}$ gives $\omega^2$
 and mass-normalised shapes (differentiable, robust to repeated frequencies). Damped: the $2N$ poles $\lambda$ of
@@ -62,7 +25,6 @@ their derivatives are not defined there.
 """
 
 import dataclasses
-import math
 
 import equinox as eqx
 import jax
@@ -70,163 +32,22 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
-from .._dynamics._backsub import accelerations, hinge_geometry, panel_inertia_diag
-from .._io._files import json_number as _num
-from .._math import assignment, mrp_bmat, safe_sqrt, tilde
-from .._model._loads import Loads
-from .._model._scenario import Scenario, SimulationConfig, compile_key
-from .._model._spacecraft import InitialState, Spacecraft, State, strip_labels
-from .._programs import program
-from .._simulation._simulate import check_memory, simulate_unjitted
+from .._math import assignment, safe_sqrt, tilde
+from .._model._scenario import Scenario
+from .._model._spacecraft import Spacecraft, strip_labels
+from .._runtime._programs import program
+from ._linearize import (
+    _labels,
+    _spacecraft_of,
+    body_jacobians,
+    check_boundary,
+    mass_matrix,
+    reduced_matrices,
+)
 
-BOUNDARIES = ("free", "clamped")
-EFFECTIVE_MASS_NAMES = ("T1_kg", "T2_kg", "T3_kg", "R1_kg_m2", "R2_kg_m2", "R3_kg_m2")
-HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")
 _CLUSTER_RTOL = 1e-8  # poles closer than this (relative to the largest |lambda|) form one cluster
 _IMAG_RTOL = 1e-12  # |Im lambda| below this (relative) counts as a real pole
 
-
-def check_boundary(boundary: str) -> str:
-    """`boundary` if it is `"free"` or `"clamped"`, else a `ValueError` naming the value and the choices."""
-    if boundary not in BOUNDARIES:
-        raise ValueError(f'boundary = {boundary!r}: allowed values are "free", "clamped"')
-    return boundary
-
-
-def _spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
-    if isinstance(model, Scenario):
-        return model.spacecraft
-    if isinstance(model, Spacecraft):
-        return model
-    raise TypeError(f"expected a jaxhinge Scenario or Spacecraft, got {type(model).__name__}")
-
-
-def _labels(sc: Spacecraft) -> dict[str, tuple[str, ...]]:
-    """The static names of `Modes` (and `Linearization.dof_names`) for the model's panels."""
-    names = sc.panels.labels
-    return {"panel_names": names, "dof_names": HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in names),
-            "participants": ("hub_translation", "hub_rotation", *names)}
-
-
-class Linearization(eqx.Module):
-    """The linear model about the rest equilibrium, in the $6+N$ coordinates $(x_B, \\phi_B, \\delta\\theta)$.
-
-    - `M`: mass (kinetic-energy) matrix [kg, kg m, kg m^2 blocks], symmetric positive definite.
-    - `C`: damping matrix, $\\mathrm{diag}(0_6, c)$ [N m s/rad]. `K`: stiffness, $\\mathrm{diag}(0_6, k)$ [N m/rad].
-    - `A`: first-order state matrix, $\\dot z = Az$ with $z = (q, \\dot q)$ ($2(6+N)$ square), from forward-mode
-      autodiff of the simulator's `accelerations`.
-    - `dof_names`: the coordinate names (static), hub first, then `theta[<panel name>]`.
-    """
-
-    M: Float[Array, "dof dof"]
-    C: Float[Array, "dof dof"]
-    K: Float[Array, "dof dof"]
-    A: Float[Array, "state state"]
-    dof_names: tuple[str, ...] = eqx.field(static=True)
-
-
-class BodyJacobians(eqx.Module):
-    """Body velocities at the equilibrium as linear maps of $u$ (body 0 = hub, then the panels).
-
-    `J_v[b] @ u` is the CoM velocity of body b [m/s], `J_w[b] @ u` its angular velocity [rad/s] (B = N frame
-    at $\\sigma_{BN} = 0$); `mass[b]` [kg]; `inertia[b]` about its CoM in B [kg m^2]."""
-
-    J_v: Float[Array, "bodies 3 dof"]
-    J_w: Float[Array, "bodies 3 dof"]
-    mass: Float[Array, " bodies"]
-    inertia: Float[Array, "bodies 3 3"]
-
-
-def body_jacobians(spacecraft: Spacecraft) -> BodyJacobians:
-    """Velocity Jacobians of the hub and of every panel at the rest equilibrium ($\\theta = \\theta_{ref}$).
-
-    Hub: $v_{B_c} = v_B - \\tilde r_{B_c/B}\\,\\omega$, $\\omega$. Panel i: $v_{S_i} = v_B -
-    \\tilde r_{S_i/B}\\,\\omega + \\sum_k a_{ik}\\hat s_{k,3} w_k$ and
-    $\\omega_{S_i} = \\omega + \\hat s_{i,2} w_i$ with the absolute rates $w = T\\dot\\theta$ (`_backsub`)."""
-    hub, p = spacecraft.hub, spacecraft.panels
-    n, dtype = p.count, jnp.result_type(hub.mHub)
-    geom = hinge_geometry(p, p.thetaRef, jnp.zeros_like(p.thetaRef))
-    T = p.topology.ancestors(jnp.eye(n, dtype=dtype))  # dw/dthetaDot
-    eyes = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n + 1, 3, 3))
-    hub_row = jnp.zeros((1, 3, n), dtype)  # the hub's velocity does not depend on thetaDot
-    # dv_S_i/dthetaDot_j = sum_k a_ik s3_k T_kj, domega_S_i/dthetaDot_j = s2_i T_ij
-    dv = jnp.concatenate([hub_row, p.topology.lever(p.d, p.l, geom.s3[:, :, None] * T[:, None, :])])
-    dw = jnp.concatenate([hub_row, geom.s2[:, :, None] * T[:, None, :]])
-    r = jnp.concatenate([hub.r_BcB_B[None], geom.r_SB_B])  # body CoMs relative to B
-    IPntS_B = jnp.einsum("nia,ni,nib->nab", geom.dcm_SB, panel_inertia_diag(p), geom.dcm_SB)
-    return BodyJacobians(J_v=jnp.concatenate([eyes, -tilde(r), dv], 2),
-                         J_w=jnp.concatenate([jnp.zeros_like(eyes), eyes, dw], 2),
-                         mass=jnp.concatenate([hub.mHub[None], p.mass]),
-                         inertia=jnp.concatenate([hub.IHubPntBc_B[None], IPntS_B], 0))
-
-
-def mass_matrix(spacecraft: Spacecraft) -> Float[Array, "dof dof"]:
-    """$M = \\sum_b J_{v,b}^T m_b J_{v,b} + J_{\\omega,b}^T I_b J_{\\omega,b}$ at the rest equilibrium."""
-    bj = body_jacobians(spacecraft)
-    M = jnp.einsum("n,nia,nib->ab", bj.mass, bj.J_v, bj.J_v)
-    M = M + jnp.einsum("nia,nij,njb->ab", bj.J_w, bj.inertia, bj.J_w)
-    return 0.5 * (M + M.T)
-
-
-def _rest_spacecraft(spacecraft: Spacecraft) -> Spacecraft:
-    """The unforced model: no gravity, no motor torque, no damper reference rate."""
-    p = spacecraft.panels
-    z = jnp.zeros_like(p.k)
-    return Spacecraft(spacecraft.hub, eqx.tree_at(lambda q: (q.motorTorque, q.thetaDotRef), p, (z, z)), None)
-
-
-def state_matrix(spacecraft: Spacecraft) -> Float[Array, "state state"]:
-    """$A = \\partial \\dot z / \\partial z$ at the rest equilibrium, $z = (x_B, \\phi_B, \\delta\\theta, v_B, \\omega,
-    \\dot\\theta)$, by forward-mode autodiff of the simulator's `accelerations` ($\\sigma_{BN} = \\phi_B/4$)."""
-    sc = _rest_spacecraft(spacecraft)
-    dof = 6 + sc.panels.count
-    zero3 = jnp.zeros(3, jnp.result_type(sc.hub.mHub))
-
-    def field(z):
-        q, u = z[:dof], z[dof:]
-        state = State(r_BN_N=q[:3], v_BN_N=u[:3], sigma_BN=q[3:6] / 4.0, omega_BN_B=u[3:6],
-                      theta=sc.panels.thetaRef + q[6:], thetaDot=u[6:])
-        rDDot_N, omegaDot, thetaDDot = accelerations(sc, state, zero3, zero3, zero3, 0.0)
-        phiDot = mrp_bmat(state.sigma_BN) @ state.omega_BN_B  # = 4 sigmaDot
-        return jnp.concatenate([u[:3], phiDot, u[6:], rDDot_N, omegaDot, thetaDDot])
-
-    return jax.jacfwd(field)(jnp.zeros(2 * dof, zero3.dtype))
-
-
-@program
-def _linearize(sc: Spacecraft) -> Linearization:
-    zeros6 = jnp.zeros(6, jnp.result_type(sc.hub.mHub))
-    return Linearization(M=mass_matrix(sc), C=jnp.diag(jnp.concatenate([zeros6, sc.panels.c])),
-                         K=jnp.diag(jnp.concatenate([zeros6, sc.panels.k])), A=state_matrix(sc),
-                         dof_names=_labels(sc)["dof_names"])
-
-
-def linearize(model: Scenario | Spacecraft) -> Linearization:
-    """Linearise the model about its rest equilibrium (see the module docstring for coordinates and what is
-    excluded).
-
-    **Arguments:**
-
-    - `model`: a `Scenario` or `Spacecraft` (only the spacecraft is used).
-
-    **Returns:** a `Linearization` with `M`, `C`, `K` ($6+N$ square) and the state matrix `A`.
-
-    Compiled once per model structure (`eqx.filter_jit`); differentiable.
-    """
-    sc = _spacecraft_of(model)
-    return dataclasses.replace(_linearize(strip_labels(sc)), dof_names=_labels(sc)["dof_names"])
-
-
-def reduced_matrices(
-    spacecraft: Spacecraft, boundary: str = "free"
-) -> tuple[Float[Array, "panels panels"], Float[Array, "panels panels"], Float[Array, "panels panels"]]:
-    """$(M_r, C_r, K_r)$ in the hinge coordinates: free (hub condensed) or clamped (hub removed)."""
-    check_boundary(boundary)
-    M = mass_matrix(spacecraft)
-    Mtt = M[6:, 6:]
-    if boundary == "free":
-        Mtt = Mtt - M[:6, 6:].T @ jnp.linalg.solve(M[:6, :6], M[:6, 6:])
-    return 0.5 * (Mtt + Mtt.T), jnp.diag(spacecraft.panels.c), jnp.diag(spacecraft.panels.k)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -381,30 +202,6 @@ class Modes(eqx.Module):
     dof_names: tuple[str, ...] = eqx.field(static=True)
     participants: tuple[str, ...] = eqx.field(static=True)
 
-    def as_dict(self) -> dict:
-        """Plain Python (JSON-ready; NaN/inf as `None`): `{"boundary", "modes": [...]}`, one entry per mode."""
-        values = {k: np.asarray(getattr(self, k))
-                  for k in ("frequency_hz", "damping_ratio", "damped_frequency_hz", "natural_frequency_hz")}
-        lam, over, shape, ef, em = (np.asarray(x) for x in (self.eigenvalue, self.overdamped, self.shape,
-                                                            self.energy_fraction, self.effective_mass))
-        return {"boundary": self.boundary, "reference_point_m": [_num(v) for v in np.asarray(self.reference_point)],
-                "modes": [
-            {
-                "mode": j + 1,
-                **{k: _num(v[j]) for k, v in values.items()},
-                "eigenvalue": [_num(lam[j].real), _num(lam[j].imag)],
-                "overdamped": bool(over[j]),
-                "energy_fraction": {k: _num(v) for k, v in zip(self.participants, ef[j])},
-                "effective_mass": dict(zip(EFFECTIVE_MASS_NAMES, (_num(v) for v in em[j]))),
-                "shape": {
-                    "x_B_m": [_num(v) for v in shape[j, :3]],
-                    "phi_B_rad": [_num(v) for v in shape[j, 3:6]],
-                    "theta_rad": {k: _num(v) for k, v in zip(self.panel_names, shape[j, 6:])},
-                },
-            }
-            for j in range(lam.shape[0])
-        ]}
-
 
 def _modes(sc: Spacecraft, boundary: str, reference_point=None) -> Modes:
     n = sc.panels.count
@@ -531,161 +328,3 @@ def complex_mode_state(
     xdot = lam[i] * x
     hdot = -np.linalg.solve(M[:6, :6], M[:6, 6:] @ xdot) if boundary == "free" else np.zeros(6, dtype=complex)
     return complex(lam[i]), x, np.concatenate([hdot, xdot])
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Independent check: free responses of the nonlinear model
-# ------------------------------------------------------------------------------------------------------------
-
-CLAMP_FACTOR = 1e9  # "clamped" is simulated as a hub this much heavier (mass and inertia)
-_CHECK_INTEGRATOR = "dopri8"
-
-
-class ModeMeasurement(eqx.Module):
-    """Frequencies and damping ratios measured from nonlinear free responses (one per mode), beside the linear
-    model's values. NaN where a mode could not be measured (overdamped, fewer than 4 zero crossings).
-
-    - `frequency_hz`, `damping_ratio`, `damped_frequency_hz`: measured ($|\\lambda| = \\sqrt{\\sigma^2 +
-      \\omega_d^2}$, $\\zeta = \\sigma/|\\lambda|$ from the measured decay rate $\\sigma$ and oscillation $\\omega_d$).
-    - `model_frequency_hz`, `model_damping_ratio`: the linear model (`modes`).
-    - `crossings`: zero crossings used per mode; `panel`: the hinge whose angle was analysed (largest in the
-      mode); `amplitude_rad`: the initial hinge amplitude; `t_end`, `save_dt` [s]; `success`: every run finished.
-    - `t` (modes, T) [s] and `theta` (modes, T, panels) [rad]: the free responses, hinge angles relative to
-      `thetaRef` (run j started in mode j).
-    """
-
-    frequency_hz: np.ndarray
-    damping_ratio: np.ndarray
-    damped_frequency_hz: np.ndarray
-    model_frequency_hz: np.ndarray
-    model_damping_ratio: np.ndarray
-    crossings: np.ndarray
-    panel: tuple[str, ...]
-    amplitude_rad: float
-    t_end: float
-    save_dt: float
-    success: bool
-    boundary: str
-    t: np.ndarray
-    theta: np.ndarray
-
-    def as_dict(self) -> dict:
-        """JSON-ready: one entry per mode plus the run settings (without the time histories)."""
-        values = {"measured_frequency_hz": self.frequency_hz, "measured_damping_ratio": self.damping_ratio,
-                  "measured_damped_frequency_hz": self.damped_frequency_hz,
-                  "model_frequency_hz": self.model_frequency_hz,
-                  "model_damping_ratio": self.model_damping_ratio}
-        rows = [{"mode": j + 1, **{k: _num(v[j]) for k, v in values.items()},
-                 "zero_crossings": int(self.crossings[j]), "panel": self.panel[j]}
-                for j in range(len(self.panel))]
-        return {
-            "method": (
-                "each mode started alone (initial state = real part of its damped eigenvector, hinge amplitude "
-                f"{self.amplitude_rad:g} rad, zero total momentum) and the nonlinear model integrated (dopri8, "
-                "rtol 1e-11); zero crossings of the largest hinge angle located by cubic interpolation give the "
-                "oscillation frequency, the decay of the slopes at the crossings gives the decay rate"
-                + ("; clamped = hub mass and inertia x 1e9" if self.boundary == "clamped" else "")
-            ),
-            "t_end_s": self.t_end,
-            "save_dt_s": self.save_dt,
-            "success": self.success,
-            "modes": rows,
-        }
-
-
-@program
-def _simulate_batch(scenario: Scenario, initials):
-    def one(ini):
-        traj = simulate_unjitted(Scenario(scenario.spacecraft, ini, scenario.loads, scenario.simulation))
-        return traj.t, traj.theta, traj.success
-
-    return jax.lax.map(one, initials)
-
-
-def _crossings(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zero crossings of a sampled signal (cubic through 4 samples) and the slope there."""
-    idx = np.nonzero(np.signbit(x[:-1]) != np.signbit(x[1:]))[0]
-    idx = idx[(idx >= 1) & (idx + 2 < len(x))]
-    tc, sc = [], []
-    for k in idx:
-        coef = np.polyfit(t[k - 1 : k + 3] - t[k], x[k - 1 : k + 3], 3)
-        h = t[k + 1] - t[k]
-        roots = np.roots(coef)
-        good = [r.real for r in roots if abs(r.imag) < 1e-9 * h and -1e-9 * h <= r.real <= h * (1 + 1e-9)]
-        if not good:
-            continue
-        r = min(good, key=lambda r: abs(r - h / 2))
-        tc.append(t[k] + r)
-        sc.append(np.polyval(np.polyder(coef), r))
-    return np.asarray(tc), np.asarray(sc)
-
-
-def measure_modes(
-    model: Scenario | Spacecraft,
-    boundary: str = "free",
-    *,
-    periods: float = 30.0,
-    samples_per_period: int = 64,
-    amplitude: float = 1e-4,
-) -> ModeMeasurement:
-    """Measure each flexible mode's frequency and damping from free responses of the **nonlinear** model.
-
-    Each mode is started alone: hinge angles $\\theta_{ref} + a\\,\\mathrm{Re}(x)$, rates $a\\,\\mathrm{Re}(\\lambda
-    x)$ (its damped eigenvector $x$, scaled so the largest hinge amplitude is `amplitude` [rad]) and the hub
-    rate that makes the total momentum zero. The modes are integrated one after another in one program (`lax.map`:
-    each with its own adaptive steps, traced once; `dopri8`, rtol
-    1e-11, atol 1e-14 x amplitude) for `periods` periods of the slowest mode, sampled `samples_per_period` times
-    per period of the fastest. The largest hinge angle's zero crossings (cubic interpolation through 4 samples)
-    give the oscillation period by least squares; the slopes at the crossings decay as $e^{-\\sigma t}$, which
-    gives $\\sigma$. Then $|\\lambda| = \\sqrt{\\sigma^2 + \\omega_d^2}$ and $\\zeta = \\sigma/|\\lambda|$ are compared
-    with the linear model. Clamped: the hub is made `1e9` times heavier (mass and inertia), which changes the
-    frequencies by about `1e-9` relative. Gravity, loads and motor torques are removed, as in `modes`.
-
-    Accuracy (tests): relative frequency error ~1e-9 for a 1e-4 rad amplitude, set by the nonlinearity
-    ($\\propto a^2$) and the interpolation, far below an FFT's resolution $1/(\\text{periods})$.
-
-    **Returns:** a `ModeMeasurement` (NumPy arrays; host function, not differentiable).
-    """
-    check_boundary(boundary)
-    sc = _rest_spacecraft(_spacecraft_of(model))
-    m = modes(sc, boundary)
-    n = sc.panels.count
-    f_model, z_model = np.asarray(m.frequency_hz), np.asarray(m.damping_ratio)
-    thetaRef = np.asarray(sc.panels.thetaRef)
-    states = [complex_mode_state(sc, j, boundary) for j in range(n)]  # (lambda, x, u), scaled below
-    osc = np.array([abs(lam.imag) for lam, _, _ in states])
-    panel_idx = [int(np.argmax(np.abs(x))) for _, x, _ in states]
-    panels = tuple(sc.panels.labels[i] for i in panel_idx)
-    f_meas, z_meas, fd_meas = np.full((3, n), np.nan)
-    count = np.zeros(n, int)
-    oscillating = osc > 0
-    if not np.any(oscillating):  # also no panel at all
-        return ModeMeasurement(f_meas, z_meas, fd_meas, f_model, z_model, count, panels, float(amplitude),
-                               0.0, 0.0, True, boundary, np.zeros((n, 0)), np.zeros((n, 0, n)))
-    w_min, w_max = osc[oscillating].min(), osc[oscillating].max()
-    save_dt = float(2 * np.pi / w_max / samples_per_period)
-    t_end = save_dt * math.ceil(float(periods * 2 * np.pi / w_min) / save_dt)
-    cfg = SimulationConfig(t_end=t_end, save_dt=save_dt, integrator=_CHECK_INTEGRATOR, dt=save_dt / 4, rtol=1e-11,
-                           atol=1e-14 * amplitude, max_steps=max(100_000, int(200 * t_end / save_dt)))
-    z3 = np.zeros((n, 3))
-    initials = InitialState(z3, z3, z3, np.array([(amplitude * u)[3:6].real for *_, u in states]),
-                            np.array([thetaRef + (amplitude * x).real for _, x, _ in states]),
-                            np.array([(amplitude * u)[6:].real for *_, u in states]))
-    f = CLAMP_FACTOR if boundary == "clamped" else 1.0  # clamped: a hub f times heavier
-    hub = type(sc.hub)(sc.hub.mHub * f, sc.hub.IHubPntBc_B * f, sc.hub.r_BcB_B)
-    scen = Scenario(Spacecraft(hub, sc.panels, None),
-                    InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)
-    check_memory(cfg, n, n, field="periods", value=periods)
-    t, theta, ok = (np.asarray(x) for x in _simulate_batch(compile_key(scen), initials))
-    for j in np.nonzero(oscillating)[0]:
-        keep = t[j] <= periods * 2 * np.pi / osc[j] + 2 * save_dt
-        tc, slope = _crossings(t[j][keep], theta[j][keep, panel_idx[j]] - thetaRef[panel_idx[j]])
-        count[j] = len(tc)
-        if len(tc) < 4:
-            continue
-        wd = np.pi / np.polyfit(np.arange(len(tc)), tc, 1)[0]  # pi / half period
-        sigma = -np.polyfit(tc, np.log(np.abs(slope)), 1)[0]
-        wn = math.hypot(sigma, wd)
-        f_meas[j], z_meas[j], fd_meas[j] = wn / (2 * np.pi), sigma / wn, wd / (2 * np.pi)
-    return ModeMeasurement(f_meas, z_meas, fd_meas, f_model, z_model, count, panels, float(amplitude), t_end,
-                           save_dt, bool(np.all(ok)), boundary, t, theta - thetaRef)

@@ -68,22 +68,16 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._io._files import _fmt, to_json
-from .._io._scenario_file import ScenarioError
+from .._errors import ParameterError, SensitivityError
+from .._format import did_you_mean as _did_you_mean
+from .._format import fmt_value as _fmt
 from .._math import safe_sqrt
-from .._model._params import (
-    Parameter,
-    ParameterError,
-    _did_you_mean,
-    anonymous,
-    apply_resolved,
-    expand,
-    nominal,
-)
+from .._model._params import Parameter, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario, compile_key
-from .._programs import program
+from .._runtime._programs import program
 from .._simulation._simulate import OUTPUT_NAMES, OUTPUT_UNITS, check_memory, save_times, simulate_unjitted
-from ._modes import check_boundary, modes_unjitted
+from ._linearize import check_boundary
+from ._modes import modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
 SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time")
@@ -100,8 +94,8 @@ _OPTIONS = {
 _UNDEFINED_RTOL = 1e-12
 
 
-def _fail(source: str, msg: str) -> ScenarioError:
-    return ScenarioError(f"{source}: {msg}", source=source)
+def _fail(source: str, msg: str) -> SensitivityError:
+    return SensitivityError(f"{source}: {msg}", source=source)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -115,7 +109,7 @@ def parse_parameters(
     """Validate and expand parameter names (module docstring; the parameter registry) into one entry per
     differentiated scalar.
 
-    **Raises:** `ScenarioError` naming the bad name, with the closest valid name when there is one.
+    **Raises:** `SensitivityError` naming the bad name, with the closest valid name when there is one.
     """
     if parameters is None:
         parameters = [f"{p}.{f}" for f in ("k", "c") for p in scenario.spacecraft.panels.labels]
@@ -150,7 +144,7 @@ def parse_outputs(
 ) -> tuple[_Output, ...]:
     """Validate output specs (module docstring): names, options and option values.
 
-    **Raises:** `ScenarioError` naming the bad entry, with the closest valid name when there is one.
+    **Raises:** `SensitivityError` naming the bad entry, with the closest valid name when there is one.
     """
     if isinstance(outputs, (str, Mapping)):
         outputs = [outputs]
@@ -379,78 +373,6 @@ class SensitivityResult:
         """The row names of the scalar and modal outputs (not time histories): what a tornado plot can show."""
         return [n for b in self.blocks if b.kind != "history" for n in self.output_names[b.start : b.stop]]
 
-    def as_dict(self) -> dict:
-        """JSON-ready (no NaN): parameters, and per output its values, Jacobian and normalised Jacobian (nested
-        as `shape + (P,)`; undefined normalised entries `None`), unit, labels and options."""
-        P = len(self.parameter_names)
-        outs = []
-        for b in self.blocks:
-            v, J, N = self.output(b.name)
-            D = self.normalized_defined[b.start : b.stop].reshape(*b.shape, P)
-            outs.append({"name": b.name, "kind": b.kind, "unit": b.unit, "options": b.options,
-                         "shape": list(b.shape), "labels": list(b.labels), "value": v.tolist(),
-                         "jacobian": J.tolist(),
-                         "normalized": np.where(D, N, np.nan).astype(object).tolist()})
-        return to_json({
-            "mode": self.mode,
-            "success": self.success,
-            "parameters": [
-                {"name": n, "value": float(v), "unit": u}
-                for n, v, u in zip(self.parameter_names, self.parameter_values, self.parameter_units)
-            ],
-            "t": None if self.t is None else self.t.tolist(),
-            "outputs": outs,
-            "notes": list(self.notes),
-        })
-
-    def csv_rows(self) -> list[list]:
-        """One row per (output row, parameter): output, component, t, value, unit, parameter, parameter value,
-        parameter unit, dy/dp, dln y/dln p (empty when undefined). Header first."""
-        rows: list[list] = [["output", "component", "t_s", "value", "unit", "parameter", "parameter_value",
-                             "parameter_unit", "dy_dp", "dlny_dlnp"]]
-        for b in self.blocks:
-            ncomp = len(b.labels) if b.labels else 1
-            for r in range(b.start, b.stop):
-                local = r - b.start
-                comp = b.labels[local % ncomp] if b.labels else ""
-                tt = repr(float(self.t[local // ncomp])) if b.kind == "history" else ""
-                for j, pn in enumerate(self.parameter_names):
-                    rows.append([b.name, comp, tt, repr(float(self.output_values[r])), b.unit, pn,
-                                 repr(float(self.parameter_values[j])), self.parameter_units[j],
-                                 repr(float(self.jacobian[r, j])),
-                                 repr(float(self.normalized[r, j])) if self.normalized_defined[r, j] else ""])
-        return rows
-
-    def plot_tornado(self, output: str, f=None, fmt: str = "png", ax=None, top: int | None = None):
-        """Tornado plot for one scalar output row: horizontal bars of $\\partial\\ln y/\\partial\\ln p$, largest
-        $|\\cdot|$ on top (parameters whose normalisation is undefined are listed, without a bar). Draws on `ax`,
-        or writes a figure to the file object `f` (format `fmt`); returns the axes (None when written)."""
-        from .._io._plot import _plt, shown
-
-        plt = _plt()
-        ranked = self.ranking(output)[:top]
-        own = ax is None
-        if own:
-            fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(ranked) + 1.6))
-        labels = [n if v is not None else f"{n} (undefined)" for n, v in ranked]
-        vals = [0.0 if v is None else v for _, v in ranked]
-        pos = np.arange(len(ranked))[::-1]
-        ax.barh(pos, vals, color=["tab:red" if v < 0 else "tab:blue" for v in vals])
-        ax.set_yticks(pos, labels)
-        ax.axvline(0.0, color="k", lw=0.8)
-        r = self.row(output)
-        ax.set_xlabel("d ln y / d ln p [-]  (% change of y per % change of p)")
-        value, unit = shown(self.output_values[r], self.output_units[r])
-        ax.set_title(f"{output} = {value:.6g} {unit}")
-        ax.grid(axis="x", alpha=0.3)
-        if own:
-            fig.tight_layout()
-            if f is not None:
-                fig.savefig(f, format=fmt, dpi=110)
-                plt.close(fig)
-                return None
-        return ax
-
 
 # ------------------------------------------------------------------------------------------------------------
 # Entry point
@@ -514,7 +436,7 @@ def sensitivity(
 
     **Returns:** a `SensitivityResult`.
 
-    **Raises:** `ScenarioError` (a `ValueError`) for unknown names, bad options or a bad mode, before any
+    **Raises:** `SensitivityError` (a `ValueError`) for unknown names, bad options or a bad mode, before any
     compilation. A failed simulation does not raise: `success` is False and a note says so.
 
     Compiled once per (model structure, outputs, parameter names, mode); the parameter and scenario values are

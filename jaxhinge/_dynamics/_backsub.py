@@ -36,7 +36,7 @@ v_{rot} \mathrel{-}= \tilde G^T c_\theta + \sum_i \left[\omega\times(w_i I_{s_i,
 (r_{S_i}\times r'_{S_i}) + m_i\, r_{S_i}\times r''_{S_i,w^2}\right].$$
 
 The hinge-space matrix $T^T M_w T$ is diagonal when every panel hangs from the hub (then the solve is a
-division, as in Basilisk), block diagonal by chains otherwise (`Topology.solve`: an unrolled $L D L^T$ per chain).
+division, as in Basilisk), block diagonal by chains otherwise (`hinge_solve`: an unrolled $L D L^T$ per chain).
 """
 
 from typing import NamedTuple
@@ -45,70 +45,23 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._math import lead_sum, m2, mrp_bmat, mrp_to_dcm, tilde
+from .._math import (
+    cross3,
+    dot3,
+    lead_sum,
+    m2,
+    matrix3,
+    mm3,
+    mrp_bmat,
+    mrp_to_dcm,
+    mtv3,
+    mv3,
+    outer3,
+    tilde,
+    xyz,
+)
 from .._model._spacecraft import Panels, Spacecraft, State
-
-# Small 3-vector/3x3 algebra written out in components. XLA on CPU compiles every dot/reduction as its own
-# kernel (tens of ms of compile time each, and a per-call cost at run time); written elementwise, a whole
-# stage fuses into one loop. Leading axes broadcast, once, before the components are split: reverse mode
-# transposes a broadcast into a reduction (a kernel of its own), so one explicit broadcast per operand costs one
-# reduction where a broadcast inside every component product cost one each, and matrices are assembled by
-# concatenation (transposed: slices) rather than by multiplying with the identity (transposed: reductions).
-# Measured on one vector-field evaluation of the seed scenario (benchmarks/bench_kernels.py): its reverse-mode
-# transpose 142 -> 88 kernels, the forward evaluation 35 -> 36.
-
-
-def _xyz(a):
-    """The three components of `a` over its last axis, each keeping that axis (length 1): one `split`
-    instead of a slice and a squeeze per use. One vector-field evaluation traces 898 instead of 1490
-    operations (tracing a telemetry fit's Jacobian 6.7 s -> 5.1 s); the compiled program is the same (XLA
-    merges repeated slices), so compile time does not change."""
-    return jnp.split(a, 3, axis=-1)
-
-
-def _dot(a, b):
-    """$a \\cdot b$ over the last axis."""
-    a, b = jnp.broadcast_arrays(a, b)
-    ax, ay, az = _xyz(a)
-    bx, by, bz = _xyz(b)
-    return (ax * bx + ay * by + az * bz)[..., 0]
-
-
-def _mv(M, x):
-    """$M x$ for 3x3 `M`."""
-    c0, c1, c2 = _xyz(M)  # columns (..., 3, 1)
-    x0, x1, x2 = (xi[..., None, :] for xi in _xyz(x))  # (..., 1, 1)
-    return (c0 * x0 + c1 * x1 + c2 * x2)[..., 0]
-
-
-def _mtv(M, x):
-    """$M^T x$ for 3x3 `M`."""
-    r0, r1, r2 = jnp.split(M, 3, axis=-2)  # rows (..., 1, 3)
-    x0, x1, x2 = (xi[..., None] for xi in _xyz(x))  # (..., 1, 1)
-    return (r0 * x0 + r1 * x1 + r2 * x2)[..., 0, :]
-
-
-def _matrix(entries):
-    """3x3 matrices from nine row-major entries of one shape (..., 1)."""
-    return jnp.concatenate([jnp.concatenate(entries[3 * i:3 * i + 3], -1)[..., None, :] for i in range(3)], -2)
-
-
-def _mm(A, B):
-    """$A B$ for 3x3 matrices."""
-    a0, a1, a2 = _xyz(A)  # columns (..., 3, 1)
-    b0, b1, b2 = jnp.split(B, 3, axis=-2)  # rows (..., 1, 3)
-    return a0 * b0 + a1 * b1 + a2 * b2
-
-
-def _outer(a, b):
-    return a[..., :, None] * b[..., None, :]
-
-
-def _cross(a, b):
-    a, b = jnp.broadcast_arrays(a, b)
-    ax, ay, az = _xyz(a)
-    bx, by, bz = _xyz(b)
-    return jnp.concatenate([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], -1)
+from ._tree_solve import hinge_solve
 
 
 class HingeGeometry(NamedTuple):
@@ -136,7 +89,7 @@ def hinge_geometry(
     """Frames, hinge points, CoMs and their body-frame rates of every panel (module docstring)."""
     top = panels.topology
     phi, w = top.ancestors(theta), top.ancestors(thetaDot)
-    dcm_SB = _mm(m2(phi), top.of_root(panels.dcm_HB))
+    dcm_SB = mm3(m2(phi), top.of_root(panels.dcm_HB))
     s1, s2, s3 = dcm_SB[:, 0, :], dcm_SB[:, 1, :], dcm_SB[:, 2, :]
     r_root = top.of_root(panels.r_HB_B)
     d, l = panels.d, panels.l
@@ -160,9 +113,9 @@ class MassProps(NamedTuple):
 
 def _rrT(r):
     """$\\tilde r \\tilde r^T = |r|^2 I - r r^T$ (batched)."""
-    x = _xyz(r)
+    x = xyz(r)
     r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2]
-    return _matrix([r2 - x[i] * x[i] if i == j else -x[i] * x[j] for i in range(3) for j in range(3)])
+    return matrix3([r2 - x[i] * x[i] if i == j else -x[i] * x[j] for i in range(3) for j in range(3)])
 
 
 def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
@@ -173,16 +126,16 @@ def mass_properties(spacecraft: Spacecraft, geom: HingeGeometry) -> MassProps:
     cPrime_B = lead_sum(p.mass[:, None] * geom.rPrime_SB_B) / m_sc
     # [BS] diag(I) [SB] = sum_i I_i s_i s_i^T
     IPntS_B = (
-        Is[:, 0, None, None] * _outer(geom.s1, geom.s1)
-        + Is[:, 1, None, None] * _outer(geom.s2, geom.s2)
-        + Is[:, 2, None, None] * _outer(geom.s3, geom.s3)
+        Is[:, 0, None, None] * outer3(geom.s1, geom.s1)
+        + Is[:, 1, None, None] * outer3(geom.s2, geom.s2)
+        + Is[:, 2, None, None] * outer3(geom.s3, geom.s3)
     )
     ISC = hub.IHubPntBc_B + hub.mHub * _rrT(hub.r_BcB_B)
     ISC = ISC + lead_sum(IPntS_B + p.mass[:, None, None] * _rrT(geom.r_SB_B))
-    s13 = _outer(geom.s1, geom.s3)
+    s13 = outer3(geom.s1, geom.s3)
     # tilde(r')tilde(r) + tilde(r)tilde(r') = r r'^T + r' r^T - 2 (r . r') I
     r, rp = geom.r_SB_B, geom.rPrime_SB_B
-    rpt_rt = _outer(r, rp) + _outer(rp, r) - 2.0 * _dot(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
+    rpt_rt = outer3(r, rp) + outer3(rp, r) - 2.0 * dot3(r, rp)[:, None, None] * jnp.eye(3, dtype=r.dtype)
     ISCPrime = lead_sum((geom.w * (Is[:, 2] - Is[:, 0]))[:, None, None] * (s13 + jnp.swapaxes(s13, -1, -2))
                        - p.mass[:, None, None] * rpt_rt)
     return MassProps(m_sc, c_B, cPrime_B, ISC, ISCPrime, IPntS_B)
@@ -192,9 +145,9 @@ def gravity_B(spacecraft: Spacecraft, state: State, dcm_BN, c_B) -> Float[Array,
     """Uniform gravity acceleration in B, evaluated at the system CoM (Basilisk's convention)."""
     if spacecraft.gravity is None:
         return jnp.zeros(3, dtype=c_B.dtype)
-    r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
-    r2 = _dot(r_CN_N, r_CN_N)
-    return _mv(dcm_BN, -spacecraft.gravity.mu * r_CN_N / (r2 * jnp.sqrt(r2)))
+    r_CN_N = state.r_BN_N + mtv3(dcm_BN, c_B)
+    r2 = dot3(r_CN_N, r_CN_N)
+    return mv3(dcm_BN, -spacecraft.gravity.mu * r_CN_N / (r2 * jnp.sqrt(r2)))
 
 
 class BackSub(NamedTuple):
@@ -228,29 +181,29 @@ def hinge_contributions(
     g = geom
     d, l = p.d, p.l
     F = top.lever_T(d, l, m)[:, None] * g.s3  # (sum_i m_i a_ij) s3_j
-    G = _cross(top.lever_T(d, l, m[:, None] * g.r_SB_B), g.s3) + Is[:, 1:2] * g.s2
-    acc = _cross(omega, _cross(omega, g.r_SB_B)) + 2.0 * _cross(omega, g.rPrime_SB_B) + g.rDDot_w2 - g_B
+    G = cross3(top.lever_T(d, l, m[:, None] * g.r_SB_B), g.s3) + Is[:, 1:2] * g.s2
+    acc = cross3(omega, cross3(omega, g.r_SB_B)) + 2.0 * cross3(omega, g.rPrime_SB_B) + g.rDDot_w2 - g_B
     m_acc = m[:, None] * acc
-    omega_S = _mv(g.dcm_SB, omega)
-    vw = _dot(g.s3, top.lever_T(d, l, m_acc)) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
+    omega_S = mv3(g.dcm_SB, omega)
+    vw = dot3(g.s3, top.lever_T(d, l, m_acc)) + (Is[:, 0] - Is[:, 2]) * omega_S[:, 0] * omega_S[:, 2]
     Q = u - p.k * (state.theta - p.thetaRef) - p.c * (state.thetaDot - p.thetaDotRef)
     Ft, Gt = top.descendants(F), top.descendants(G)
     if top.trivial:  # every panel on the hub: M_w is diagonal, m d^2 |s3|^2 + I_s2 (Basilisk's division)
-        Mw = m * d * d * _dot(g.s3, g.s3) + Is[:, 1]
+        Mw = m * d * d * dot3(g.s3, g.s3) + Is[:, 1]
         aTheta, bTheta, cTheta = -Ft / Mw[:, None], -Gt / Mw[:, None], (Q - vw) / Mw
     else:  # M_w = (a^T diag(m) a) o (S3 S3^T) + diag(I_s2); a = lever(d, l, I)
         a = top.lever(d, l, jnp.eye(p.count, dtype=m.dtype))
         S33 = sum(g.s3[:, i, None] * g.s3[None, :, i] for i in range(3))
         Mw = top.lever_T(d, l, m[:, None] * a) * S33 + jnp.diag(Is[:, 1])
         rhs = jnp.concatenate([-Ft, -Gt, (Q - top.descendants(vw))[:, None]], 1)
-        sol = top.solve(top.project(Mw), rhs)
+        sol = hinge_solve(top, top.project(Mw), rhs)
         aTheta, bTheta, cTheta = sol[:, 0:3], sol[:, 3:6], sol[:, 6]
     v_trans = -lead_sum(Ft * cTheta[:, None] + m[:, None] * g.rDDot_w2)
-    v_rot = -lead_sum(Gt * cTheta[:, None] + _cross(omega, (g.w * Is[:, 1])[:, None] * g.s2)
-                      + m[:, None] * _cross(omega, _cross(g.r_SB_B, g.rPrime_SB_B))
-                      + m[:, None] * _cross(g.r_SB_B, g.rDDot_w2))
-    A, B = lead_sum(_outer(Ft, aTheta)), lead_sum(_outer(Ft, bTheta))
-    C, D = lead_sum(_outer(Gt, aTheta)), lead_sum(_outer(Gt, bTheta))
+    v_rot = -lead_sum(Gt * cTheta[:, None] + cross3(omega, (g.w * Is[:, 1])[:, None] * g.s2)
+                      + m[:, None] * cross3(omega, cross3(g.r_SB_B, g.rPrime_SB_B))
+                      + m[:, None] * cross3(g.r_SB_B, g.rDDot_w2))
+    A, B = lead_sum(outer3(Ft, aTheta)), lead_sum(outer3(Ft, bTheta))
+    C, D = lead_sum(outer3(Gt, aTheta)), lead_sum(outer3(Gt, bTheta))
     return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
 
 
@@ -258,8 +211,8 @@ def _cofactors(M: Float[Array, "3 3"]) -> tuple[Float[Array, "3 3"], Float[Array
     """Adjugate and determinant of a 3x3 matrix, closed form (as Eigen's fixed-size `inverse()` used by
     Basilisk): `M^{-1} = adj / det`. No LAPACK call: it fuses with the surrounding elementwise work."""
     a, b, c = (r[0] for r in jnp.split(M, 3))
-    adj_T = jnp.stack([_cross(b, c), _cross(c, a), _cross(a, b)])  # rows: cofactor rows
-    det = _dot(a, adj_T[0])
+    adj_T = jnp.stack([cross3(b, c), cross3(c, a), cross3(a, b)])  # rows: cofactor rows
+    det = dot3(a, adj_T[0])
     return adj_T.T, det
 
 
@@ -269,11 +222,11 @@ def hub_solve(bs: BackSub) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
 
     Returns $\\ddot r_{B/N}$ in **B** components and $\\dot\\omega_{BN}$ in B."""
     adjA, detA = _cofactors(bs.A)
-    Ainv_vt = _mv(adjA, bs.v_trans) / detA
-    Ainv_B = _mm(adjA, bs.B) / detA
-    adjS, detS = _cofactors(bs.D - _mm(bs.C, Ainv_B))
-    omegaDot = _mv(adjS, bs.v_rot - _mv(bs.C, Ainv_vt)) / detS
-    rDDot_B = Ainv_vt - _mv(Ainv_B, omegaDot)
+    Ainv_vt = mv3(adjA, bs.v_trans) / detA
+    Ainv_B = mm3(adjA, bs.B) / detA
+    adjS, detS = _cofactors(bs.D - mm3(bs.C, Ainv_B))
+    omegaDot = mv3(adjS, bs.v_rot - mv3(bs.C, Ainv_vt)) / detS
+    rDDot_B = Ainv_vt - mv3(Ainv_B, omegaDot)
     return rDDot_B, omegaDot
 
 
@@ -307,20 +260,20 @@ def accelerations(
     omega = state.omega_BN_B
     m_sc, c_B, cP = mp.m_sc, mp.c_B, mp.cPrime_B
     ct = tilde(c_B)
-    F_B = m_sc * g_B + _mv(dcm_BN, extForce_N) + extForce_B
+    F_B = m_sc * g_B + mv3(dcm_BN, extForce_N) + extForce_B
     eye = jnp.eye(3, dtype=c_B.dtype)
     bs = bs._replace(
         A=bs.A + m_sc * eye,
         B=bs.B - m_sc * ct,
         C=bs.C + m_sc * ct,
         D=bs.D + mp.ISCPntB_B,
-        v_trans=bs.v_trans - 2.0 * m_sc * _cross(omega, cP) - m_sc * _cross(omega, _cross(omega, c_B)) + F_B,
-        v_rot=bs.v_rot - _cross(omega, _mv(mp.ISCPntB_B, omega)) - _mv(mp.ISCPrimePntB_B, omega)
-        + _cross(c_B, m_sc * g_B) + extTorquePntB_B,
+        v_trans=bs.v_trans - 2.0 * m_sc * cross3(omega, cP) - m_sc * cross3(omega, cross3(omega, c_B)) + F_B,
+        v_rot=bs.v_rot - cross3(omega, mv3(mp.ISCPntB_B, omega)) - mv3(mp.ISCPrimePntB_B, omega)
+        + cross3(c_B, m_sc * g_B) + extTorquePntB_B,
     )
     rDDot_B, omegaDot = hub_solve(bs)
-    thetaDDot = _dot(bs.aTheta, rDDot_B) + _dot(bs.bTheta, omegaDot) + bs.cTheta
-    return _mtv(dcm_BN, rDDot_B), omegaDot, thetaDDot
+    thetaDDot = dot3(bs.aTheta, rDDot_B) + dot3(bs.bTheta, omegaDot) + bs.cTheta
+    return mtv3(dcm_BN, rDDot_B), omegaDot, thetaDDot
 
 
 def state_derivative(t, state: State, args) -> State:
@@ -337,7 +290,7 @@ def state_derivative_held(spacecraft: Spacecraft, state: State, f_b, f_n, tq, u)
     return State(
         r_BN_N=state.v_BN_N,
         v_BN_N=rDDot_N,
-        sigma_BN=0.25 * _mv(mrp_bmat(state.sigma_BN), state.omega_BN_B),
+        sigma_BN=0.25 * mv3(mrp_bmat(state.sigma_BN), state.omega_BN_B),
         omega_BN_B=omegaDot,
         theta=state.thetaDot,
         thetaDot=thetaDDot,

@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._math import dcm_to_mrp, mrp_to_dcm
+from .._math import cross3, dcm_to_mrp, dot3, mm3, mrp_to_dcm, mtv3, mv3
 from .._model._spacecraft import InitialState, Spacecraft, State
-from ._backsub import _cross, _dot, _mm, _mtv, _mv, hinge_geometry, mass_properties
+from ._backsub import hinge_geometry, mass_properties
 
 
 class Diagnostics(NamedTuple):
@@ -48,40 +48,40 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     geom = hinge_geometry(p, state.theta, state.thetaDot)
     mp = mass_properties(spacecraft, geom)
     m_sc, c_B = mp.m_sc, mp.c_B
-    cDot_B = mp.cPrime_B + _cross(omega, c_B)
+    cDot_B = mp.cPrime_B + cross3(omega, c_B)
 
     # hub about its own CoM, shifted to B (Basilisk computes "about C" contributions relative to B, then
     # subtracts the CoM terms below)
-    w_x_rBc = _cross(omega, hub.r_BcB_B)
-    Iw_hub = _mv(hub.IHubPntBc_B, omega)
-    H_B = Iw_hub + hub.mHub * _cross(hub.r_BcB_B, w_x_rBc)
-    E_rot = 0.5 * _dot(omega, Iw_hub) + 0.5 * hub.mHub * _dot(w_x_rBc, w_x_rBc)
+    w_x_rBc = cross3(omega, hub.r_BcB_B)
+    Iw_hub = mv3(hub.IHubPntBc_B, omega)
+    H_B = Iw_hub + hub.mHub * cross3(hub.r_BcB_B, w_x_rBc)
+    E_rot = 0.5 * dot3(omega, Iw_hub) + 0.5 * hub.mHub * dot3(w_x_rBc, w_x_rBc)
 
     omega_SN_B = omega + geom.w[:, None] * geom.s2
-    rDot_SB_B = geom.rPrime_SB_B + _cross(omega, geom.r_SB_B)
-    Iw = _mv(mp.IPntS_B, omega_SN_B)
-    H_B = H_B + jnp.sum(Iw + p.mass[:, None] * _cross(geom.r_SB_B, rDot_SB_B), 0)
-    E_rot = E_rot + jnp.sum(0.5 * _dot(omega_SN_B, Iw) + 0.5 * p.mass * _dot(rDot_SB_B, rDot_SB_B)
+    rDot_SB_B = geom.rPrime_SB_B + cross3(omega, geom.r_SB_B)
+    Iw = mv3(mp.IPntS_B, omega_SN_B)
+    H_B = H_B + jnp.sum(Iw + p.mass[:, None] * cross3(geom.r_SB_B, rDot_SB_B), 0)
+    E_rot = E_rot + jnp.sum(0.5 * dot3(omega_SN_B, Iw) + 0.5 * p.mass * dot3(rDot_SB_B, rDot_SB_B)
                             + 0.5 * p.k * (state.theta - p.thetaRef) ** 2)
 
-    rDot_B = _mv(dcm_BN, state.v_BN_N)
-    r_CN_N = state.r_BN_N + _mtv(dcm_BN, c_B)
-    v_CN_N = state.v_BN_N + _mtv(dcm_BN, cDot_B)
-    E_orb = 0.5 * m_sc * (_dot(rDot_B, rDot_B) + 2.0 * _dot(rDot_B, cDot_B) + _dot(cDot_B, cDot_B))
+    rDot_B = mv3(dcm_BN, state.v_BN_N)
+    r_CN_N = state.r_BN_N + mtv3(dcm_BN, c_B)
+    v_CN_N = state.v_BN_N + mtv3(dcm_BN, cDot_B)
+    E_orb = 0.5 * m_sc * (dot3(rDot_B, rDot_B) + 2.0 * dot3(rDot_B, cDot_B) + dot3(cDot_B, cDot_B))
     if spacecraft.gravity is not None:
-        E_orb = E_orb - m_sc * spacecraft.gravity.mu / jnp.sqrt(_dot(r_CN_N, r_CN_N))
-    E_rot = E_rot - 0.5 * m_sc * _dot(cDot_B, cDot_B)
-    H_B = H_B - m_sc * _cross(c_B, cDot_B)
+        E_orb = E_orb - m_sc * spacecraft.gravity.mu / jnp.sqrt(dot3(r_CN_N, r_CN_N))
+    E_rot = E_rot - 0.5 * m_sc * dot3(cDot_B, cDot_B)
+    H_B = H_B - m_sc * cross3(c_B, cDot_B)
 
     # elementwise 3x3 algebra (`_backsub`'s helpers): no separate matrix-product kernels
-    panel_r = state.r_BN_N + _mtv(dcm_BN, geom.r_SB_B)
-    panel_v = state.v_BN_N + _mtv(dcm_BN, rDot_SB_B)
-    dcm_SN = _mm(geom.dcm_SB, dcm_BN)
+    panel_r = state.r_BN_N + mtv3(dcm_BN, geom.r_SB_B)
+    panel_v = state.v_BN_N + mtv3(dcm_BN, rDot_SB_B)
+    dcm_SN = mm3(geom.dcm_SB, dcm_BN)
     return Diagnostics(
         r_CN_N=r_CN_N, v_CN_N=v_CN_N, totOrbEnergy=E_orb, totRotEnergy=E_rot,
-        totOrbAngMomPntN_N=m_sc * _cross(r_CN_N, v_CN_N), totRotAngMomPntC_N=_mtv(dcm_BN, H_B),
+        totOrbAngMomPntN_N=m_sc * cross3(r_CN_N, v_CN_N), totRotAngMomPntC_N=mtv3(dcm_BN, H_B),
         panel_r_SN_N=panel_r, panel_v_SN_N=panel_v, panel_sigma_SN=dcm_to_mrp(dcm_SN),
-        panel_omega_SN_S=_mv(geom.dcm_SB, omega_SN_B), panel_r_HN_N=state.r_BN_N + _mtv(dcm_BN, geom.r_HB_B),
+        panel_omega_SN_S=mv3(geom.dcm_SB, omega_SN_B), panel_r_HN_N=state.r_BN_N + mtv3(dcm_BN, geom.r_HB_B),
     )
 
 
@@ -91,7 +91,7 @@ def initial_state(spacecraft: Spacecraft, initial: InitialState) -> State:
     dcm_NB = mrp_to_dcm(initial.sigma_BNInit).T
     geom = hinge_geometry(spacecraft.panels, initial.thetaInit, initial.thetaDotInit)
     mp = mass_properties(spacecraft, geom)
-    cDot_B = mp.cPrime_B + _cross(initial.omega_BN_BInit, mp.c_B)
+    cDot_B = mp.cPrime_B + cross3(initial.omega_BN_BInit, mp.c_B)
     return State(
         r_BN_N=initial.r_CN_NInit - dcm_NB @ mp.c_B,
         v_BN_N=initial.v_CN_NInit - dcm_NB @ cDot_B,

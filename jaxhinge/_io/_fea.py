@@ -1,6 +1,6 @@
 """Modal results of a finite-element analysis (FEA), read from the solver's output files (`read_fea`).
 
-`FeaModes` is what every reader returns and what the modal fit pairs and fits against: SI units, the axes of the
+Every reader returns a `FeaModes` (`jaxhinge._analysis._pairing`), what the modal fit pairs and fits against: SI units, the axes of the
 FEA model taken to be the hub body frame B, rotations (participation factors and effective masses) about
 `reference_point`. Readers: CalculiX `.dat` of a `*FREQUENCY` step (eigenvalues, participation factors,
 effective modal masses, total effective mass) and NASTRAN SOL 103 `.f06` (the REAL EIGENVALUES table; the modal
@@ -11,14 +11,15 @@ with a message: its reader, pyNastran 1.4.1, requires numpy < 2, which JAX canno
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
 
 import numpy as np
 
-from ._files import ScenarioError, _fmt
+from .._analysis._pairing import FeaModes
+from .._errors import FeaError
+from .._format import fmt_value as _fmt
 
 # metres and kilograms per length and mass unit of the FEA model (time in seconds in every system)
 UNIT_SYSTEMS = {"m-kg-s": (1.0, 1.0), "mm-t-s": (1e-3, 1e3), "mm-kg-s": (1e-3, 1.0), "in-lbf-s": (0.0254, 175.126835)}
@@ -26,44 +27,8 @@ FORMATS = {".dat": "calculix", ".f06": "nastran-f06", ".op2": "nastran-op2"}
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[EeDd][-+]?\d+)?"
 
 
-@dataclasses.dataclass(frozen=True)
-class FeaModes:
-    """The first modes of an FEA modal analysis, in SI units.
-
-    Attributes:
-        frequencies: (n,) natural frequencies [Hz], ascending as in the file.
-        mode_numbers: (n,) the FEA's own mode numbers (1-based, as printed by the solver).
-        effective_mass: (n, 6) modal effective masses: translations x, y, z [kg], rotations about x, y, z
-            through `reference_point` [kg m^2]; None where the file has none.
-        participation: (n, 6) participation factors of mass-normalised modes (translations [kg^0.5], rotations
-            [kg^0.5 m]) about `reference_point`; None where the file has none.
-        damping: (n,) modal damping ratios [-]; None where the file has none.
-        reference_point: (3,) the point the rotational components refer to [m], FEA coordinates (= frame B).
-        boundary: "clamped" (interface/hub fixed, the usual deliverable for appendages), "free" (free-free, with
-            rigid-body modes removed) or None when the file does not say.
-        total_mass: (6,) the rigid-body mass the effective masses are fractions of (the solver's "total effective
-            mass" line where printed, else None).
-        source: the file read.
-        reference_grid: the FEA grid the rotations refer to (NASTRAN `PARAM,GRDPNT`) when the file names one and
-            no `reference_point` was given: its coordinates are not in the file, so a fit asks for them.
-        unread: why tables present in the file were not read (None: everything needed was read).
-    """
-
-    frequencies: np.ndarray
-    mode_numbers: np.ndarray
-    effective_mass: np.ndarray | None = None
-    participation: np.ndarray | None = None
-    damping: np.ndarray | None = None
-    reference_point: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
-    boundary: str | None = None
-    total_mass: np.ndarray | None = None
-    source: str = ""
-    reference_grid: int | None = None
-    unread: str | None = None
-
-
-def _fail(path, msg: str, line: int | None = None) -> ScenarioError:
-    return ScenarioError(f"{path}: {'' if line is None else f'line {line}: '}{msg}", source=str(path))
+def _fail(path, msg: str, line: int | None = None) -> FeaError:
+    return FeaError(f"{path}: {'' if line is None else f'line {line}: '}{msg}", source=str(path))
 
 
 def _rows(path, lines: list[str], start: int, width: int, lead: str = r"\d+") -> tuple[list[list[float]], int]:

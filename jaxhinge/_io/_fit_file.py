@@ -60,14 +60,18 @@ from typing import Any
 import numpy as np
 
 from .._analysis._fit import SOLVERS, FitResult, fit
-from .._analysis._lsq import FitError
-from .._analysis._modes import BOUNDARIES, measure_modes
-from .._model._scenario import ConfigError, Scenario, SimulationConfig
+from .._analysis._linearize import BOUNDARIES
+from .._analysis._measure import measure_modes
+from .._errors import ConfigError, FitError
+from .._format import kind as _kind
+from .._model._scenario import Scenario, SimulationConfig
+from .._report._fit import fit_json, plot_fit
 from .._simulation._simulate import check_memory
+from ._checker import Checker as _Checker
+from ._checker import in_file_terms
 from ._fea import FORMATS, UNIT_SYSTEMS, read_fea
-from ._files import _Checker, _kind, least_squares_json, write_json, write_output_files
-from ._files import json_number as _num
 from ._scenario_file import load_scenario, scenario_toml
+from ._writers import write_json, write_output_files
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
@@ -95,6 +99,9 @@ _DESCRIPTION = {
     "free": 'e.g. free = ["p0.k", "p0.c"]',
 }
 OUTPUT_FILES = ("result.json", "fitted_scenario.toml")  # and the plot, when there is one
+# `fit`'s arguments -> the FIT.toml fields they come from (its errors are restated in the file's terms)
+FILE_FIELDS = {**{k: f"modes.{k}" for k in _MODES if k not in ("fea_format", "fea_units", "rigid_hz")},
+               "fea": "modes.fea", **{k: f"fit.{k}" for k in _FIT}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +258,7 @@ def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tup
     try:
         result = fit(spec.scenario, spec.targets_hz, check=False, progress=progress, **spec.fit_kwargs)
     except FitError as e:
-        raise FitError(f"{spec.path}: {e}", field=e.field) from None
+        raise in_file_terms(e, spec.path, FILE_FIELDS) from None
     timing: dict[str, float] = {}
     if spec.check is not None:
         if progress:
@@ -270,144 +277,9 @@ def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tup
 # ------------------------------------------------------------------------------------------------------------
 
 
-def result_dict(result: FitResult, spec: FitSpec | None = None) -> dict[str, Any]:
-    """The `result.json` content (plain Python; NaN and inf as `null`)."""
-    from .._version import __version__
-
-    params = {}
-    for i, members in enumerate(result.members):
-        for mname in members:
-            entry = {
-                "value": _num(result.values[i]),
-                "sigma": _num(result.sigma[i]),
-                "initial": _num(result.initial[i]),
-                "unit": result.units[i],
-            }
-            if len(members) > 1:
-                entry["tied_with"] = [m for m in members if m != mname]
-            params[mname] = entry
-    f_model = np.asarray(result.modes.frequency_hz)
-    z_model = np.asarray(result.modes.damping_ratio)
-    f_init = np.asarray(result.initial_modes.frequency_hz)
-    z_init = np.asarray(result.initial_modes.damping_ratio)
-    chk = result.check
-    targets = []
-    for i, mode in enumerate(result.mode_numbers):
-        j = mode - 1
-        row: dict[str, Any] = {
-            "mode": mode,
-            "target_frequency_hz": _num(result.targets_hz[i]),
-            "model_frequency_hz": _num(f_model[j]),
-            "frequency_relative_error": _num(result.frequency_error[i]),
-            "initial_frequency_hz": _num(f_init[j]),
-        }
-        if len(result.damping_targets):
-            row.update({
-                "target_damping_ratio": _num(result.damping_targets[i]),
-                "model_damping_ratio": _num(z_model[j]),
-                "damping_relative_error": _num(result.damping_error[i]),
-                "initial_damping_ratio": _num(z_init[j]),
-            })
-        else:
-            row["model_damping_ratio"] = _num(z_model[j])
-        if chk is not None:
-            row["simulated_frequency_hz"] = _num(chk.frequency_hz[j])
-            row["simulated_damping_ratio"] = _num(chk.damping_ratio[j])
-            row["simulated_vs_target_relative"] = _num((chk.frequency_hz[j] - result.targets_hz[i])
-                                                       / result.targets_hz[i])
-        targets.append(row)
-    out: dict[str, Any] = {
-        "jaxhinge_version": __version__,
-        "fit_file": spec.path if spec else None,
-        "scenario": spec.scenario_name if spec else None,
-        "boundary": result.boundary,
-        "parameters": params,
-        "targets": targets,
-        "converged": bool(result.converged),
-        "targets_reached": bool(result.targets_reached),
-        "status": result.status,
-        "message": result.message,
-        "iterations": int(result.iterations),
-        "cost": _num(result.cost),
-        "residuals": [_num(x) for x in result.residuals],
-        "residual_definition": "(model - target) / (sigma_rel * target); frequencies first, then damping ratios",
-        "sigma_basis": result.sigma_note,
-        "solver": result.solver,
-        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free", "fea")},
-        "free": list(result.names),
-        "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
-        "cost_history": [_num(x) for x in result.history],
-        "modes": result.modes.as_dict()["modes"],
-        "chi2": _num(result.chi2),
-        "dof": int(result.dof),
-        **least_squares_json(result),
-    }
-    if chk is not None:
-        out["check"] = chk.as_dict()
-    if result.pairing is not None:
-        fea = spec.fit_kwargs["fea"] if spec else None
-        out["fea"] = {"file": None if fea is None else fea.source, "boundary": result.boundary,
-                      "reference_point_B_m": result.options["reference_point"],
-                      "effective_mass_units": "kg (translations), kg m^2 (rotations)",
-                      "pairing": [{k: (v if not isinstance(v, float) else _num(v)) for k, v in row.items()}
-                                  for row in result.pairing]}
-    return out
-
-
-def plot_fit(result: FitResult, path, fmt: str | None = None, title: str = "") -> None:
-    """Targets vs initial, fitted and simulated frequencies and damping ratios, and the cost history."""
-    from ._plot import _plt
-
-    plt = _plt()
-    has_z = len(result.damping_targets) > 0
-    fig, axes = plt.subplots(1, 3 if has_z else 2, figsize=(13 if has_z else 9, 4.2))
-    x = np.asarray(result.mode_numbers)
-    j = x - 1
-    chk = result.check
-
-    def panel(ax, target, initial, model, simulated, ylabel, scale=1.0):
-        target, initial, model = (scale * np.asarray(a) for a in (target, initial, model))
-        ax.plot(x, target, "_", color="k", ms=22, mew=2.5, label="target", zorder=2)
-        ax.plot(x, initial, "s", mfc="none", color="0.55", ms=8, label="initial model", zorder=3)
-        if simulated is not None:
-            ax.plot(x, scale * np.asarray(simulated), "D", mfc="none", color="C3", ms=10, mew=1.3,
-                    label="fitted, simulated check", zorder=3)
-        ax.plot(x, model, "o", color="C0", ms=5, label="fitted model (linear)", zorder=4)
-        for xi, t, m in zip(x, target, model):
-            ax.annotate(f"{100 * (m - t) / t:+.2g} %", (xi, m), textcoords="offset points", xytext=(12, -3),
-                        fontsize="x-small", color="C0")
-        ax.plot([], [], " ", label="number: (fitted - target)/target")
-        ax.set_xticks(x)
-        ax.set_xlim(x.min() - 0.5, x.max() + 0.9)
-        ax.set_xlabel("mode [-]")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-
-    panel(axes[0], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
-          np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j], "frequency [Hz]")
-    axes[0].legend(fontsize="x-small", loc="upper left")
-    if has_z:
-        panel(axes[1], result.damping_targets, np.asarray(result.initial_modes.damping_ratio)[j],
-              np.asarray(result.modes.damping_ratio)[j], None if chk is None else chk.damping_ratio[j],
-              "damping ratio [%]", scale=100.0)
-    ax = axes[-1]
-    h = np.asarray(result.history)
-    if len(h):
-        ax.semilogy(np.arange(len(h)), np.maximum(h, 1e-300), ".-", ms=3)
-    ax.set_xlabel("solver step [-]")
-    ax.set_ylabel("cost 0.5 sum r^2 [-]")
-    ax.set_title(("converged" if result.converged else "NOT converged") + f" ({result.solver})", fontsize="small")
-    ax.grid(alpha=0.3, which="both")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, format=fmt)
-    plt.close(fig)
-
-
 def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -> list[str]:
     """Write result.json, fitted_scenario.toml and the plot into `spec.out_dir` (all or nothing)."""
-    data = result_dict(result, spec)
+    data = fit_json(result, spec)
     if extra:
         data["timing_s"].update(extra)
     writers = {

@@ -4,8 +4,8 @@ import each other; what they share comes from `jaxhinge._io._files`."""
 
 import os
 
-from .._analysis._lsq import FitError
-from ._files import read_toml
+from .._errors import FitError
+from ._checker import read_toml
 from ._fit_file import FitSpec, load_fit
 from ._identify_file import IdentifySpec, load_identify
 

@@ -42,15 +42,16 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from .._analysis._identify import SOLVERS, IdentifyResult, check_identify, identify
-from .._analysis._lsq import FitError
+from .._errors import FitError
 from .._model._scenario import Scenario
-from ._files import _Checker, least_squares_json, write_json, write_output_files
-from ._files import json_number as _num
+from .._report._identify import identify_json, plot_identify
+from .._simulation._telemetry import Telemetry
+from ._checker import Checker as _Checker
+from ._checker import in_file_terms
 from ._scenario_file import load_scenario, scenario_toml
-from ._telemetry import Telemetry, load_telemetry
+from ._telemetry_file import load_telemetry
+from ._writers import write_json, write_output_files
 
 _TOP = ("scenario", "data", "fit", "output")
 _DATA = ("csv", "columns", "sigma", "sensors", "scenario")
@@ -68,6 +69,9 @@ _DESCRIPTION = {
     "free": 'e.g. free = ["p0.k", "p0.c"]',
 }
 OUTPUT_FILES = ("result.json", "fitted_scenario.toml")
+# `identify`'s arguments -> the FIT.toml fields they come from (its errors are restated in the file's terms)
+FILE_FIELDS = {**{k: f"fit.{k}" for k in _FIT}, "sensors": "data.sensors", "columns": "data.columns",
+               "telemetry": "data"}
 PLOT_FILES = ("fit.png", "residuals.png")
 
 
@@ -164,8 +168,11 @@ def load_identify(
         records.append(Record(csv_path=csv_path, telemetry=load_telemetry(csv_path, d["columns"], d["sigma"], sc),
                               scenario_path=sp, scenario=sc, sensors=sens))
     # the free list, sensor names and records too: errors before any compute
-    check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
-                   sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False))
+    try:
+        check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
+                       sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False))
+    except FitError as e:
+        raise in_file_terms(e, source, FILE_FIELDS) from None
     return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,
                         csv_path=csv_paths[0], telemetry=records[0].telemetry, fit_kwargs=kwargs, out_dir=out_dir,
                         plots=plots, records=tuple(records))
@@ -179,92 +186,21 @@ def _sensors(records: Sequence[Record]) -> dict[str, float]:
 
 
 def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = None) -> IdentifyResult:
+    """`identify` with the file's records and settings; its errors restated in the file's terms."""
     recs = spec.records or (Record(spec.csv_path, spec.telemetry, spec.scenario_path, spec.scenario, {}),)
-    if len(recs) == 1:
-        return identify(recs[0].scenario, recs[0].telemetry, progress=progress, sensors=_sensors(recs),
-                        **spec.fit_kwargs)
-    return identify([r.scenario for r in recs], [r.telemetry for r in recs], progress=progress,
-                    sensors=_sensors(recs), **spec.fit_kwargs)
-
-
-def result_dict(result: IdentifyResult, spec: IdentifySpec | None = None) -> dict[str, Any]:
-    """The `result.json` content (JSON-safe: non-finite numbers as null)."""
-    tel = result.telemetry
-    params = {n: {"value": float(v), "sigma": _num(s), "initial": float(x0), "unit": unit,
-                  "relative_sigma": _num(s / abs(v)) if v else None}
-              for n, v, s, x0, unit in zip(result.names, result.values, result.sigma, result.initial,
-                                           result.units)}
-    return {
-        "kind": "telemetry",
-        "fit_file": spec.path if spec else None,
-        "scenario": spec.scenario_path if spec else None,
-        "parameters": params,
-        "chi2": _num(result.chi2),
-        "dof": int(result.dof),
-        "chi2_per_dof": _num(result.chi2_per_dof),
-        "converged": bool(result.converged),
-        "status": result.status,
-        "message": result.message,
-        "iterations": int(result.iterations),
-        **least_squares_json(result),
-        "sigma_basis": result.sigma_note,
-        "data": _data_block(tel, result.residuals, spec.csv_path if spec else tel.source),
-        "options": result.options,
-        "starts": result.starts,
-        "timing_s": {"identify": float(result.wall_s)},
-        **({"records": [_data_block(r["telemetry"], r["residuals"],
-                                    spec.records[k].csv_path if spec and spec.records else r["telemetry"].source)
-                        for k, r in enumerate(result.records)]} if len(result.records) > 1 else {}),
-    }
-
-
-def _data_block(tel: Telemetry, residuals: np.ndarray, csv: str) -> dict[str, Any]:
-    """One record's `data` block of result.json."""
-    return {"csv": csv, "columns": list(tel.columns), "sigma": [float(s) for s in tel.sigma], "samples": tel.samples,
-            "t_span": [float(tel.t[0]), float(tel.t[-1])],
-            "rms_residual": {c: float(np.sqrt(np.mean(residuals[:, j] ** 2))) for j, c in enumerate(tel.columns)}}
-
-
-def plot_identify(result: IdentifyResult, f, kind: str = "fit") -> None:
-    """PNG into the file object `f`: `kind="fit"`: data vs fit (and the initial guess) per column;
-    `kind="resid"`: residuals / sigma per column (every record's columns, one panel each)."""
-    from ._plot import _plt, legend_outside, shown
-    from ._telemetry import column_unit
-
-    plt = _plt()
-    recs = result.records or [{"telemetry": result.telemetry, "fitted": result.fitted,
-                               "residuals": result.residuals, "initial_fitted": result.initial_fitted}]
-    panels = [(r, j, c, c if len(recs) == 1 else f"data[{k + 1}] {c}")
-              for k, r in enumerate(recs) for j, c in enumerate(r["telemetry"].columns)]
-    C = len(panels)
-    fig, axes = plt.subplots(C, 1, figsize=(9.5, 1.8 * C + 1), sharex=len(recs) == 1, squeeze=False)
-    for i, (r, j, c, label) in enumerate(panels):
-        ax, tel = axes[i, 0], r["telemetry"]
-        unit = column_unit(c)
-        if kind == "fit":
-            ax.plot(tel.t, shown(tel.values[:, j], unit)[0], ".", ms=3, color="k", label="data")
-            ax.plot(tel.t, shown(r["initial_fitted"][:, j], unit)[0], "--", color="0.6", lw=1, label="initial guess")
-            ax.plot(tel.t, shown(r["fitted"][:, j], unit)[0], "-", color="C0", lw=1.2, label="fit")
-            ax.set_ylabel(f"{label}\n[{shown(0.0, unit)[1]}]", fontsize=8)
-        else:
-            ax.plot(tel.t, r["residuals"][:, j], ".", ms=3, color="C3")
-            ax.axhline(0, color="k", lw=0.5)
-            for s in (-1, 1):
-                ax.axhline(s, color="0.6", lw=0.5, ls="--")
-            ax.set_ylabel(f"{label}\n(fit-data)/sigma [-]", fontsize=8)
-        ax.grid(alpha=0.3)
-    axes[0, 0].set_title(("data vs fit" if kind == "fit" else "residuals") + f" (chi2/dof {result.chi2_per_dof:.3g})")
-    if kind == "fit":
-        legend_outside(axes[0, 0])
-    axes[-1, 0].set_xlabel("t [s]")
-    fig.tight_layout()
-    fig.savefig(f, format="png", dpi=90)
-    plt.close(fig)
+    try:
+        if len(recs) == 1:
+            return identify(recs[0].scenario, recs[0].telemetry, progress=progress, sensors=_sensors(recs),
+                            **spec.fit_kwargs)
+        return identify([r.scenario for r in recs], [r.telemetry for r in recs], progress=progress,
+                        sensors=_sensors(recs), **spec.fit_kwargs)
+    except FitError as e:
+        raise in_file_terms(e, spec.path, FILE_FIELDS) from None
 
 
 def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
     """Write result.json, fitted_scenario.toml and the plots into `spec.out_dir` (all or nothing)."""
-    data = result_dict(result, spec)
+    data = identify_json(result, spec)
     writers = {
         "result.json": lambda f: write_json(data, f),
         "fitted_scenario.toml": lambda f: f.write(
@@ -277,23 +213,3 @@ def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
     return write_output_files(spec.out_dir, writers)
 
 
-def report_lines(result: IdentifyResult, spec: IdentifySpec, written: list[str]) -> list[str]:
-    recs = result.records or [{"telemetry": result.telemetry}]
-    what = (f"telemetry: {spec.csv_path}, {result.telemetry.samples} samples x {len(result.telemetry.columns)} columns"
-            if len(recs) == 1 else f"{len(recs)} records, {sum(r['telemetry'].values.size for r in recs)} values")
-    lines = [f"fit                 {spec.path} ({what})",
-             f"status              {result.message}",
-             (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
-              f"{result.iterations} solver steps"), "",
-             f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit"]
-    for i, n in enumerate(result.names):
-        s = result.sigma[i]
-        s_s = f"{s:12.4g}" if np.isfinite(s) else f"{'undetermined':>12}"
-        lines.append(f"{n:<28} {result.values[i]:14.8g} {s_s} {result.initial[i]:14.8g}  {result.units[i]}")
-    for item in result.undetermined:
-        lines.append(f"not identifiable    {item['combination']}: {item['description']}")
-    for item in result.poorly_determined:
-        lines.append(f"poorly determined   {item['combination']}: {item['description']}")
-    lines += ["", f"timing              identify {result.wall_s:.2f} s (compilation included)"]
-    lines += [f"wrote               {os.path.relpath(w)}" for w in written]
-    return lines

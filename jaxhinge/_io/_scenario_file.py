@@ -76,35 +76,21 @@ max_steps = 1000000
 ```
 """
 
-import dataclasses
-import math
 import os
 import pathlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from .._errors import ScenarioError
+from .._format import fmt_shape as _fmt_shape
 from .._model._loads import Loads, Pulses
-from .._model._scenario import ConfigError, Scenario, SimulationConfig
+from .._model._scenario import Scenario
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
-from ._files import (  # noqa: F401  (the checker and its helpers live in the file layer, shared by every loader)
-    ScenarioError,
-    _Checker,
-    _fmt,
-    _fmt_float,
-    _fmt_key,
-    _fmt_shape,
-    _kind,
-    _shape_of,
-    _shape_words,
-    _suggest,
-    _toml_str,
-    _unwrap,
-    atomic_write,
-    toml_text,
-)
+from ._checker import Checker as _Checker
+from ._scenario_check import _CHAIN_PANEL_KEYS, _LOAD_VECTORS, _PANEL_KEYS, _PULSE_KEYS, Parsed, check
+from ._writers import atomic_write, toml_text
 
 __all__ = [
     "ScenarioError",
@@ -117,468 +103,7 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Schema
-# ------------------------------------------------------------------------------------------------------------
-
-_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains")
-_CHAIN_KEYS = ("name", "r_HB_B", "dcm_HB", "panels")
-_CHAIN_REQUIRED = ("r_HB_B", "dcm_HB", "panels")
-_CHAIN_PANEL_KEYS = (
-    "name",
-    "mass",
-    "IPntS_S",
-    "d",
-    "l",
-    "k",
-    "c",
-    "thetaInit",
-    "thetaDotInit",
-    "thetaRef",
-    "thetaDotRef",
-    "motorTorque",
-)
-_CHAIN_PANEL_REQUIRED = ("mass", "IPntS_S", "d", "k")
-_HUB_KEYS = ("mHub", "IHubPntBc_B", "r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit")
-_HUB_REQUIRED = ("mHub", "IHubPntBc_B")
-_PANEL_KEYS = (
-    "name",
-    "mass",
-    "IPntS_S",
-    "d",
-    "k",
-    "c",
-    "r_HB_B",
-    "dcm_HB",
-    "thetaInit",
-    "thetaDotInit",
-    "thetaRef",
-    "thetaDotRef",
-    "motorTorque",
-)
-_PANEL_REQUIRED = ("mass", "IPntS_S", "d", "k", "r_HB_B", "dcm_HB")
-_GRAVITY_KEYS = ("mu",)
-_LOAD_VECTORS = ("extForce_B", "extForce_N", "extTorquePntB_B")
-_LOADS_KEYS = (*_LOAD_VECTORS, "pulses")
-_PULSE_KEYS = ("t_start", "t_end", *_LOAD_VECTORS)
-_PULSE_REQUIRED = ("t_start", "t_end")
-_SIM_FLOATS = ("t_end", "save_dt", "dt", "rtol", "atol")
-_SIM_KEYS = ("t_end", "save_dt", "integrator", "dt", "rtol", "atol", "max_steps")
-
-# What each key means, for "missing required key" messages.
-_DESCRIPTION = {
-    "mHub": "hub mass, kg, > 0",
-    "IHubPntBc_B": "hub inertia about its CoM, 3x3 symmetric positive definite, kg m^2",
-    "mass": "panel mass, kg, > 0",
-    "IPntS_S": "panel inertia about its CoM S in frame S, 3x3 diagonal, kg m^2",
-    "d": "hinge H to panel CoM distance, m, > 0",
-    "k": "hinge spring stiffness, N m/rad, >= 0",
-    "r_HB_B": "hinge point relative to B, B frame, 3 numbers, m",
-    "dcm_HB": "[HB], rows h1 h2 h3 in B components, 3x3 proper rotation",
-    "l": "hinge to next hinge distance, m, > 0 (required on every chain panel but the last, refused there)",
-    "panels": "the chain's panels, [[chains.panels]], root first, at least one",
-    "mu": "gravitational parameter, m^3/s^2, > 0",
-    "t_start": "pulse start time, s, >= 0",
-    "t_end": "pulse end time, s, > t_start",
-}
-
-# Common misnamings that difflib cannot guess (keys are lower-case).
-_ALIASES = {
-    "hub": {"mass": "mHub", "m": "mHub", "inertia": "IHubPntBc_B", "i": "IHubPntBc_B"},
-    "panel": {
-        "damping": "c",
-        "damper": "c",
-        "stiffness": "k",
-        "spring": "k",
-        "inertia": "IPntS_S",
-        "i": "IPntS_S",
-        "m": "mass",
-        "theta": "thetaInit",
-        "theta0": "thetaInit",
-        "thetadot": "thetaDotInit",
-        "thetadot0": "thetaDotInit",
-        "torque": "motorTorque",
-        "u": "motorTorque",
-    },
-    "load": {
-        "extforce": "extForce_B",
-        "exttorque": "extTorquePntB_B",
-        "force": "extForce_B",
-        "force_b": "extForce_B",
-        "force_n": "extForce_N",
-        "torque": "extTorquePntB_B",
-    },
-    "simulation": {
-        "integrator_dt": "dt",
-        "step": "dt",
-        "log_dt": "save_dt",
-        "tf": "t_end",
-        "stop_time": "t_end",
-    },
-    "gravity": {"gm": "mu"},
-}
-
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-_SYM_RTOL = 1e-12  # hub inertia symmetry, relative to max |I_ij|
-_REL_FLOOR = 1e-9  # a body's mass or principal moment: at least this fraction of the spacecraft's total / largest
-_TRIANGLE_RTOL = 1e-3  # principal moments: largest <= sum of the other two + this fraction of the largest
-_DIAG_RTOL = 1e-12  # panel inertia off-diagonals, relative to max |I_ii|
-_DCM_TOL = 1e-9  # dcm_HB orthonormality and det
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Validation (pure Python / NumPy; nothing is built until everything has passed)
-# ------------------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Parsed:
-    """The validated scenario as plain NumPy arrays / Python values."""
-
-    hub: dict[str, Any]
-    panels: dict[str, Any]
-    names: tuple[str, ...]
-    mu: float | None
-    loads: dict[str, Any] | None
-    pulses: dict[str, Any] | None
-    simulation: SimulationConfig
-    chains: list = dataclasses.field(default_factory=list)  # [(chain name, panel names, {key: array})]
-
-
-def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
-    ck.keys(hub, "hub", _HUB_KEYS, _HUB_REQUIRED, _ALIASES["hub"])
-    out: dict[str, Any] = {}
-    out["mHub"] = ck.positive(hub["mHub"], "hub.mHub", "kg")
-
-    field = "hub.IHubPntBc_B"
-    inertia = ck.array(hub["IHubPntBc_B"], field, (3, 3))
-    scale = np.max(np.abs(inertia))
-    asym = np.max(np.abs(inertia - inertia.T))
-    if asym > _SYM_RTOL * scale:
-        raise ck.bad(
-            field,
-            hub["IHubPntBc_B"],
-            f"not symmetric (max |I - I^T| = {asym:.3g} > {_SYM_RTOL:g} * max |I_ij|); "
-            "must be a symmetric positive-definite 3x3 matrix (kg m^2)",
-        )
-    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
-    if not eig[0] > 0:
-        raise ck.bad(
-            field,
-            hub["IHubPntBc_B"],
-            f"not positive definite (smallest eigenvalue {eig[0]:.6g}); "
-            "must be a symmetric positive-definite 3x3 matrix (kg m^2)",
-        )
-    out["IHubPntBc_B"] = inertia
-
-    for key in ("r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit"):
-        out[key] = ck.array(hub[key], f"hub.{key}", (3,)) if key in hub else np.zeros(3)
-    s2 = float(np.dot(out["sigma_BNInit"], out["sigma_BNInit"]))
-    if not math.isfinite(s2):
-        raise ck.bad(
-            "hub.sigma_BNInit",
-            hub["sigma_BNInit"],
-            "|sigma_BNInit|^2 overflows; the MRP must have a finite norm",
-        )
-    return out
-
-
-def _check_name(ck: _Checker, table: Mapping, where: str, default_name: str, taken: dict, what: str) -> str:
-    """The `name` of a panel or chain (or its default), checked for syntax and uniqueness in `taken`
-    (name -> where it was first used)."""
-    if "name" in table:
-        name = table["name"]
-        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-            rule = "must be a non-empty string matching [A-Za-z_][A-Za-z0-9_]*"
-            if not isinstance(name, str):
-                rule += f", got {_kind(name)}"
-            raise ck.bad(f"{where}.name", name, rule)
-        default = ""
-    else:
-        name = default_name
-        default = " (the default name)"
-    if name in taken:
-        raise ck.bad(
-            f"{where}.name",
-            name,
-            f"duplicate {what} name{default}, already used by {taken[name]}; {what} names must be unique",
-        )
-    taken[name] = where
-    return name
-
-
-def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    # The name first: it labels every other message about this panel.
-    name = _check_name(ck, panel, f"panels[{i}]", f"p{i}", taken, "panel")
-
-    label = f"panels[{i}] ({_toml_str(name)})"
-    ck.keys(panel, label, _PANEL_KEYS, _PANEL_REQUIRED, _ALIASES["panel"])
-    out: dict[str, Any] = {}
-    out["mass"] = ck.positive(panel["mass"], f"{label}.mass", "kg")
-    out["IPntS_S"] = _check_panel_inertia(ck, panel, label)
-    out["d"] = ck.positive(panel["d"], f"{label}.d", "m")
-    out["k"] = ck.nonnegative(panel["k"], f"{label}.k", "N m/rad")
-    out["c"] = ck.nonnegative(panel["c"], f"{label}.c", "N m s/rad") if "c" in panel else 0.0
-    out["r_HB_B"] = ck.array(panel["r_HB_B"], f"{label}.r_HB_B", (3,))
-    out["dcm_HB"] = _check_dcm(ck, panel["dcm_HB"], f"{label}.dcm_HB")
-    for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
-        out[key] = ck.number(panel[key], f"{label}.{key}") if key in panel else 0.0
-    return name, out
-
-
-def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken: dict):
-    """One `[[chains]]` entry -> (chain name, panel names, {key: stacked array})."""
-    name = _check_name(ck, chain, f"chains[{i}]", f"chain{i}", chain_taken, "chain")
-    label = f"chains[{i}] ({_toml_str(name)})"
-    ck.keys(chain, label, _CHAIN_KEYS, _CHAIN_REQUIRED, {"panel": "panels"})
-    r_HB_B = ck.array(chain["r_HB_B"], f"{label}.r_HB_B", (3,))
-    dcm_HB = _check_dcm(ck, chain["dcm_HB"], f"{label}.dcm_HB")
-    raw = _unwrap(chain["panels"])
-    if not isinstance(raw, list) or not raw:
-        raise ck.bad(
-            f"{label}.panels",
-            raw,
-            "must be a non-empty array of tables ([[chains.panels]] in TOML, root panel first), "
-            f"got {_kind(raw) if isinstance(raw, list) is False else 'an empty array'}",
-        )
-    L = len(raw)
-    names, rows = [], []
-    for j, panel in enumerate(raw):
-        where = f"{label}.panels[{j}]"
-        panel = ck.table(panel, where, "[[chains.panels]]")
-        pname = _check_name(ck, panel, where, f"{name}_{j + 1}", taken, "panel")
-        plabel = f"{where} ({_toml_str(pname)})"
-        ck.keys(panel, plabel, _CHAIN_PANEL_KEYS, _CHAIN_PANEL_REQUIRED, _ALIASES["panel"])
-        out: dict[str, Any] = {}
-        out["mass"] = ck.positive(panel["mass"], f"{plabel}.mass", "kg")
-        out["IPntS_S"] = _check_panel_inertia(ck, panel, plabel)
-        out["d"] = ck.positive(panel["d"], f"{plabel}.d", "m")
-        if j < L - 1 and "l" not in panel:
-            raise ck.fail(
-                plabel,
-                f"missing required key 'l' (hinge to next hinge distance, m, > 0): panel {j + 1} of {L} "
-                "in the chain needs it (only the last panel may omit it)",
-            )
-        if j == L - 1 and "l" in panel:
-            raise ck.bad(f"{plabel}.l", panel["l"], "not allowed on the last panel of a chain: l places the next "
-                         "panel's hinge (as in Basilisk's nHinged effector), and no panel follows; remove it")
-        out["l"] = ck.positive(panel["l"], f"{plabel}.l", "m, hinge to next hinge distance") if j < L - 1 else 0.0
-        out["k"] = ck.nonnegative(panel["k"], f"{plabel}.k", "N m/rad")
-        out["c"] = ck.nonnegative(panel["c"], f"{plabel}.c", "N m s/rad") if "c" in panel else 0.0
-        for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
-            out[key] = ck.number(panel[key], f"{plabel}.{key}") if key in panel else 0.0
-        names.append(pname)
-        rows.append(out)
-    arrays = {
-        key: np.array([r[key] for r in rows], dtype=float).reshape((L, 3, 3) if key == "IPntS_S" else (L,))
-        for key in _CHAIN_PANEL_KEYS
-        if key != "name"
-    }
-    arrays["r_HB_B"] = r_HB_B
-    arrays["dcm_HB"] = dcm_HB
-    return name, tuple(names), arrays
-
-
-def _check_bodies(ck: _Checker, bodies: list) -> None:
-    """Every rigid body, `(mass field, mass, inertia field, inertia)`, is plausible: its principal moments obey the
-    triangle inequality (largest <= sum of the other two, within `_TRIANGLE_RTOL` of the largest for rounded
-    values); neither its mass nor a moment is below `_REL_FLOOR` of the spacecraft's total mass or largest moment
-    (most likely a unit slip; so light a body leaves the equations of motion ill-conditioned)."""
-    moments = [np.linalg.eigvalsh(0.5 * (I + I.T)) for *_, I in bodies]
-    total, top = sum(b[1] for b in bodies), max(I[-1] for I in moments)
-    for (mass_field, m, field, inertia), (a, b, c) in zip(bodies, moments):
-        if c > a + b + _TRIANGLE_RTOL * c:
-            raise ck.bad(field, inertia, f"principal moments {a:.6g}, {b:.6g}, {c:.6g} kg m^2 are not a rigid body's: "
-                         f"the largest must be <= the sum of the others (within {_TRIANGLE_RTOL:g} of the largest)")
-        if m < _REL_FLOOR * total:
-            raise ck.bad(mass_field, m, f"implausibly small: must be >= {_REL_FLOOR:g} x the spacecraft's total mass "
-                         f"({total:.6g} kg), or the equations of motion are ill-conditioned")
-        if a < _REL_FLOOR * top:
-            raise ck.bad(field, inertia, f"principal moment {a:.6g} kg m^2 is implausibly small: must be >= "
-                         f"{_REL_FLOOR:g} x the spacecraft's largest ({top:.6g}), or the equations are ill-conditioned")
-
-
-def _check_panel_inertia(ck: _Checker, panel: Mapping, label: str) -> np.ndarray:
-
-    field = f"{label}.IPntS_S"
-    inertia = ck.array(panel["IPntS_S"], field, (3, 3))
-    diag = np.diag(inertia)
-    for j in range(3):
-        if not diag[j] > 0:
-            raise ck.bad(
-                f"{field}[{j + 1}][{j + 1}]",
-                panel["IPntS_S"][j][j],
-                "diagonal entries of IPntS_S must be > 0 (kg m^2)",
-            )
-    scale = np.max(diag)
-    for r in range(3):
-        for col in range(3):
-            if r != col and inertia[r, col] != 0.0 and abs(inertia[r, col]) > _DIAG_RTOL * scale:
-                raise ck.bad(
-                    f"{field}[{r + 1}][{col + 1}]",
-                    panel["IPntS_S"][r][col],
-                    "IPntS_S must be diagonal (off-diagonal entries 0, "
-                    f"or below {_DIAG_RTOL:g} * max diagonal): "
-                    "Basilisk assumes the panel frame S is principal and uses only the diagonal",
-                )
-    return inertia
-
-
-def _check_dcm(ck: _Checker, value: Any, field: str) -> np.ndarray:
-    dcm = ck.array(value, field, (3, 3))
-    ortho = np.max(np.abs(dcm @ dcm.T - np.eye(3)))
-    if not ortho <= _DCM_TOL:
-        raise ck.bad(
-            field,
-            value,
-            f"not orthonormal (max |[HB][HB]^T - I| = {ortho:.3g} > {_DCM_TOL:g}); "
-            "must be a proper rotation matrix (rows h1, h2, h3 in B components)",
-        )
-    det = float(np.linalg.det(dcm))
-    if not abs(det - 1.0) <= _DCM_TOL:
-        raise ck.bad(
-            field,
-            value,
-            f"determinant is {det:.6g}, not +1 (a reflection); must be a proper rotation matrix "
-            "(rows h1, h2, h3 in B components, h3 = h1 x h2)",
-        )
-    return dcm
-
-
-def _check_load_vectors(ck: _Checker, table: Mapping, where: str) -> dict[str, np.ndarray]:
-    return {
-        key: ck.array(table[key], f"{where}.{key}", (3,)) if key in table else np.zeros(3)
-        for key in _LOAD_VECTORS
-    }
-
-
-def _check_pulse(ck: _Checker, pulse: Any, j: int) -> dict[str, Any]:
-    where = f"loads.pulses[{j}]"
-    pulse = ck.table(pulse, where, "[[loads.pulses]]")
-    ck.keys(pulse, where, _PULSE_KEYS, _PULSE_REQUIRED, _ALIASES["load"])
-    t0 = ck.number(pulse["t_start"], f"{where}.t_start")
-    if not t0 >= 0:
-        raise ck.bad(f"{where}.t_start", pulse["t_start"], "must be >= 0 (s; the run starts at t = 0)")
-    t1 = ck.number(pulse["t_end"], f"{where}.t_end")
-    if not t1 > t0:
-        raise ck.bad(f"{where}.t_end", pulse["t_end"], f"must be > t_start = {_fmt_float(t0)} (s)")
-    return {"t_start": t0, "t_end": t1, **_check_load_vectors(ck, pulse, where)}
-
-
-def _check_simulation(ck: _Checker, sim: Mapping) -> SimulationConfig:
-    """The [simulation] table: number types here, the rest (ranges, integrator, ticks) by `SimulationConfig`."""
-    ck.keys(sim, "simulation", _SIM_KEYS, (), _ALIASES["simulation"])
-    units = {"t_end": "s", "save_dt": "s", "dt": "s", "rtol": "relative tolerance", "atol": "absolute tolerance"}
-    kw: dict[str, Any] = {k: ck.positive(sim[k], f"simulation.{k}", units[k]) for k in _SIM_FLOATS if k in sim}
-    kw |= {k: _unwrap(sim[k]) for k in ("integrator", "max_steps") if k in sim}
-    if isinstance(kw.get("max_steps"), float) and kw["max_steps"].is_integer():
-        kw["max_steps"] = int(kw["max_steps"])  # 1000.0 is 1000 steps
-    try:
-        return SimulationConfig(**kw)
-    except ConfigError as e:
-        raise ck.bad(e.field, e.value, e.rule) from None
-
-
-def _check(data: Any, source: str) -> _Parsed:
-    # Huge (finite) inputs may overflow in the checks; the checks then fail, with a message, not a warning.
-    with np.errstate(all="ignore"):
-        return _check_all(data, _Checker(source, descriptions=_DESCRIPTION))
-
-
-def _check_all(data: Any, ck: _Checker) -> _Parsed:
-    if not isinstance(data, Mapping):
-        raise ck.fail(None, f"a scenario must be a table (dict), got {_kind(data)}")
-    ck.keys(data, None, _TOP_KEYS, ("hub",), {"panel": "panels"})
-
-    hub = _check_hub(ck, ck.table(data["hub"], "hub", "[hub]"))
-
-    raw_panels = data.get("panels", [])
-    raw_panels = _unwrap(raw_panels)
-    if not isinstance(raw_panels, list):
-        raise ck.bad(
-            "panels", raw_panels, f"must be an array of tables ([[panels]] in TOML), got {_kind(raw_panels)}"
-        )
-    taken: dict[str, str] = {}
-    names, per_panel = [], []
-    for i, panel in enumerate(raw_panels):
-        panel = ck.table(panel, f"panels[{i}]", "[[panels]]")
-        name, values = _check_panel(ck, panel, i, taken)
-        names.append(name)
-        per_panel.append(values)
-    n = len(per_panel)
-    shapes = {"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}
-    panels = {
-        key: np.array([p[key] for p in per_panel], dtype=float).reshape((n, *shapes.get(key, ())))
-        for key in _PANEL_KEYS
-        if key != "name"
-    }
-
-    raw_chains = _unwrap(data.get("chains", []))
-    if not isinstance(raw_chains, list):
-        raise ck.bad(
-            "chains", raw_chains, f"must be an array of tables ([[chains]] in TOML), got {_kind(raw_chains)}"
-        )
-    chain_taken: dict[str, str] = {}
-    chains = [
-        _check_chain(ck, ck.table(ch, f"chains[{i}]", "[[chains]]"), i, taken, chain_taken)
-        for i, ch in enumerate(raw_chains)
-    ]
-    where = [(f"panels[{i}] ({_toml_str(nm)})", p["mass"], p["IPntS_S"]) for i, (nm, p) in enumerate(zip(names, per_panel))]
-    where += [(f"chains[{i}] ({_toml_str(cn)}).panels[{j}] ({_toml_str(pn)})", a["mass"][j], a["IPntS_S"][j])
-              for i, (cn, pns, a) in enumerate(chains) for j, pn in enumerate(pns)]
-    _check_bodies(ck, [("hub.mHub", hub["mHub"], "hub.IHubPntBc_B", hub["IHubPntBc_B"]),
-                       *((f"{w}.mass", m, f"{w}.IPntS_S", inertia) for w, m, inertia in where)])
-
-    mu = None
-    if "gravity" in data:
-        grav = ck.table(data["gravity"], "gravity", "[gravity]")
-        ck.keys(grav, "gravity", _GRAVITY_KEYS, (), _ALIASES["gravity"])
-        if "mu" not in grav:
-            raise ck.fail(
-                "gravity", "missing required key 'mu' (m^3/s^2, > 0); omit the [gravity] table for no gravity"
-            )
-        mu = ck.number(grav["mu"], "gravity.mu")
-        if not mu > 0:
-            raise ck.bad(
-                "gravity.mu", grav["mu"], "must be > 0 (m^3/s^2); omit the [gravity] table for no gravity"
-            )
-
-    loads = pulses = None
-    if "loads" in data:
-        lt = ck.table(data["loads"], "loads", "[loads]")
-        ck.keys(lt, "loads", _LOADS_KEYS, (), _ALIASES["load"])
-        loads = _check_load_vectors(ck, lt, "loads")
-        raw_pulses = _unwrap(lt.get("pulses", []))
-        if not isinstance(raw_pulses, list):
-            raise ck.bad(
-                "loads.pulses",
-                raw_pulses,
-                f"must be an array of tables ([[loads.pulses]] in TOML), got {_kind(raw_pulses)}",
-            )
-        checked = [_check_pulse(ck, p, j) for j, p in enumerate(raw_pulses)]
-        if checked:
-            m = len(checked)
-            pulses = {
-                key: np.array([p[key] for p in checked], dtype=float).reshape(
-                    (m, 3) if key in _LOAD_VECTORS else (m,)
-                )
-                for key in _PULSE_KEYS
-            }
-
-    sim = (
-        _check_simulation(ck, ck.table(data["simulation"], "simulation", "[simulation]"))
-        if "simulation" in data
-        else SimulationConfig()
-    )
-    late = np.flatnonzero(pulses["t_start"] >= sim.t_end) if pulses is not None else []
-    if len(late):
-        raise ck.bad(f"loads.pulses[{late[0]}].t_start", pulses["t_start"][late[0]], f"must be < simulation.t_end = "
-                     f"{_fmt(sim.t_end)} s: a pulse that starts when the run has ended never acts")
-    return _Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains)
-
-
-def _build(p: _Parsed) -> Scenario:
+def _build(p: Parsed) -> Scenario:
     """One `Panels` tree: the single panels in file order, then the chains, chain by chain, root first."""
     hub = Hub(mHub=p.hub["mHub"], IHubPntBc_B=p.hub["IHubPntBc_B"], r_BcB_B=p.hub["r_BcB_B"])
     singles = Panels(
@@ -634,7 +159,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
 
     **Raises:** `ScenarioError` (a `ValueError`) on the first problem found, before anything is built.
     """
-    return _build(_check(data, source))
+    return _build(check(data, source))
 
 
 def load_scenario(path: str | os.PathLike) -> Scenario:
@@ -652,6 +177,12 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
     source = os.fspath(path)
     data = _Checker(source).read_toml("scenario file")
     return scenario_from_dict(data, source=source)
+
+
+def is_bundled(path: str | os.PathLike) -> bool:
+    """Whether `path` is a file of the bundled examples folder (whose outputs go to the working directory)."""
+    folder = pathlib.Path(__file__).parent.parent / "examples"
+    return pathlib.Path(path).resolve().parent == folder.resolve()
 
 
 def example_path(name: str) -> pathlib.Path:
@@ -783,7 +314,7 @@ def scenario_toml(scenario: Scenario, source: str = "<scenario>") -> str:
     """The text of the scenario file `dump_scenario` writes (validated first: an invalid scenario raises
     `ScenarioError` naming `source`)."""
     data = scenario_to_dict(scenario)
-    _check(data, source)  # never write a file that would not load
+    check(data, source)  # never write a file that would not load
     return toml_text(data, header="# jaxhinge scenario (SI units, radians; Basilisk names and frames)")
 
 

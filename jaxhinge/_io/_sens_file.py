@@ -28,15 +28,19 @@ from .._analysis._sensitivity import (
     MODES,
     SensitivityResult,
     _blocks,
-    _did_you_mean,
     _row_names,
     parse_outputs,
     parse_parameters,
     sensitivity,
 )
+from .._errors import SensitivityError
+from .._format import did_you_mean as _did_you_mean
+from .._format import fmt_value as _fmt
 from .._model._scenario import Scenario
-from ._files import _Checker, _fmt, write_json, write_output_files
+from .._report._sensitivity import plot_tornados, sensitivity_csv_rows, sensitivity_json
+from ._checker import Checker as _Checker
 from ._scenario_file import load_scenario
+from ._writers import write_json, write_output_files
 
 _STUDY_KEYS = ("scenario", "outputs", "parameters", "mode", "tornado", "output")
 _OUTPUT_KEYS = ("dir",)
@@ -70,10 +74,10 @@ def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
     **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked
     instead of it).
 
-    **Raises:** `ScenarioError` with a one-line message `SENS.toml: field = value: what is allowed`.
+    **Raises:** `SensitivityError` (`ScenarioError` for its scenario) with a one-line message `SENS.toml: field = value: what is allowed`.
     """
     source = os.fspath(path)
-    ck = _Checker(source, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    ck = _Checker(source, error=SensitivityError, descriptions=_DESCRIPTION, aliases=_ALIASES)
     data = ck.read_toml("sensitivity file")
     ck.keys(data, None, _STUDY_KEYS, ("scenario", "outputs"))
     scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
@@ -108,25 +112,13 @@ def run_study(study: Study) -> SensitivityResult:
 def write_outputs(result: SensitivityResult, study: Study) -> list[str]:
     """Write `sensitivity.json`, `sensitivity.csv` and `tornado.png` (one panel per tornado row) into
     `study.out_dir`, all or nothing. **Returns:** the paths written."""
-    data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **result.as_dict()}
+    data = {"sensitivity_file": study.source, "scenario": study.scenario_path, **sensitivity_json(result)}
 
     def write_csv(f):
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows(result.csv_rows())
+        csv.writer(buf, lineterminator="\n").writerows(sensitivity_csv_rows(result))
         f.write(buf.getvalue().encode())
 
-    def write_png(f):
-        from ._plot import _plt
-
-        plt = _plt()
-        n, P = max(len(study.tornado), 1), len(result.parameter_names)
-        fig, axes = plt.subplots(n, 1, figsize=(7.5, n * (0.42 * P + 1.4)), squeeze=False)
-        for ax, row in zip(axes[:, 0], study.tornado):
-            result.plot_tornado(row, ax=ax)
-        fig.tight_layout()
-        fig.savefig(f, format="png", dpi=110)
-        plt.close(fig)
-
     files = {"sensitivity.json": lambda f: write_json(data, f, indent=1), "sensitivity.csv": write_csv,
-             "tornado.png": write_png}
+             "tornado.png": lambda f: plot_tornados(result, study.tornado, f)}
     return write_output_files(study.out_dir, files)

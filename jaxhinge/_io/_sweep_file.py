@@ -23,19 +23,21 @@ files and renamed at the end (`write_output_files`). The sampling and the batche
 """
 
 import dataclasses
-import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .._analysis._batch import check_dispersions, failure_reasons
+from .._analysis._batch import check_dispersions
+from .._errors import SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario
+from .._report._sweep import plot_envelopes, plot_histograms
 from .._simulation._simulate import Trajectory
-from ._files import _Checker, write_json, write_output_files
+from ._checker import Checker as _Checker
 from ._scenario_file import load_scenario
+from ._writers import write_json, write_output_files
 
 _SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "output")
 _OUTPUT_KEYS = ("dir",)
@@ -77,10 +79,10 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked
     instead of it).
 
-    **Raises:** `ScenarioError` with a one-line message `SWEEP.toml: field = value: what is allowed`.
+    **Raises:** `SweepError` (`ScenarioError` for its scenario) with a one-line message `SWEEP.toml: field = value: what is allowed`.
     """
     source = os.fspath(path)
-    ck = _Checker(source, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    ck = _Checker(source, error=SweepError, descriptions=_DESCRIPTION, aliases=_ALIASES)
     data = ck.read_toml("sweep file")
     ck.keys(data, None, _SWEEP_KEYS, ("scenario", "members", "dispersions"))
     scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
@@ -96,118 +98,6 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     scenario = load_scenario(scen_path)
     check_dispersions(scenario, disp, members, source=source)
     return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir)
-
-
-def _stats(x: np.ndarray) -> dict[str, float]:
-    if x.size == 0:
-        return {}
-    p = np.percentile(x, [5, 50, 95])
-    return {
-        "min": float(x.min()),
-        "p5": float(p[0]),
-        "p50": float(p[1]),
-        "p95": float(p[2]),
-        "max": float(x.max()),
-        "mean": float(x.mean()),
-        "std": float(x.std()),
-    }
-
-
-def sweep_summary(sweep: Sweep, params: Mapping[str, np.ndarray], traj: Trajectory, wall_s: float) -> dict:
-    """The `summary.json` contents: counts, failures (index, reason), parameter statistics, and statistics
-    over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
-    ok = np.asarray(traj.success)
-    names = sweep.scenario.spacecraft.panels.labels
-    omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
-    theta = np.asarray(traj.theta)[ok]
-    stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}
-    for i, n in enumerate(names):
-        stats[f"final_theta[{n}] [rad]"] = _stats(theta[:, -1, i] if theta.size else theta)
-        stats[f"peak_abs_theta[{n}] [rad]"] = _stats(
-            np.abs(theta[:, :, i]).max(axis=1) if theta.size else theta
-        )
-    return {
-        "sweep": sweep.source,
-        "scenario": sweep.scenario_path,
-        "members": sweep.members,
-        "seed": sweep.seed,
-        "succeeded": int(ok.sum()),
-        "failed": int((~ok).sum()),
-        "failures": [{"member": m, "reason": r} for m, r in failure_reasons(traj, sweep.scenario.simulation)],
-        "wall_s": wall_s,
-        "dispersions": [
-            {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
-            for d in sweep.dispersions
-        ],
-        "parameters": {k: _stats(np.asarray(v).reshape(len(v), -1)[ok].ravel()) for k, v in params.items()},
-        "statistics (successful members)": stats,
-    }
-
-
-def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
-    """Hub rate and hinge angle envelopes: min-max band, percentile band, median (from `summarize`)."""
-    from ._plot import _plt, legend_outside, shown
-
-    plt = _plt()
-    t = summary["t"]
-    fig, axes = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-    for ax, key, labels, unit in (
-        (axes[0], "omega_BN_B", [f"omega_BN_B_{j + 1}" for j in range(3)], "rad/s"),
-        (axes[1], "theta", list(panel_names), "rad"),
-    ):
-        s = summary[key]
-        mid = len(s["percentiles"]) // 2
-        for j, lab in enumerate(labels):
-            (line,) = ax.plot(t, shown(s["percentiles"][mid][:, j], unit)[0], label=f"{lab} median")
-            col = line.get_color()
-            ax.fill_between(t, shown(s["min"][:, j], unit)[0], shown(s["max"][:, j], unit)[0], color=col,
-                            alpha=0.15, lw=0)
-            ax.fill_between(t, shown(s["percentiles"][0][:, j], unit)[0], shown(s["percentiles"][-1][:, j], unit)[0],
-                            color=col, alpha=0.35, lw=0)
-        ax.set_ylabel(f"{'hub rate ' if key == 'omega_BN_B' else 'hinge angle '}{key} [{shown(0.0, unit)[1]}]")
-        legend_outside(ax)
-        ax.grid(alpha=0.3)
-    p = summary["percentiles"]
-    axes[0].set_title(
-        f"{summary['succeeded']}/{summary['members']} members: min-max (light), "
-        f"p{p[0]:g}-p{p[-1]:g} (dark), median"
-    )
-    axes[1].set_xlabel("t [s]")
-    fig.tight_layout()
-    fig.savefig(f, format=fmt)
-    plt.close(fig)
-
-
-def plot_histograms(
-    params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png",
-    units: Mapping[str, str] | None = None,
-) -> None:
-    """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and
-    of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg."""
-    from ._plot import _plt, shown
-
-    plt = _plt()
-    ok = np.asarray(traj.success)
-    units = units or {}
-    items = [(k + ("[1]" if np.ndim(v) > 1 else ""), *shown(np.asarray(v).reshape(len(v), -1)[:, 0], units.get(k, "")))
-             for k, v in params.items()]
-    if ok.any():
-        items.append(("peak |omega_BN_B|", *shown(
-            np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1).max(axis=1), "rad/s")))
-        for i, n in enumerate(panel_names):
-            items.append((f"final theta_{n}", *shown(np.asarray(traj.theta)[ok][:, -1, i], "rad")))
-    ncol = 3
-    nrow = math.ceil(len(items) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.9 * nrow), squeeze=False)
-    for ax, (name, x, unit) in zip(axes.flat, items):
-        ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
-        ax.set_xlabel(f"{name} [{unit}]", fontsize=9)
-        ax.set_ylabel("members [-]", fontsize=9)
-    for ax in list(axes.flat)[len(items) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(f, format=fmt)
-    plt.close(fig)
 
 
 def write_outputs(

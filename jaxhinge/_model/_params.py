@@ -23,7 +23,6 @@ panel (every panel of a chain shares the root's hinge frame).
 """
 
 import dataclasses
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 
@@ -32,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._errors import ParameterError
+from .._format import did_you_mean as _did_you_mean
 from ._scenario import Scenario
 
 
@@ -112,10 +113,6 @@ _ROOT_ONLY = ("r_HB_B", "dcm_HB")
 _NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(-?\d+)\s*\])?\s*$")
 
 
-class ParameterError(ValueError):
-    """An unknown or malformed parameter name; `str(error)` is one line naming the name and what is allowed."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Parameter:
     """A resolved name: `base` (`"<owner>.<field>"`), `field` (`Field`), `panel` (index, None for the hub) and
@@ -138,14 +135,6 @@ class Parameter:
     @property
     def shape(self) -> tuple[int, ...]:
         return () if self.component is not None else self.field.shape
-
-
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    if not close:
-        low = {c.lower(): c for c in choices}
-        close = [low[c] for c in difflib.get_close_matches(word.lower(), list(low), n=1, cutoff=0.6)]
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parameter_names(scenario: Scenario) -> tuple[str, ...]:
@@ -183,6 +172,9 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
         root = labels[int(p.topology.root[panel])]
         raise ParameterError(f"{name!r}: panel {owner!r} is hinged to panel {labels[p.parent[panel]]!r}; every "
                              f"panel of a chain shares its root's hinge frame: use \"{root}.{fld}\"")
+    if panel is not None and fld == "l" and panel not in p.parent:
+        raise ParameterError(f"{name!r}: no panel is hinged to panel {owner!r}; l places the next panel's hinge (as "
+                             "in Basilisk's nHinged effector), so it exists only where a next panel hangs")
     component = None
     if comp is not None:
         if field.kind == "scalar":

@@ -6,21 +6,13 @@ import math
 import equinox as eqx
 from jaxtyping import Array, Float
 
-from .._io._files import _fmt
+from .._errors import ConfigError
+from .._format import fmt_value as _fmt
 from ._loads import Loads
 from ._spacecraft import InitialState, Spacecraft, _f64, strip_labels
 
 INTEGRATORS = ("rk4", "tsit5", "dopri8")
 TICK_RTOL = 1e-9  # rk4: save_dt and t_end must be multiples of dt within this relative tolerance
-
-
-class ConfigError(ValueError):
-    """An invalid simulation setting: `field` (e.g. `"simulation.save_dt"`), `value` and `rule` (what is allowed);
-    `str(error)` is `field = value: rule`."""
-
-    def __init__(self, field: str, value, rule: str):
-        super().__init__(f"{field} = {_fmt(value)}: {rule}")  # plain numbers: `0.2769`, not `np.float64(0.2769)`
-        self.field, self.value, self.rule = field, value, rule
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._math import UNROLL, lead_apply
+from .._errors import ScenarioError
+from .._math import lead_apply
+from ._rules import hub_problems, panels_problems
+
+
+def _concrete(*leaves) -> bool:
+    """Whether every leaf holds values (not a tracer inside jit/vmap/grad): the rules are checked on those."""
+    return not any(isinstance(x, jax.core.Tracer) for x in leaves)
+
+
+def _refuse(owner: str, problem) -> None:
+    if problem is not None:
+        field, value, rule = problem
+        raise ScenarioError.bad(owner, field, value, rule)
 
 
 def _f64(x):
@@ -45,6 +58,12 @@ class Hub(eqx.Module):
     mHub: Float[Array, ""] = eqx.field(converter=_f64)
     IHubPntBc_B: Float[Array, "3 3"] = eqx.field(converter=_f64)
     r_BcB_B: Float[Array, "3"] = eqx.field(converter=_f64)
+
+    def __check_init__(self):
+        """Built with values (not traced), one hub: the rules of a scenario file (`_model._rules`), refused with a
+        `ScenarioError` naming the field, the value and the rule."""
+        if _concrete(self.mHub, self.IHubPntBc_B) and jnp.ndim(self.mHub) == 0:
+            _refuse("Hub", hub_problems(self.mHub, self.IHubPntBc_B))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,49 +124,6 @@ class Topology:
     def of_root(self, x):
         """`x[root]`: each panel's value of its subtree root (hinge point and frame of a chain)."""
         return x if self.trivial else lead_apply(np.eye(self.count)[self.root], x)
-
-    def solve(self, M, rhs):
-        """$M^{-1}$ rhs for the symmetric positive definite hinge mass matrix `M` (N, N) of a model with chains
-        (with every panel on the hub it is diagonal and `_backsub.hinge_contributions` divides instead).
-
-        Each diagonal block (`blocks`) is solved by an unrolled $L D L^T$ factorisation of its static size, and
-        the zero blocks between chains are never touched: plain multiply-adds that XLA fuses with the rest of the
-        vector field, no LAPACK call (a custom call keeps XLA:CPU from compiling the integration loop into one
-        function) and no pivoting (none is needed for a positive definite matrix). Blocks longer than `UNROLL`
-        panels use `jnp.linalg.solve`."""
-        if max(len(b) for b in self.blocks) > UNROLL:
-            return jnp.linalg.solve(M, rhs)
-        b = [r[0] for r in jnp.split(rhs, self.count)]
-        x = [None] * self.count
-        for idx in self.blocks:
-            _ldl_solve(M, b, x, idx)
-        return jnp.stack(x)
-
-
-def _ldl_solve(M, b, x, idx: tuple[int, ...]) -> None:
-    """Unrolled $L D L^T$ solve of the block `M[idx][:, idx]` against the rows `b[idx]`, written to `x[idx]`."""
-    n = len(idx)
-    L = [[None] * n for _ in range(n)]
-    D = [None] * n
-    for i in range(n):
-        for j in range(i + 1):
-            s = M[idx[i], idx[j]]
-            for k in range(j):
-                s = s - L[i][k] * L[j][k] * D[k]
-            if i == j:
-                D[i] = s
-            else:
-                L[i][j] = s / D[j]
-    z = [None] * n
-    for i in range(n):  # L z = b
-        z[i] = b[idx[i]]
-        for k in range(i):
-            z[i] = z[i] - L[i][k] * z[k]
-    for i in reversed(range(n)):  # D L^T x = z
-        xi = z[i] / D[i]
-        for k in range(i + 1, n):
-            xi = xi - L[k][i] * x[idx[k]]
-        x[idx[i]] = xi
 
 
 @functools.lru_cache(maxsize=256)
@@ -249,6 +225,14 @@ class Panels(eqx.Module):
             raise ValueError(f"Panels: {len(self.parent)} panels but {len(self.names)} names and "
                              f"{len(self.chain)} chain labels")
 
+    def __check_init__(self):
+        """Built with values (not traced), one model (no member axis): the rules of a scenario file
+        (`_model._rules`: masses, `d`, `l` where a panel hangs, `k`, `c`, inertias, hinge frames), refused with a
+        `ScenarioError` naming `<panel>.<field>`, the value and the rule."""
+        leaves = (self.mass, self.IPntS_S, self.d, self.l, self.k, self.c, self.dcm_HB)
+        if _concrete(*leaves) and jnp.ndim(self.mass) == 1 and jnp.shape(self.IPntS_S) == (self.count, 3, 3):
+            _refuse("Panels", panels_problems(self))
+
     @property
     def count(self) -> int:
         return len(self.parent)
@@ -280,10 +264,11 @@ class Panels(eqx.Module):
     ) -> "Panels":
         """A chain of L panels hinged edge to edge, the first (root) hinged to the hub at `r_HB_B` with frame
         `dcm_HB` (every hinge axis is its $\\hat h_2$); `l[j]`: hinge j to hinge j+1 along $-\\hat s_{j,1}$ (the last
-        entry is unused). Names default to `<name>_1 .. <name>_L`."""
+        entry is unused and set to 0). Names default to `<name>_1 .. <name>_L`."""
         mass = _f64(mass)
         L = mass.shape[0]
         z = jnp.zeros(L)
+        l = _f64(l).at[-1].set(0.0)  # l places the next panel's hinge: none follows the last
         return Panels(
             mass, IPntS_S, d, k, z if c is None else c,
             jnp.broadcast_to(_f64(r_HB_B), (L, 3)), jnp.broadcast_to(_f64(dcm_HB), (L, 3, 3)),

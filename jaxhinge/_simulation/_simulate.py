@@ -18,10 +18,12 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._dynamics._backsub import state_derivative, state_derivative_held
 from .._dynamics._energy import diagnostics, initial_state
+from .._errors import ConfigError, ScenarioError
 from .._math import mrp_shadow
-from .._model._scenario import ConfigError, Scenario, SimulationConfig, compile_key
+from .._model._rules import model_ok, model_problems
+from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import State
-from .._programs import program
+from .._runtime._programs import program
 from ._solver import MRPSwitch
 
 OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
@@ -31,6 +33,7 @@ OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
 }
 OUTPUT_NAMES = tuple(OUTPUT_UNITS)
 DRIFT_RTOL = 1e-4  # largest relative drift of a conserved output in a valid run (`Trajectory.drift_warning`)
+INVALID_MODEL = -1  # `Trajectory.result` of a run whose model breaks a physical rule (`_model._rules.model_ok`)
 MEMORY_ENV = "JAXHINGE_MEMORY_LIMIT_GB"  # the memory limit of `check_memory` (default: half the physical memory)
 
 
@@ -98,6 +101,9 @@ def failure_reason(code: int, simulation: Scenario | SimulationConfig | None = N
     exceeds rk4's stability limit 2.8 (a hinge too stiff, or a panel too light, for that step)."""
     code, scenario = int(code), simulation if isinstance(simulation, Scenario) else None
     simulation = scenario.simulation if scenario is not None else simulation
+    if code == INVALID_MODEL:
+        return ("the model breaks a physical rule (a mass, d or mHub <= 0, a negative k or c, l where no panel "
+                "hangs, an inertia that is not a rigid body's, a hinge frame that is not a rotation): not a valid run")
     if code == 0:
         hint = "check masses and inertias (near-zero values make the model singular)"
         if simulation is not None and simulation.integrator == "rk4":
@@ -381,6 +387,20 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
     )
 
 
+def refuse_invalid(scenario: Scenario, source: str) -> None:
+    """Refuse, before any compute, a scenario given with values (not traced) whose model breaks a physical rule
+    (`_model._rules.model_problems`; a batch: member by member): a `ScenarioError` naming the member, the field,
+    the value and the rule. Traced scenarios are checked inside the program (`model_ok`, per member)."""
+    sc = scenario.spacecraft
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(sc)):
+        return
+    if not bool(np.all(np.asarray(jax.vmap(model_ok)(sc) if np.ndim(sc.hub.mHub) == 1 else model_ok(sc)))):
+        problem = model_problems(sc, plausible=False)
+        if problem is not None:
+            member, field, value, rule = problem
+            raise ScenarioError.bad(f"{source}: {member}" if member else source, field, value, rule)
+
+
 def simulate_unjitted(
     scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None = None, ts: ArrayLike | None = None
 ) -> Trajectory:
@@ -400,8 +420,10 @@ def simulate_unjitted(
         **diag._asdict(),
     )
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(fields)]))
-    ok = (sol.result == diffrax.RESULTS.successful._value) & finite
-    return Trajectory(**fields, result=sol.result, success=ok, num_steps=sol.num_steps)
+    valid = model_ok(scenario.spacecraft)  # a member of a traced batch that breaks a rule fails, reported
+    ok = (sol.result == diffrax.RESULTS.successful._value) & finite & valid
+    result = jnp.where(valid, sol.result, INVALID_MODEL)
+    return Trajectory(**fields, result=result, success=ok, num_steps=sol.num_steps)
 
 
 @program
@@ -443,6 +465,7 @@ def simulate(
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate: expected a jaxhinge Scenario (from load_scenario or jh.Scenario(...)), got "
                         f"{type(scenario).__name__}")
+    refuse_invalid(scenario, "simulate")
     cfg = scenario.simulation
     store = cfg.integrator == "rk4" and stores_steps(adjoint, cfg)
     check_memory(cfg, scenario.spacecraft.panels.count, samples=None if ts is None else np.shape(ts)[0],

@@ -1,4 +1,5 @@
-"""Plots (matplotlib; Agg backend outside notebooks: files only, no display needed).
+"""Figures: the shared conventions, and the trajectory plot (matplotlib; Agg backend outside notebooks: files
+only, no display needed). Every other figure is in its report module (`_fit`, `_identify`, `_sweep`, `_sensitivity`).
 
 Figure convention: files and the API are SI (radians); figures show angles in deg and rates in deg/s
 (`shown`), and every axis label carries its unit ([-] for dimensionless quantities). Legends sit outside the
@@ -8,8 +9,10 @@ import numpy as np
 
 from .._simulation._simulate import relative_drift
 
+__all__ = ["legend_outside", "plot_trajectory", "pyplot", "shown"]
 
-def _plt():
+
+def pyplot():
     """pyplot; the Agg backend (files only) unless pyplot is already in use or this is a Jupyter kernel, whose
     inline figures must keep working after a jaxhinge plot."""
     import sys
@@ -39,7 +42,7 @@ def legend_outside(ax, **kw) -> None:
 
 def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None) -> None:
     """Hinge angles, hub rates, and energy/momentum drift of a trajectory dict (`Trajectory.as_dict()`)."""
-    plt = _plt()
+    plt = pyplot()
     t = traj["t"]
     fig, (ax_theta, ax_rate, ax) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     for i, name in enumerate(panel_names):

@@ -1,0 +1,156 @@
+r"""FEA modes and how they are paired with the model's modes.
+
+`FeaModes` holds the first modes of an FEA modal analysis in SI units (what the readers of `jaxhinge._io._fea`
+return). `pair_modes` pairs every model mode with one FEA mode by an assignment problem on
+$(1 - \mathrm{MAC}) + 0.1\,|\ln(f_{model}/f_{FEA})|$, the MAC of unit-free participation vectors; by frequency
+alone where the FEA modes carry no effective mass. `_pairs_by_hand` checks a pairing given by mode numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import FitError
+from .._format import fmt_value as _fmt
+from .._math import assignment
+from ._modes import Modes
+
+__all__ = ["FeaModes", "mac", "pair_modes"]
+
+_FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
+
+
+@dataclasses.dataclass(frozen=True)
+class FeaModes:
+    """The first modes of an FEA modal analysis, in SI units.
+
+    Attributes:
+        frequencies: (n,) natural frequencies [Hz], ascending as in the file.
+        mode_numbers: (n,) the FEA's own mode numbers (1-based, as printed by the solver).
+        effective_mass: (n, 6) modal effective masses: translations x, y, z [kg], rotations about x, y, z
+            through `reference_point` [kg m^2]; None where the file has none.
+        participation: (n, 6) participation factors of mass-normalised modes (translations [kg^0.5], rotations
+            [kg^0.5 m]) about `reference_point`; None where the file has none.
+        damping: (n,) modal damping ratios [-]; None where the file has none.
+        reference_point: (3,) the point the rotational components refer to [m], FEA coordinates (= frame B).
+        boundary: "clamped" (interface/hub fixed, the usual deliverable for appendages), "free" (free-free, with
+            rigid-body modes removed) or None when the file does not say.
+        total_mass: (6,) the rigid-body mass the effective masses are fractions of (the solver's "total effective
+            mass" line where printed, else None).
+        source: the file read.
+        reference_grid: the FEA grid the rotations refer to (NASTRAN `PARAM,GRDPNT`) when the file names one and
+            no `reference_point` was given: its coordinates are not in the file, so a fit asks for them.
+        unread: why tables present in the file were not read (None: everything needed was read).
+    """
+
+    frequencies: np.ndarray
+    mode_numbers: np.ndarray
+    effective_mass: np.ndarray | None = None
+    participation: np.ndarray | None = None
+    damping: np.ndarray | None = None
+    reference_point: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
+    boundary: str | None = None
+    total_mass: np.ndarray | None = None
+    source: str = ""
+    reference_grid: int | None = None
+    unread: str | None = None
+
+
+def _totals(fea: FeaModes) -> np.ndarray:
+    """Each component's total effective mass (the file's total line, else the listed modes' sum), floored."""
+    t = fea.total_mass if fea.total_mass is not None else np.sum(fea.effective_mass, axis=0)
+    t = np.asarray(t, float)
+    return np.maximum(t, 1e-12 * max(float(t.max()), 1e-300))
+
+
+def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] | None:
+    """Participation vectors made unit-free (each component over the square root of its total effective mass),
+    FEA and model; `None` where the FEA modes carry no effective mass (free-free, or not in the file)."""
+    if fea.effective_mass is None:
+        return None
+    scale = np.sqrt(_totals(fea))
+    if fea.participation is not None:
+        a, b = np.asarray(fea.participation) / scale, np.asarray(model.participation) / scale
+    else:  # effective masses only: the signs are unknown, compare magnitudes
+        a, b = np.sqrt(np.asarray(fea.effective_mass)) / scale, np.abs(np.asarray(model.participation)) / scale
+    if np.sum(a * a) < 1e-9 * len(a):
+        return None
+    return a, b
+
+
+def mac(a, b):
+    """$|a_i \\cdot b_j|^2 / (|a_i|^2 |b_j|^2)$ for all rows of `a` and `b` (0 where either is zero); traceable."""
+    num = (a @ b.T) ** 2
+    den = jnp.sum(a * a, 1)[:, None] * jnp.sum(b * b, 1)[None, :]
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
+
+
+def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.ndarray]:
+    """Pair every model mode with one FEA mode: minimum total cost $(1 - \\mathrm{MAC}) + 0.1\\,|\\ln(f_{model} /
+    f_{FEA})|$ (an assignment problem: the effective-mass direction first, the frequency to tell apart modes of
+    one direction), the MAC of the unit-free participation vectors (`_unit_vectors`); by
+    frequency alone where the FEA modes carry no effective mass (free-free). **Returns:** FEA indices, model
+    indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
+    f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
+    cost = _FREQ_WEIGHT * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
+    vec = _unit_vectors(fea, model)
+    m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
+    if vec is not None:
+        cost = cost + (1.0 - m)
+    col_of = np.asarray(assignment(-cost))
+    rows = np.nonzero(col_of >= 0)[0]
+    cols = col_of[rows]
+    order = np.argsort(cols)
+    fi, mj = [int(rows[k]) for k in order], [int(cols[k]) for k in order]
+    return fi, mj, np.array([m[i, j] for i, j in zip(fi, mj)])
+
+
+def _pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list[int], list[int]]:
+    if mode_numbers is None or fea_modes is None:
+        raise FitError("pairing by hand needs both mode_numbers (model) and fea_modes (FEA mode numbers, "
+                       "one per model mode)", field="fea_modes")
+    mn, fm = list(mode_numbers), list(fea_modes)
+    if len(mn) != len(fm):
+        raise FitError(f"fea_modes = {_fmt(fm)} and mode_numbers = {_fmt(mn)}: give one FEA mode per "
+                       "model mode", field="fea_modes")
+    known = [int(x) for x in fea.mode_numbers]
+    bad = [x for x in fm if x not in known]
+    if bad or len(set(fm)) != len(fm):
+        raise FitError(f"fea_modes = {_fmt(fm)}: must be distinct mode numbers of {fea.source} "
+                       f"({known[0]}..{known[-1]})", field="fea_modes")
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 1 <= x <= n for x in mn) \
+            or len(set(mn)) != len(mn):
+        raise FitError(f"mode_numbers = {_fmt(mn)}: must be distinct integers between 1 and {n}",
+                       field="mode_numbers")
+    return [known.index(x) for x in fm], [int(x) - 1 for x in mn]
+
+
+def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit: Modes,
+                   auto: bool) -> tuple[list[dict], list[str]]:
+    """The pairing report (the model mode of each FEA mode at the start and at the solution), and a note when a
+    fresh automatic pairing at the solution differs from the one the fit tracked."""
+    fi, mj = pairs0
+    vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
+    mac0 = np.asarray(mac(*vec0)) if vec0 is not None else None
+    mac1 = np.asarray(mac(*vec1)) if vec1 is not None else None
+    em = None if fea.effective_mass is None else np.asarray(fea.effective_mass)
+    rows = [{"fea_mode": int(fea.mode_numbers[i]), "fea_frequency_hz": float(fea.frequencies[i]),
+             "initial_model_mode": j0 + 1, "model_mode": j + 1,
+             "initial_model_frequency_hz": float(m_init.frequency_hz[j0]),
+             "model_frequency_hz": float(m_fit.frequency_hz[j]),
+             "mac_initial": None if mac0 is None else float(mac0[i, j0]),
+             "mac": None if mac1 is None else float(mac1[i, j]),
+             "fea_effective_mass": None if em is None else em[i].tolist(),
+             "model_effective_mass": np.asarray(m_fit.effective_mass)[j].tolist()}
+            for i, j0, j in zip(fi, mj, final)]
+    notes = []
+    if auto:
+        fi1, mj1, _ = pair_modes(fea, m_fit)
+        if sorted(zip(fi1, mj1)) != sorted(zip(fi, final)):
+            notes.append("the FEA-model pairing at the solution differs from the one fitted (modes swapped during "
+                         f"the fit: now {[(int(fea.mode_numbers[i]), j + 1) for i, j in zip(fi1, mj1)]} as (FEA, "
+                         "model)); check the pairing table and fix it with mode_numbers and fea_modes")
+    return rows, notes

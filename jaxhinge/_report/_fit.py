@@ -1,0 +1,204 @@
+"""Reports of a modal fit: `result.json` (`fit_json`), the console report (`fit_report_lines`) and `fit.png`
+(`plot_fit`); `least_squares_json`, the blocks every fit's `result.json` shares."""
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .._format import json_number, to_json
+from .._format import json_number as _num
+from .._version import __version__
+from ._modes import measurement_json, modes_json
+from ._plot import pyplot
+
+__all__ = ["fit_json", "fit_report_lines", "least_squares_json", "plot_fit"]
+
+
+def least_squares_json(result: Any) -> dict[str, Any]:
+    """The `result.json` blocks every fit shares, from a `LeastSquaresResult`: `correlation` (`names`, `matrix`)
+    and `identifiability` (`identifiable`, `well_posed`, `condition_number`, `singular_value_ratios`,
+    `undetermined`, `poorly_determined`), plain JSON data (NaN and inf as `None`)."""
+    return {
+        "correlation": {"names": list(result.names), "matrix": to_json(np.asarray(result.correlation))},
+        "identifiability": {
+            "identifiable": bool(result.identifiable),
+            "well_posed": bool(result.well_posed),
+            "condition_number": json_number(result.condition_number),
+            "singular_value_ratios": to_json(np.asarray(result.singular_values)),
+            "undetermined": to_json(result.undetermined),
+            "poorly_determined": to_json(result.poorly_determined),
+        },
+    }
+
+
+def fit_json(result, spec=None) -> dict[str, Any]:
+    """The `result.json` content of a modal fit (`FitResult`, and the `FitSpec` it came from when there is one):
+    plain Python, NaN and inf as `null`."""
+
+    params = {}
+    for i, members in enumerate(result.members):
+        for mname in members:
+            entry = {
+                "value": _num(result.values[i]),
+                "sigma": _num(result.sigma[i]),
+                "initial": _num(result.initial[i]),
+                "unit": result.units[i],
+            }
+            if len(members) > 1:
+                entry["tied_with"] = [m for m in members if m != mname]
+            params[mname] = entry
+    f_model = np.asarray(result.modes.frequency_hz)
+    z_model = np.asarray(result.modes.damping_ratio)
+    f_init = np.asarray(result.initial_modes.frequency_hz)
+    z_init = np.asarray(result.initial_modes.damping_ratio)
+    chk = result.check
+    targets = []
+    for i, mode in enumerate(result.mode_numbers):
+        j = mode - 1
+        row: dict[str, Any] = {
+            "mode": mode,
+            "target_frequency_hz": _num(result.targets_hz[i]),
+            "model_frequency_hz": _num(f_model[j]),
+            "frequency_relative_error": _num(result.frequency_error[i]),
+            "initial_frequency_hz": _num(f_init[j]),
+        }
+        if len(result.damping_targets):
+            row.update({
+                "target_damping_ratio": _num(result.damping_targets[i]),
+                "model_damping_ratio": _num(z_model[j]),
+                "damping_relative_error": _num(result.damping_error[i]),
+                "initial_damping_ratio": _num(z_init[j]),
+            })
+        else:
+            row["model_damping_ratio"] = _num(z_model[j])
+        if chk is not None:
+            row["simulated_frequency_hz"] = _num(chk.frequency_hz[j])
+            row["simulated_damping_ratio"] = _num(chk.damping_ratio[j])
+            row["simulated_vs_target_relative"] = _num((chk.frequency_hz[j] - result.targets_hz[i])
+                                                       / result.targets_hz[i])
+        targets.append(row)
+    out: dict[str, Any] = {
+        "jaxhinge_version": __version__,
+        "fit_file": spec.path if spec else None,
+        "scenario": spec.scenario_name if spec else None,
+        "boundary": result.boundary,
+        "parameters": params,
+        "targets": targets,
+        "converged": bool(result.converged),
+        "targets_reached": bool(result.targets_reached),
+        "status": result.status,
+        "message": result.message,
+        "iterations": int(result.iterations),
+        "cost": _num(result.cost),
+        "residuals": [_num(x) for x in result.residuals],
+        "residual_definition": "(model - target) / (sigma_rel * target); frequencies first, then damping ratios",
+        "sigma_basis": result.sigma_note,
+        "solver": result.solver,
+        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free", "fea")},
+        "free": list(result.names),
+        "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
+        "cost_history": [_num(x) for x in result.history],
+        "modes": modes_json(result.modes)["modes"],
+        "chi2": _num(result.chi2),
+        "dof": int(result.dof),
+        **least_squares_json(result),
+    }
+    if chk is not None:
+        out["check"] = measurement_json(chk)
+    if result.pairing is not None:
+        fea = spec.fit_kwargs["fea"] if spec else None
+        out["fea"] = {"file": None if fea is None else fea.source, "boundary": result.boundary,
+                      "reference_point_B_m": result.options["reference_point"],
+                      "effective_mass_units": "kg (translations), kg m^2 (rotations)",
+                      "pairing": [{k: (v if not isinstance(v, float) else _num(v)) for k, v in row.items()}
+                                  for row in result.pairing]}
+    return out
+
+
+def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
+    """Targets vs initial, fitted and simulated frequencies and damping ratios, and the cost history."""
+    plt = pyplot()
+    has_z = len(result.damping_targets) > 0
+    fig, axes = plt.subplots(1, 3 if has_z else 2, figsize=(13 if has_z else 9, 4.2))
+    x = np.asarray(result.mode_numbers)
+    j = x - 1
+    chk = result.check
+
+    def panel(ax, target, initial, model, simulated, ylabel, scale=1.0):
+        target, initial, model = (scale * np.asarray(a) for a in (target, initial, model))
+        ax.plot(x, target, "_", color="k", ms=22, mew=2.5, label="target", zorder=2)
+        ax.plot(x, initial, "s", mfc="none", color="0.55", ms=8, label="initial model", zorder=3)
+        if simulated is not None:
+            ax.plot(x, scale * np.asarray(simulated), "D", mfc="none", color="C3", ms=10, mew=1.3,
+                    label="fitted, simulated check", zorder=3)
+        ax.plot(x, model, "o", color="C0", ms=5, label="fitted model (linear)", zorder=4)
+        for xi, t, m in zip(x, target, model):
+            ax.annotate(f"{100 * (m - t) / t:+.2g} %", (xi, m), textcoords="offset points", xytext=(12, -3),
+                        fontsize="x-small", color="C0")
+        ax.plot([], [], " ", label="number: (fitted - target)/target")
+        ax.set_xticks(x)
+        ax.set_xlim(x.min() - 0.5, x.max() + 0.9)
+        ax.set_xlabel("mode [-]")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+
+    panel(axes[0], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
+          np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j], "frequency [Hz]")
+    axes[0].legend(fontsize="x-small", loc="upper left")
+    if has_z:
+        panel(axes[1], result.damping_targets, np.asarray(result.initial_modes.damping_ratio)[j],
+              np.asarray(result.modes.damping_ratio)[j], None if chk is None else chk.damping_ratio[j],
+              "damping ratio [%]", scale=100.0)
+    ax = axes[-1]
+    h = np.asarray(result.history)
+    if len(h):
+        ax.semilogy(np.arange(len(h)), np.maximum(h, 1e-300), ".-", ms=3)
+    ax.set_xlabel("solver step [-]")
+    ax.set_ylabel("cost 0.5 sum r^2 [-]")
+    ax.set_title(("converged" if result.converged else "NOT converged") + f" ({result.solver})", fontsize="small")
+    ax.grid(alpha=0.3, which="both")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format=fmt)
+    plt.close(fig)
+
+
+def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
+    """The console report of a modal fit: status, parameters, targets, FEA pairing, timing, files written."""
+    lines = [f"fit                 {data['fit_file']}",
+             f"scenario            {data['scenario']} (boundary {result.boundary}, solver {result.solver})",
+             f"status              {result.message}", ""]
+    lines.append(f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit")
+    for i, name in enumerate(result.names):
+        sig = result.sigma[i]
+        sig_s = f"{sig:12.4g}" if np.isfinite(sig) else f"{'undetermined':>12}"
+        lines.append(f"{name:<28} {result.values[i]:14.8g} {sig_s} {result.initial[i]:14.8g}  {result.units[i]}")
+    lines += ["", (f"{'mode':>4} {'target [Hz]':>12} {'model [Hz]':>12} {'rel. error':>11} {'simulated [Hz]':>15}"
+                   f" {'target zeta':>12} {'model zeta':>11} {'simulated zeta':>15}")]
+    for r in data["targets"]:
+        def f(key, w, fmt, r=r):
+            x = r.get(key)
+            return f"{'-':>{w}}" if x is None else f"{x:{w}{fmt}}"
+
+        lines.append(f"{r['mode']:>4} {f('target_frequency_hz', 12, '.6f')} {f('model_frequency_hz', 12, '.6f')} "
+                     f"{f('frequency_relative_error', 11, '.2e')} {f('simulated_frequency_hz', 15, '.6f')} "
+                     f"{f('target_damping_ratio', 12, '.6f')} {f('model_damping_ratio', 11, '.6f')} "
+                     f"{f('simulated_damping_ratio', 15, '.6f')}")
+    if result.pairing:
+        lines += ["", (f"{'FEA mode':>8} {'FEA [Hz]':>12} {'model mode':>10} {'model [Hz]':>12} {'MAC start':>9} "
+                       f"{'MAC end':>8}  effective mass FEA / model [kg, kg m^2] T1 T2 T3 R1 R2 R3")]
+        for p in result.pairing:
+            def mac(x):
+                return f"{'-':>8}" if x is None else f"{x:8.4f}"
+
+            em = "" if p["fea_effective_mass"] is None else " ".join(
+                f"{a:.3g}/{b:.3g}" for a, b in zip(p["fea_effective_mass"], p["model_effective_mass"]))
+            lines.append(f"{p['fea_mode']:>8} {p['fea_frequency_hz']:12.6f} {p['model_mode']:>10} "
+                         f"{p['model_frequency_hz']:12.6f} {mac(p['mac_initial']):>9} {mac(p['mac'])}  {em}")
+    t = data["timing_s"]
+    lines += ["", f"timing              fit {t['fit']:.2f} s (solver {t['solver']:.2f} s, compilation included)"
+              + (f", simulation check {t['check']:.2f} s" if t.get("check") is not None else "")]
+    lines += [f"wrote               {os.path.relpath(w)}" for w in written]
+    return lines
