@@ -61,6 +61,7 @@ from .._errors import FitError
 from .._format import fmt_value as _fmt
 from .._model._loads import Loads
 from .._model._params import Parameter
+from .._model._rules import model_ok
 from .._model._scenario import Scenario, SimulationConfig
 from .._model._spacecraft import strip_labels
 from ._linearize import check_boundary
@@ -124,14 +125,15 @@ class _ModalResiduals(AbstractResiduals):
         return jnp.argmax(score, axis=1)
 
     def __call__(self, u):
-        m = modes_unjitted(self.at(u), self.boundary, self.reference_point)
+        model = self.at(u)
+        m = modes_unjitted(model, self.boundary, self.reference_point)
         idx = self.index(m)
         r = (m.frequency_hz[idx] - self.targets_hz) * self.w_f
         if self.damping_ratios.shape[0]:
             r = jnp.concatenate([r, (m.damping_ratio[idx] - self.damping_ratios) * self.w_z])
         if self.mass_targets.shape[0]:
             r = jnp.concatenate([r, ((m.effective_mass[idx] - self.mass_targets) * self.w_m).ravel()])
-        return r, jnp.asarray(True), m
+        return r, model_ok(model.spacecraft), m  # an iterate that breaks a physical rule is a failed evaluation
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -261,6 +263,36 @@ def fit(
     """
     t_start = time.perf_counter()
     say = progress or (lambda s: None)
+    _check_settings(scenario, boundary, solver, max_steps, rtol=rtol, atol=atol, learning_rate=learning_rate,
+                    reach_rtol=reach_rtol, ident_rtol=ident_rtol, warn_rtol=warn_rtol,
+                    frequency_sigma=frequency_sigma, damping_sigma=damping_sigma)
+    tg = _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
+                  effective_mass_sigma)
+    pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say)
+    say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}; compiling and solving...")
+    sol = solve(pb.problem, jnp.zeros(len(pb.coords)), make_solver(solver, rtol, atol, learning_rate),
+                max_steps=max_steps, progress=None if progress is None else (lambda s: say(f"fit: {s}")))
+    fitted = apply_coordinates(scenario, pb.coords, jnp.asarray(sol.u))
+    measured = None
+    if check:
+        say("fit: independent check: simulating the fitted nonlinear model, one free response per mode...")
+        measured = measure_modes(fitted, boundary)
+    options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "learning_rate": learning_rate,
+               "reach_rtol": reach_rtol, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol,
+               "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
+               "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist()}
+    return _result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol, warn_rtol,
+                   wall=time.perf_counter() - t_start)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The steps of `fit`: check the settings, the targets (and their pairing with FEA modes), build the problem,
+# solve, report
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _check_settings(scenario, boundary, solver, max_steps, **positive) -> None:
+    """The solver and weighting settings, each named by its argument."""
     if not isinstance(scenario, Scenario):
         raise FitError(f"scenario: expected a jaxhinge Scenario, got {type(scenario).__name__}")
     try:
@@ -271,15 +303,33 @@ def fit(
         raise FitError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="solver")
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise FitError(f"max_steps = {_fmt(max_steps)}: must be an integer >= 1", field="max_steps")
-    for name, v in (("rtol", rtol), ("atol", atol), ("learning_rate", learning_rate), ("reach_rtol", reach_rtol),
-                    ("ident_rtol", ident_rtol), ("warn_rtol", warn_rtol)):
+    for name, v in positive.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"{name} = {_fmt(v)}: must be a finite number > 0", field=f"{name}")
-    for name, v in (("frequency_sigma", frequency_sigma), ("damping_sigma", damping_sigma)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"{name} = {_fmt(v)}: must be a finite number > 0 (relative uncertainty)",
-                           field=f"{name}")
+            what = " (relative uncertainty)" if name.endswith("_sigma") else ""
+            raise FitError.bad(None, name, v, f"must be a finite number > 0{what}")
 
+
+@dataclasses.dataclass(frozen=True)
+class _Targets:
+    """What the fit aims at: frequency and damping targets `ft`, `zt`, the model mode index of each, the FEA
+    effective masses fitted (`em_t`), the FEA pairing at the start (`pairs0`, `by_hand`), the tracked FEA
+    participation vectors (`track`, `track_scale`) and the reference point `ref` [m, B]."""
+
+    ft: np.ndarray
+    zt: np.ndarray
+    idx: tuple[int, ...]
+    em_t: np.ndarray
+    pairs0: tuple | None
+    by_hand: bool
+    track: np.ndarray
+    track_scale: np.ndarray
+    ref: np.ndarray
+    fea: FeaModes | None
+
+
+def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
+             effective_mass_sigma) -> _Targets:
+    """The targets from the arguments or the FEA modes (paired automatically or by hand), checked."""
     sc = scenario.spacecraft
     names = sc.panels.labels
     n = len(names)
@@ -293,7 +343,7 @@ def fit(
         raise FitError(f"{fea.source}: its effective masses refer to grid {fea.reference_grid} (PARAM GRDPNT), whose "
                        "coordinates are not in the file: give reference_point (that grid's position in B [m])",
                        field="reference_point")
-    em_t, pairs0, track, track_scale = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6)
+    em_t, pairs0, track, track_scale, by_hand = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6), False
     if fea is not None:
         if fea.boundary is not None and fea.boundary != boundary:
             raise FitError(f"boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
@@ -350,6 +400,26 @@ def fit(
                            field="mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
 
+    return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Problem:
+    """The least-squares problem: its coordinates, residuals, counts, the initial modes and notes so far."""
+
+    coords: tuple
+    problem: "_ModalResiduals"
+    n_res: int
+    m_init: Modes
+    notes: list
+
+
+def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigma, effective_mass_sigma,
+           say) -> _Problem:
+    """The fitted coordinates (a free c at 0 seeded from the damping targets) and the residuals, refused when
+    the targets cannot determine them, cannot be reached, or do not depend on one of them."""
+    sc = scenario.spacecraft
+    ft, zt, idx, em_t, ref, fea = tg.ft, tg.zt, tg.idx, tg.em_t, tg.ref, tg.fea
     # the coordinates; a free c at 0 is seeded from the damping targets (the panel alone about its own hinge)
     k0 = np.asarray(sc.panels.k, float)
     Itheta = np.asarray(sc.panels.IPntS_S[:, 1, 1] + sc.panels.mass * sc.panels.d**2, float)
@@ -398,7 +468,7 @@ def fit(
         reference_point=jnp.asarray(ref),
         mass_targets=jnp.asarray(em_t),
         w_m=jnp.asarray(1.0 / (effective_mass_sigma * _totals(fea)) if len(em_t) else np.zeros(6)),
-        track=jnp.asarray(track), track_scale=jnp.asarray(track_scale), track_signed=fea is None or
+        track=jnp.asarray(tg.track), track_scale=jnp.asarray(tg.track_scale), track_signed=fea is None or
         fea.participation is not None,
         boundary=boundary,
         mode_index=idx,
@@ -408,7 +478,7 @@ def fit(
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
     m_init = to_numpy(_relabel(modes(problem.at(u0), boundary, ref), sc))
-    if kinds <= {"k", "c"} and not len(track):  # (tracked modes may change their order with k)
+    if kinds <= {"k", "c"} and not len(tg.track):  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
     # every free parameter must move the targets
@@ -418,11 +488,16 @@ def fit(
         if not col[j] > 1e-9 * max(col.max(), 1e-300):
             raise FitError(f"free: {c.name} has no effect on the targeted modes (zero sensitivity at the "
                            "initial guess): fix it or target modes it takes part in", field="free")
+    return _Problem(tuple(coords), problem, n_res, m_init, notes)
 
-    say(f"fit: {n_par} free parameter(s), {n_res} residual(s), solver {solver}; compiling and solving...")
-    sol = solve(problem, u0, make_solver(solver, rtol, atol, learning_rate), max_steps=max_steps,
-                progress=None if progress is None else (lambda s: say(f"fit: {s}")))
 
+def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options, boundary, reach_rtol,
+            ident_rtol, warn_rtol, wall) -> "FitResult":
+    """The `FitResult`: the fitted modes, errors, covariance and identifiability, pairing, and the status in
+    words."""
+    sc, coords, problem, m_init, ft, zt, ref, fea = (scenario.spacecraft, pb.coords, pb.problem, pb.m_init, tg.ft,
+                                                     tg.zt, tg.ref, tg.fea)
+    notes, n_par, n_res = list(pb.notes), len(pb.coords), pb.n_res
     r, J = sol.residuals, sol.jacobian
     m_fit = to_numpy(_relabel(modes(problem.at(jnp.asarray(sol.u)), boundary, ref), sc))
     converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
@@ -446,7 +521,7 @@ def fit(
             for j, c in enumerate(coords) if c.log and np.isfinite(sigma[j]) and sigma[j] > 0.5 * abs(values[j])]
     pairing = None
     if fea is not None:
-        pairing, swapped = _pairing_table(fea, pairs0, list(idx), m_init, m_fit, auto=not by_hand)
+        pairing, swapped = _pairing_table(fea, tg.pairs0, list(idx), m_init, m_fit, auto=not tg.by_hand)
         notes += swapped
         if len(set(idx)) < len(idx):
             notes.append(f"two FEA modes ended up paired with one model mode ({[j + 1 for j in idx]}): fix the "
@@ -454,19 +529,9 @@ def fit(
     message = _message(converged, reached, sol.status, sol.steps, ferr, derr,
                        [d["description"] for d in a.undetermined], notes, n_par, n_res, J, r, poor)
 
-    fitted = apply_coordinates(scenario, coords, jnp.asarray(sol.u))
-    wall = time.perf_counter() - t_start
-    measured = None
-    if check:
-        say("fit: independent check: simulating the fitted nonlinear model, one free response per mode...")
-        measured = measure_modes(fitted, boundary)
-    options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "learning_rate": learning_rate,
-               "reach_rtol": reach_rtol, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol,
-               "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
-               "effective_mass_sigma": effective_mass_sigma, "reference_point": ref.tolist()}
     return FitResult(
         **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
-                        message=message, iterations=sol.steps, scenario=fitted, solver=solver, options=options,
+                        message=message, iterations=sol.steps, scenario=fitted, solver=options["solver"], options=options,
                         history=sol.history, wall_s=wall, solve_s=sol.wall_s),
         modes=m_fit,
         initial_modes=m_init,
