@@ -20,8 +20,9 @@ README_MAX_LINES = 350
 
 def _markdown_files() -> list[str]:
     """Every Markdown file a reader follows links in, relative to the repository root."""
-    files = ["README.md", "fits/README.md", "benchmarks/RESULTS.md"]
-    files += sorted(f"docs/{f}" for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    files = ["README.md", "fits/README.md"]
+    for folder in ("docs", "benchmarks"):
+        files += sorted(f"{folder}/{f}" for f in os.listdir(os.path.join(ROOT, folder)) if f.endswith(".md"))
     data = os.path.join(ROOT, "tests", "data")
     files += sorted(f"tests/data/{d}/README.md" for d in os.listdir(data)
                     if os.path.isfile(os.path.join(data, d, "README.md")))
