@@ -172,9 +172,12 @@ def markdown(payload):
         "| benchmark | jaxhinge | reference | ratio (reference / jaxhinge) | unit | note |",
         "|---|---|---|---|---|---|",
     ]
+    def cell(text):  # a "|" in a note (max |dtheta|) would end the table cell
+        return str(text).replace("|", "\\|")
+
     for r in payload["rows"]:
-        lines.append(f"| {r['name']} | {fmt(r['jaxhinge'])} | {fmt(r['basilisk'])} | {fmt(r['ratio'])} | "
-                     f"{r['unit']} | {r['note']} |")
+        lines.append(f"| {cell(r['name'])} | {fmt(r['jaxhinge'])} | {fmt(r['basilisk'])} | {fmt(r['ratio'])} | "
+                     f"{cell(r['unit'])} | {cell(r['note'])} |")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""(c') XLA's CPU options, A/B/C: what the CLI, the tests and the other benchmarks use (`jaxhinge.configure_cpu`:
+"""(g) XLA's CPU options, A/B/C: what the CLI, the tests and the other benchmarks use (`jaxhinge.configure_cpu`:
 the elemental emitters `--xla_cpu_use_fusion_emitters=false` and small loops compiled into one function,
 `xla_cpu_small_while_loop_byte_threshold=1000000`), the elemental emitters alone (threshold 0), and XLA's
 defaults (MLIR fusion emitters, threshold 1024 bytes). Each setting runs in its own processes (XLA reads its flags
@@ -83,13 +83,8 @@ def measure(quick=False):
     }
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "--child":
-        print(json.dumps(measure("--quick" in argv)))
-        return
-    quick = "--quick" in argv
-    repeats = int(argv[argv.index("--repeats") + 1]) if "--repeats" in argv else 2
+def measure_all(quick=False, repeats=2):
+    """{(measure, setting): the minimum over `repeats` processes}, each setting in its own processes."""
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     best = {}
     for _ in range(repeats):
@@ -99,15 +94,42 @@ def main(argv=None):
             out = subprocess.run([*pin, sys.executable, os.path.abspath(__file__), "--child"]
                                  + (["--quick"] if quick else []), env=env, cwd=HERE, capture_output=True,
                                  text=True, check=True).stdout
-            row = json.loads(out.strip().splitlines()[-1])
-            for k, v in row.items():
+            measured = json.loads(out.strip().splitlines()[-1])
+            for k, v in measured.items():
                 best[(k, name)] = min(best.get((k, name), float("inf")), v)
+    return best
+
+
+def run(quick=False, repeats=2):
+    """(g) rows for run_all.py: `configure_cpu` against XLA's defaults (ratio > 1: configure_cpu is faster), the
+    elemental emitters alone in the note."""
+    from _common import row
+
+    best = measure_all(quick, repeats)
+    rows = []
+    for k in dict.fromkeys(k for k, _ in best):
+        name, unit = k.rsplit(" [", 1)
+        rows.append(row(f"(g) {name}", best[(k, "configure_cpu")], best[(k, "XLA defaults")], unit.rstrip("]"),
+                        f"elemental only (threshold 0): {best[(k, 'elemental only')]:.4g}; minimum of {repeats} "
+                        "processes each"))
+    return rows
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        print(json.dumps(measure("--quick" in argv)))
+        return
+    quick = "--quick" in argv
+    repeats = int(argv[argv.index("--repeats") + 1]) if "--repeats" in argv else 2
+    best = measure_all(quick, repeats)
     names = list(SETTINGS)
     print(f"{'measure':36s}" + "".join(f"{n:>18s}" for n in names))
     for k in dict.fromkeys(k for k, _ in best):
         print(f"{k:36s}" + "".join(f"{best[(k, n)]:18.3f}" for n in names))
     for n, flags in SETTINGS.items():
         print(f"{n}: XLA_FLAGS={flags}")
+
 
 if __name__ == "__main__":
     main()

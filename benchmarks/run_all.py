@@ -1,13 +1,28 @@
-"""Run every benchmark (a)-(f), (h), (i), (m) in one process, print one table, write benchmarks/results.json.
+"""The one entry point of the benchmarks: run them in one process, print one table, write benchmarks/results.json.
 
-    python benchmarks/run_all.py [--quick] [--only a,b,c,d,e,f,h,i,m] [--write-md]
+    python benchmarks/run_all.py [--quick] [--only a,b,m,c,d,e,i,h,f,g,t] [--write-md]
 
-`--write-md` also replaces the measured table in benchmarks/RESULTS.md (the discussion there is hand-written).
+Rows, by letter (every benchmark script is one or more of them; each script also runs alone):
+
+- (a) one trajectory of the seed scenario, Basilisk in the same run (here: `single_trajectory`);
+- (b) a 1024-member dispersed batch, also sharded over the cores; flops and arithmetic rate (`bench_batch.py`);
+- (m) MuJoCo, one trajectory and its threaded rollout (`bench_mujoco.py`);
+- (c), (d) compile times; reverse-mode gradient against one forward run (`bench_compile_grad.py`);
+- (e) cost against the number of panels, back-substitution against the mass-matrix model (`bench_panels.py`);
+- (i) kernels per rk4 step (`bench_kernels.py`);
+- (h) CLI runs, first against later, fresh cache folder (`bench_cli.py`);
+- (f) steps for a given energy drift, rk4 against the adaptive integrators (`bench_drift.py`);
+- (g) XLA:CPU options A/B/C, each setting in its own processes (`bench_codegen.py`);
+- (t) the long-record telemetry study (`bench_telemetry.py`).
+
+By default every row but (g) and (t), which take longest (`--only g,t` runs them; `--only abcdefghimt` all).
+`--write-md` also replaces the measured table between the markers of benchmarks/RESULTS.md (the text around it
+is hand-written).
 
 Basilisk (`pip install bsk`, the optional `bsk` extra) is timed in the same process when importable, else its
-columns say n/a; so is MuJoCo (`pip install mujoco`; rows (m)). XLA compiles with its elemental CPU emitters,
-as the CLI does (`_common.py`; JAXHINGE_BENCH_XLA_DEFAULTS=1 for XLA's defaults); the library sets no global
-flags.
+columns say n/a; so is MuJoCo (`pip install mujoco`; rows (m)). XLA compiles with `jaxhinge.configure_cpu()`'s
+options, as the CLI does (`_common.py`; JAXHINGE_BENCH_XLA_DEFAULTS=1 for XLA's defaults); the library sets no
+global flags.
 """
 
 import os
@@ -18,30 +33,66 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_batch
 import bench_cli
+import bench_codegen
 import bench_compile_grad
 import bench_drift
 import bench_kernels
 import bench_mujoco
 import bench_panels
-import bench_single
+import bench_telemetry
 from _common import (
     basilisk_time,
+    compile_time,
     have_basilisk,
     machine,
     print_table,
     quick_flag,
+    row,
     seed_scenario,
+    timeit,
     update_results_md,
     write_json,
 )
+
+DEFAULT = "abcdefhim"
+ALL = DEFAULT + "gt"
+
+
+def single_trajectory(quick=False):
+    """(a) One trajectory of the seed scenario, 10 s, rk4 at 1 ms, after compilation; Basilisk in the same run."""
+    import jax
+
+    sc = seed_scenario(t_end=10.0, dt=0.001)
+    n = 10000
+    _, _, f = compile_time(jax.jit(jax.tree_util.Partial(_sim)), sc)
+    t = timeit(lambda: f(sc), repeats=5 if quick else 10)
+    tb, setup = basilisk_time(sc, repeats=2 if quick else 5)
+    note = "" if tb is not None else "Basilisk not importable"
+    if setup is not None:
+        note = f"Basilisk setup+init {setup:.3f} s not included"
+    return [
+        row("(a) seed scenario 10 s rk4 dt=1 ms, one trajectory", t, tb, "s", note),
+        row("(a) per step", t / n * 1e6, None if tb is None else tb / n * 1e6, "us"),
+    ]
+
+
+def _sim(sc):
+    import jaxhinge as jh
+
+    return jh.simulate_unjitted(sc)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     quick = quick_flag(argv)
-    only = set("abcdefhim")
+    if "--help" in argv or "-h" in argv:
+        print(__doc__)
+        return
+    only = set(DEFAULT)
     if "--only" in argv:
         only = set(argv[argv.index("--only") + 1].replace(",", ""))
+        if only - set(ALL):
+            sys.exit(f"run_all.py: --only {''.join(sorted(only - set(ALL)))}: unknown; the rows are {','.join(ALL)}")
     t0 = time.perf_counter()
     info = machine()
     rows, extra = [], {}
@@ -55,7 +106,7 @@ def main(argv=None):
 
     ours = {}
     if "a" in only:
-        section("(a) single trajectory", r := bench_single.run(quick))
+        section("(a) single trajectory", r := single_trajectory(quick))
         ours["one"] = r[0]["jaxhinge"]
     if "b" in only:
         bsk10, _ = basilisk_time(seed_scenario(t_end=10.0), repeats=2) if have_basilisk() else (None, None)
@@ -76,6 +127,11 @@ def main(argv=None):
     if "f" in only:
         r, extra["drift"] = bench_drift.run(quick)
         section("(f) energy drift", r)
+    if "g" in only:
+        section("(g) XLA:CPU options (ratio = XLA defaults / configure_cpu)", bench_codegen.run(quick))
+    if "t" in only:
+        r, extra["telemetry"] = bench_telemetry.run(quick)
+        section("(t) long-record telemetry study", r)
     info["total_wall_s"] = time.perf_counter() - t0
     info["quick"] = quick
     if not have_basilisk():
