@@ -141,7 +141,7 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
 def json_number(x: Any) -> float | None:
     """`float(x)`, or `None` for NaN and inf (JSON has no such numbers)."""
     x = float(x)
-    return x if math.isfinite(x) else None
+    return x + 0.0 if math.isfinite(x) else None  # + 0.0: -0.0 is written as 0.0
 
 
 def to_json(obj: Any) -> Any:

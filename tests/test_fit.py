@@ -168,7 +168,7 @@ REFUSALS = [
     ({"targets_hz": [0.2], "damping_ratios": [1.5], "free": ["wing_pY.k", "wing_pY.c"]}, "each must be < 1"),
     ({"targets_hz": [-0.2], "free": ["wing_pY.k"]}, "must be a finite number > 0"),
     ({"targets_hz": [0.2], "free": ["wing.k"]},
-     ("fit.free[0] = 'wing.k': unknown owner 'wing' (did you mean 'wing_pY'?); the prefix must be 'hub' or a panel "
+     ("free[0] = 'wing.k': unknown owner 'wing' (did you mean 'wing_pY'?); the prefix must be 'hub' or a panel "
      "name (wing_pY, wing_mY, antenna)")),
     ({"targets_hz": [0.2], "free": ["wing_pY.thetaInit"]},
      "wing_pY.thetaInit is an initial condition, which does not enter the modes"),
@@ -177,9 +177,9 @@ REFUSALS = [
     ({"targets_hz": [0.2], "free": ["wing_pY.k = wing_pY.c"]},
      "cannot tie wing_pY.k [N m/rad] to wing_pY.c [N m s/rad]: only the same field"),
     ({"targets_hz": [0.2, 0.3], "free": ["wing_pY.k", "wing_pY.k = wing_mY.k"]},
-     "fit.free[1] = 'wing_pY.k = wing_mY.k': wing_pY.k is already free in fit.free[0]"),
+     "free[1] = 'wing_pY.k = wing_mY.k': wing_pY.k is already free in free[0]"),
     ({"targets_hz": [0.2], "free": ["wing_pY.k"], "boundary": "fixed"}, "allowed values are \"free\", \"clamped\""),
-    ({"targets_hz": [0.2], "free": ["wing_pY.k"], "solver": "sgd"}, "fit.solver = 'sgd': allowed values are lm"),
+    ({"targets_hz": [0.2], "free": ["wing_pY.k"], "solver": "sgd"}, "solver = 'sgd': allowed values are lm"),
     # mode 1 is a wing mode: no antenna stiffness can move it above the wings' own limit
     ({"targets_hz": [0.5], "free": ["antenna.k"]},
      "target 1 = 0.5 Hz (free boundary) is out of reach: it is above the highest frequency mode 1 can have"),
@@ -240,8 +240,8 @@ def test_messages_print_plain_numbers(example):
     """Issue 14 item 14: NumPy values in messages print as numbers (`0.2769`), not `np.float64(0.2769)`."""
     with pytest.raises(FitError) as e:
         fit(example, np.array([0.2769, 0.215]), free=["antenna.k"], check=False)
-    assert str(e.value).startswith("modes.targets_hz = [0.2769, 0.215]: must be in ascending order")
-    with pytest.raises(FitError, match=r"^modes.frequency_sigma = -0.01: must be a finite number > 0"):
+    assert str(e.value).startswith("targets_hz = [0.2769, 0.215]: must be in ascending order")
+    with pytest.raises(FitError, match=r"^frequency_sigma = -0.01: must be a finite number > 0"):
         fit(example, [0.2], free=["antenna.k"], frequency_sigma=np.float64(-0.01), check=False)
 
 
@@ -251,7 +251,7 @@ def test_non_convergence_is_reported(example):
     r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], max_steps=2, check=False)
     assert not r.converged
     assert r.status == "nonlinear_max_steps_reached"
-    assert r.message.startswith("did NOT converge: it used all 2 allowed steps (raise fit.max_steps)")
+    assert r.message.startswith("did NOT converge: it used all 2 allowed steps (raise max_steps)")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -71,15 +71,15 @@ def test_coordinates_round_trip(scenario):
 
 @pytest.mark.parametrize("free, words", [
     (["p0.k = p1.c"], "cannot tie p0.k [N m/rad] to p1.c [N m s/rad]: only the same field"),
-    (["p0.k", "p1.k = p0.k"], "fit.free[1] = 'p1.k = p0.k': p0.k is already free in fit.free[0]"),
-    (["hub.omega_BN_BInit[2]", "hub.omega_BN_BInit"], "hub.omega_BN_BInit[2] is already free in fit.free[0]"),
-    (["p0.kk"], "fit.free[0] = 'p0.kk': unknown field 'kk' (did you mean 'k'?)"),
+    (["p0.k", "p1.k = p0.k"], "free[1] = 'p1.k = p0.k': p0.k is already free in free[0]"),
+    (["hub.omega_BN_BInit[2]", "hub.omega_BN_BInit"], "hub.omega_BN_BInit[2] is already free in free[0]"),
+    (["p0.kk"], "free[0] = 'p0.kk': unknown field 'kk' (did you mean 'k'?)"),
     ("p0.k", "must be a non-empty list"),
 ])
 def test_bad_free_lists(scenario, free, words):
     with pytest.raises(jh.FitError, match=re.escape(words)) as e:
         L.parse_free(scenario, free)
-    assert "\n" not in str(e.value) and e.value.field.startswith("fit.free")
+    assert "\n" not in str(e.value) and e.value.field.startswith("free")
 
 
 def test_seed_for_a_positive_parameter_at_zero(scenario):

@@ -43,6 +43,15 @@ def _rotation(rng) -> np.ndarray:
     )
 
 
+def _rigid(moments: np.ndarray) -> np.ndarray:
+    """Principal moments made a rigid body's (the largest at most the sum of the other two, as a scenario file
+    requires): the largest is lowered to that sum where it exceeds it; the other draws are kept."""
+    m = np.array(moments, dtype=float)
+    j = int(np.argmax(m))
+    m[j] = min(m[j], np.sum(m) - m[j])
+    return m
+
+
 def random_spacecraft(seed: int, n: int, spread: float = 1.5, f0: float = 0.15) -> jh.Spacecraft:
     """A random 3D spacecraft: hub mass, inertia (random principal axes) and CoM offset; per panel random mass,
     diagonal inertia, d, hinge point, hinge orientation, thetaRef. k gives fixed-base frequencies
@@ -50,11 +59,11 @@ def random_spacecraft(seed: int, n: int, spread: float = 1.5, f0: float = 0.15) 
     near the truth); c gives 0.5-5 % damping."""
     rng = np.random.default_rng(seed)
     R = _rotation(rng)
-    Ih = R @ np.diag(rng.uniform(300, 1500, 3)) @ R.T
+    Ih = R @ np.diag(_rigid(rng.uniform(300, 1500, 3))) @ R.T
     hub = jh.Hub(rng.uniform(300, 1500), 0.5 * (Ih + Ih.T), rng.uniform(-0.2, 0.2, 3))
     mass = rng.uniform(10, 80, n)
     d = rng.uniform(0.8, 3.0, n)
-    Is = np.stack([np.diag(rng.uniform(1, 100, 3)) for _ in range(n)])
+    Is = np.stack([np.diag(_rigid(rng.uniform(1, 100, 3))) for _ in range(n)])
     Itheta = Is[:, 1, 1] + mass * d**2
     f = rng.permutation(f0 * spread ** np.arange(n) * rng.uniform(0.95, 1.05, n))
     k = Itheta * (TWO_PI * f) ** 2

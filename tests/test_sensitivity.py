@@ -196,12 +196,12 @@ def test_tornado_ranking(fwd, tmp_path):
     assert ranked[-1] == ("hub.omega_BN_BInit[2]", None)
     assert all(abs(a[1]) >= abs(b[1]) for a, b in itertools.pairwise(ranked) if b[1] is not None)
     fig, ax = plt.subplots()
-    fwd.plot_tornado("settling_time", ax=ax)
+    jh.plot_tornado(fwd, "settling_time", ax=ax)
     labels = [t.get_text() for t in sorted(ax.get_yticklabels(), key=lambda t: -t.get_position()[1])]
     assert labels[: len(order)] == order  # largest bar on top
     plt.close(fig)
     with open(tmp_path / "t.png", "wb") as f:
-        fwd.plot_tornado("peak_hub_rate", f)
+        jh.plot_tornado(fwd, "peak_hub_rate", f)
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -325,7 +325,7 @@ def test_bad_input_is_refused_before_compute(tmp_path, capsys, body, match):
     text = f'scenario = "{example_path("slew_two_panel.toml")}"\n{body}\n[output]\ndir = "out"\n'
     path = tmp_path / "s.toml"
     path.write_text(text)
-    with pytest.raises(jh.ScenarioError, match=match):
+    with pytest.raises(jh.SensitivityError, match=match):
         load_study(str(path))
     assert main(["sensitivity", str(path)]) == 2
     err = capsys.readouterr().err
@@ -334,9 +334,9 @@ def test_bad_input_is_refused_before_compute(tmp_path, capsys, body, match):
 
 
 def test_api_refuses_bad_mode_and_names(study):
-    with pytest.raises(jh.ScenarioError, match="mode = 'fwd': allowed values are auto, forward, reverse"):
+    with pytest.raises(jh.SensitivityError, match="mode = 'fwd': allowed values are auto, forward, reverse"):
         jh.sensitivity(study.scenario, ["peak_hub_rate"], mode="fwd")
-    with pytest.raises(jh.ScenarioError, match=r"unknown field 'omega_BN_Binit' \(did you mean 'omega_BN_BInit'\?\)"):
+    with pytest.raises(jh.SensitivityError, match=r"unknown field 'omega_BN_Binit' \(did you mean 'omega_BN_BInit'\?\)"):
         jh.sensitivity(study.scenario, ["peak_hub_rate"], ["hub.omega_BN_Binit"])
 
 

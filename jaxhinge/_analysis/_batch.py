@@ -40,6 +40,7 @@ from .._errors import ConfigError, ParameterError, SweepError
 from .._format import fmt_value as _fmt
 from .._model._params import FIELDS, anonymous, apply_resolved, parameter_names, resolve
 from .._model._params import nominal as _nominal
+from .._model import _params
 from .._model._rules import model_ok, model_problems
 from .._model._scenario import Scenario, compile_key
 from .._model._spacecraft import strip_labels
@@ -262,7 +263,8 @@ def _refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None
         sc = scenario.spacecraft
     else:
         named = [resolve(scenario, k) for k in params]
-        sc = jax.vmap(lambda *b: apply_resolved(scenario, named, b).spacecraft)(*(jnp.asarray(v) for v in params.values()))
+        values = (jnp.asarray(v) for v in params.values())  # evaluated here, with values: not the compiled program
+        sc = jax.vmap(lambda *b: _params.apply_resolved(scenario, named, b).spacecraft)(*values)
     ok = np.asarray(jax.vmap(model_ok)(sc))
     if ok.all():
         return

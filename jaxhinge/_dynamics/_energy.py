@@ -31,7 +31,8 @@ class Diagnostics(NamedTuple):
 
 # A nested `jit`: JAX traces the function once per model structure and reuses that trace (and its derivatives and
 # batched forms) in every program that calls it, instead of re-tracing the same arithmetic for each simulation,
-# gradient or Jacobian program (tracing is ~30 % of those programs' build time); the compiled code is unchanged.
+# gradient or Jacobian program (tracing is a large part of those programs' build time); the compiled code is
+# unchanged.
 @jax.jit
 def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     """Energy and momentum about the system CoM C, CoM state, and panel inertial states, of one state.

@@ -271,13 +271,15 @@ def in_file_terms(error: JaxhingeError, source: str, fields: Mapping[str, str]) 
     file's (`fit.free[2]`, `modes.targets_hz`) and prefixed with the file name: the file layer calls the
     analyses with Python values and translates their errors back to the fields the user wrote. `fields` maps
     argument names to file fields; an argument name is replaced where it names a field (followed by `[`, ` =`,
-    `:` or ` has`), never in prose. Same class, `field` translated too."""
+    `:` or ` has`, or after "raise " or "give "), never in prose. Same class, `field` translated too."""
     names = "|".join(sorted(map(re.escape, fields), key=len, reverse=True))
-    pattern = re.compile(rf"(?<![\w.\[\"'])({names})(?=\[| =| has|:|$)")
-    message = pattern.sub(lambda m: fields[m.group(1)], str(error))
-    field = error.field
-    if field:
-        field = pattern.sub(lambda m: fields[m.group(1)], field)
+    pattern = re.compile(rf"(?<![\w.\[\"'])({names})(?=\[| =| has|:|$)|(?:(?<=raise )|(?<=give ))({names})\b")
+
+    def restate(text: str) -> str:
+        return pattern.sub(lambda m: fields[m.group(1) or m.group(2)], text)
+
+    message = restate(str(error))
+    field = restate(error.field) if error.field else error.field
     if not message.startswith(source):
         message = f"{source}: {message}"
     out = type(error)(message, source=source, field=field, value=error.value, rule=error.rule) \

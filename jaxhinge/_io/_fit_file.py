@@ -1,54 +1,10 @@
-"""FIT.toml files: fit model parameters (hinge k, c, masses, inertias, ...) to target modes from a file, and write
-the results.
+"""Modal FIT.toml files: fit model parameters (hinge k, c, masses, inertias, ...) to target modes (frequencies,
+damping ratios, or the modes of an FEA file), check the fit by simulation, and write the results
+(`result.json`, `fitted_scenario.toml`, the plot; all or nothing).
 
-```toml
-scenario = "spacecraft.toml"        # required; the model (a scenario TOML file), path relative to this file;
-                                    # its values of the free parameters are the initial guesses
-
-[modes]                             # required
-boundary = "free"                   # "free" (as flown, default) or "clamped" (hub fixed: FEA fixture, test stand)
-targets_hz = [0.215, 0.417, 0.500]  # required; ascending; matched to the lowest flexible modes in order
-damping_ratios = [0.005, 0.005, 0.005]  # optional; one per target, each in (0, 1)
-mode_numbers = [1, 2, 3]            # optional; the 1-based modes the targets belong to (default 1, 2, ...)
-frequency_sigma = 0.01              # optional; relative 1-sigma uncertainty of the frequency targets
-damping_sigma = 0.2                 # optional; relative 1-sigma uncertainty of the damping targets
-# instead of targets_hz: FEA modes from a solver's output file, paired with the model's modes
-# fea = "spacecraft_clamped.dat"    # CalculiX .dat or NASTRAN .f06 (format from the extension, or fea_format)
-# fea_units = "m-kg-s"              # the FEA model's units: m-kg-s, mm-t-s, mm-kg-s, in-lbf-s (needed for masses)
-# reference_point = [0, 0, 0]       # where the FEA's rotations refer to, in B [m] (default: FEA origin = B origin)
-# effective_mass_sigma = 0.05       # also fit the paired modes' effective masses (sigma relative to the totals)
-# fea_modes = [1, 2]                # pair by hand: these FEA modes with mode_numbers (default: automatic)
-# rigid_hz = 0.01                   # free-free files: modes below this are the 6 rigid-body modes (dropped)
-# fea_damping_ratios = [0.005, ...] # damping ratios of the FEA modes (one per mode read, file order)
-
-[fit]                               # required
-free = ["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c = wing_mY.c", "antenna.c"]
-                                    # required; "<panel>.k", "<panel>.c", or any registry parameter that enters
-                                    # the modes ("<panel>.mass", "hub.IHubPntBc_B", ...); "a.k = b.k" ties
-solver = "lm"                       # "lm" (Levenberg-Marquardt, default), "adam", "lbfgs" (optax)
-max_steps = 200                     # solver step budget
-rtol = 1e-10                        # termination tolerances (fitted coordinates, cost)
-atol = 1e-10
-learning_rate = 0.02                # adam only (fitted-coordinate units)
-reach_rtol = 1e-6                   # relative frequency error under which the targets count as reached
-ident_rtol = 1e-6                   # singular-value ratio below which a combination is undetermined
-warn_rtol = 1e-2                    # ... below which it is reported as poorly determined
-
-[check]                             # optional: the independent simulation check (`measure_modes`)
-simulate = true                     # simulate the fitted nonlinear model, measure its frequencies
-periods = 30                        # free-response length, in periods of the slowest mode
-amplitude_rad = 1e-4                # initial hinge amplitude [rad]
-
-[output]                            # optional
-dir = "out"                         # relative to this file (default "out"); created if missing (not its parent)
-plot = "fit.png"                    # file name in dir (.png, .pdf, .svg), or false for no plot
-```
-
-Outputs in `dir`: `result.json` (parameters with value and sigma, targets beside fitted and simulated
-values, residuals, iterations, convergence status in words, timing, all fitted modes, the correlation matrix
-and the identifiability report), `fitted_scenario.toml`
-(the scenario with the fitted values) and the plot. They are written to temporary files and renamed at the
-end: a failed run leaves no partial output.
+The schema and the outputs: docs/modes-and-fea.md. Every check, the output folder's included, happens in
+`load_fit`, before any compute; `fit`'s own errors (in its argument names) are restated in the file's fields
+(`FILE_FIELDS`).
 """
 
 import dataclasses

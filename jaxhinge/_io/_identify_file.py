@@ -1,40 +1,9 @@
-"""Telemetry FIT.toml files (a FIT.toml with a `[data]` table): identify parameters from measured time histories.
+"""Telemetry FIT.toml files (a FIT.toml with one or more `[data]` tables): identify parameters from measured
+time histories, and write the results (`result.json`, `fitted_scenario.toml`, `fit.png`, `residuals.png`; all
+or nothing).
 
-```toml
-scenario = "spacecraft.toml"   # required; initial guesses of the free parameters, known loads, initial state
-
-[data]                         # required (its presence makes this a telemetry fit); or several [[data]] tables
-csv = "telemetry.csv"          # required; relative to this file; column t [s] + measured columns
-columns = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3", "theta_p0", "theta_p1"]   # required
-sigma = [1e-5, 1e-5, 1e-5, 1e-4, 1e-4]   # required; 1-sigma noise per column (or one number): residual weights
-sensors = {"omega_BN_B_1.bias" = 2e-4}   # fixed sensor-model values (or initial guesses of free ones)
-scenario = "maneuver2.toml"    # this record's own scenario (initial state, loads; same panels); default: the top one
-
-[fit]                          # required
-free = ["p0.k", "p1.k", "p0.c", "p1.c"]  # required; also "p0.thetaInit", "hub.omega_BN_BInit" (3 components),
-                               # "hub.omega_BN_BInit[2]" (one), "p0.k = p1.k" (tied), any dispersion name; sensor
-                               # models "<column>.bias", "<column>.scale", "time_offset"; "data[k]." + a name:
-                               # record k's own (several [[data]] records)
-solver = "lm"                  # "lm" (Levenberg-Marquardt, default), "dogleg", "gauss_newton"
-max_steps = 100                # solver steps per stage and start
-rtol = 1e-8                    # solver termination tolerances
-atol = 1e-8
-starts = 1                     # multi-start: the guess plus starts-1 random starts, best chi2 kept
-spread = 0.3                   # half-width of the random starts in the fitted coordinates (log: factor e^0.3)
-seed = 0                       # of the random starts
-horizon = "auto"               # growing horizon from the fastest mode; or fractions fitted in turn, e.g. [0.25, 0.5, 1]
-max_step = 0.5                 # "lm": largest change of a fitted coordinate per step (0: unbounded optimistix LM)
-estimate_initial_state = false # true: also fit each record's hub.omega_BN_BInit and hinge thetaInit, thetaDotInit
-ident_rtol = 1e-6              # singular-value ratio below which a combination is undetermined
-warn_rtol = 1e-2               # ... below which it is reported as poorly determined
-
-[output]                       # optional
-dir = "out"                    # relative to this file (default "out")
-plots = true                   # fit.png (data vs fit per column) and residuals.png (residual / sigma)
-```
-
-Outputs in `dir`: `result.json`, `fitted_scenario.toml`, `fit.png`, `residuals.png`, written to temporary files
-and renamed at the end (a failed run leaves no partial output).
+The schema and the outputs: docs/telemetry.md. Every check happens in `load_identify`, before any compute;
+`identify`'s own errors (in its argument names) are restated in the file's fields (`FILE_FIELDS`).
 """
 
 import dataclasses

@@ -19,6 +19,7 @@ from .._format import fmt_value as _fmt
 from .._format import kind as _kind
 from .._format import toml_str as _toml_str
 from .._format import unwrap as _unwrap
+from .._model._loads import rk4_silent_pulse
 from .._model._rules import inertia_problem, panel_inertia_problem, rigid_body_problem, rotation_problem
 from .._model._scenario import SimulationConfig
 from ._checker import Checker as _Checker
@@ -416,6 +417,12 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         if "simulation" in data
         else SimulationConfig()
     )
+    silent = None if pulses is None or sim.integrator != "rk4" else rk4_silent_pulse(pulses["t_start"], pulses["t_end"], sim.dt)
+    if silent is not None:
+        raise ck.bad(f"loads.pulses[{silent}]", {"t_start": pulses["t_start"][silent], "t_end": pulses["t_end"][silent]},
+                     f"never acts: with integrator \"rk4\" loads are sampled at the start of each step (t = k dt, dt = "
+                     f"{_fmt(sim.dt)} s) and this pulse contains none; make it at least one step long or put its "
+                     "start on a step")
     late = np.flatnonzero(pulses["t_start"] >= sim.t_end) if pulses is not None else []
     if len(late):
         raise ck.bad(f"loads.pulses[{late[0]}].t_start", pulses["t_start"][late[0]], f"must be < simulation.t_end = "

@@ -1,79 +1,12 @@
 """Scenario files: a TOML description of a spacecraft, its initial state, loads and simulation settings.
 
-`load_scenario(path)` / `scenario_from_dict(data)` validate **everything** before building a single array and
-refuse bad input with a one-line `ScenarioError` that names the field (dotted path, panels by index and
-name: `panels[1] ("p1").dcm_HB`), the value given and what is allowed. `dump_scenario` /
+`load_scenario(path)` / `scenario_from_dict(data)` validate **everything** (`_scenario_check`) before building a
+single array and refuse bad input with a one-line `ScenarioError` that names the field (dotted path, panels by
+index and name: `panels[1] ("p1").dcm_HB`), the value given and what is allowed. `dump_scenario` /
 `scenario_to_dict` write the inverse: a file that loads back to an identical scenario (floats are written
-with `repr`, so every bit survives).
+exactly, so every bit survives).
 
-The schema (field names, frames and units are Basilisk's; SI units, radians):
-
-```toml
-[hub]                   # required
-mHub = 750.0            # required, kg, > 0 (every mass >= 1e-9 x the total: `_check_bodies`)
-IHubPntBc_B = [[900.0, 0.0, 0.0], [0.0, 800.0, 0.0], [0.0, 0.0, 600.0]]   # required, kg m^2, SPD, a rigid body's
-r_BcB_B = [0.0, 0.0, 1.0]             # m, default 0
-r_CN_NInit = [0.1, -0.4, 0.3]         # m, system CoM C, default 0
-v_CN_NInit = [-0.2, 0.5, 0.1]         # m/s, default 0
-sigma_BNInit = [0.0, 0.0, 0.0]        # MRP, default 0
-omega_BN_BInit = [0.1, -0.1, 0.1]     # rad/s, default 0
-
-[[panels]]              # zero or more
-name = "p0"             # optional, default "p<index>"; unique, [A-Za-z_][A-Za-z0-9_]*
-mass = 100.0            # required, kg, > 0
-IPntS_S = [[100.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]]   # required, kg m^2, diagonal, > 0
-d = 1.5                 # required, m, > 0
-k = 100.0               # required, N m/rad, >= 0
-c = 0.0                 # N m s/rad, >= 0, default 0
-r_HB_B = [0.5, 0.0, 1.0]                                            # required, m
-dcm_HB = [[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]      # required, proper rotation
-thetaInit = 0.0         # rad, default 0
-thetaDotInit = 0.0      # rad/s, default 0
-thetaRef = 0.0          # rad, default 0
-thetaDotRef = 0.0       # rad/s, default 0
-motorTorque = 0.0       # N m, default 0
-
-[[chains]]              # zero or more: chains of panels hinged edge to edge (folding arrays)
-name = "wing"           # optional, default "chain<index>"; unique, [A-Za-z_][A-Za-z0-9_]*
-r_HB_B = [0.5, 0.0, 1.0]                                            # required: first hinge, on the hub, m
-dcm_HB = [[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]      # required; every hinge axis is h2
-
-[[chains.panels]]       # one or more, root (hinged to the hub) first
-name = "wing_1"         # optional, default "<chain name>_<1-based position>"; unique among ALL panels
-mass = 60.0             # required, kg, > 0
-IPntS_S = [[60.0, 0.0, 0.0], [0.0, 30.0, 0.0], [0.0, 0.0, 35.0]]    # required, kg m^2, diagonal, > 0
-d = 0.8                 # required, m, > 0: this panel's hinge to its CoM, along -s1
-l = 1.7                 # m, > 0: this panel's hinge to the next one, along -s1 (required; not on the last panel)
-k = 250.0               # required, N m/rad, >= 0
-c = 3.0                 # N m s/rad, >= 0, default 0
-thetaInit = 0.08        # rad, default 0: RELATIVE to the previous panel (to the hinge frame H for the root)
-thetaDotInit = 0.0      # rad/s, default 0 (relative)
-thetaRef = 0.0          # rad, default 0 (relative)
-thetaDotRef = 0.0       # rad/s, default 0 (relative)
-motorTorque = 0.0       # N m, default 0 (between this panel and the previous one)
-
-[gravity]               # optional; absent = no gravity
-mu = 3.986004415e14     # m^3/s^2, > 0
-
-[loads]                 # optional; constant loads, default 0
-extForce_B = [0.0, 1.0, 0.0]          # N, B frame
-extForce_N = [0.0, 0.0, 0.0]          # N, N frame
-extTorquePntB_B = [0.0, 0.0, 0.0]     # N m about B, B frame
-
-[[loads.pulses]]        # optional; acts on t_start <= t < t_end
-t_start = 0.0           # s, >= 0, < simulation.t_end
-t_end = 5.0             # s, > t_start
-extForce_B = [0.2, 0.7, 0.0]          # same keys as [loads], default 0
-
-[simulation]            # optional; defaults from `SimulationConfig`
-t_end = 2.5
-save_dt = 0.01
-integrator = "rk4"      # "rk4", "tsit5" or "dopri8"
-dt = 0.001
-rtol = 1e-10
-atol = 1e-12
-max_steps = 1000000
-```
+The schema (Basilisk's field names, frames and units): docs/scenario-files.md.
 """
 
 import os

@@ -1,22 +1,8 @@
-"""SENS files (`jaxhinge sensitivity SENS.toml`): a sensitivity study of a scenario, and its outputs.
+"""SENS files (`jaxhinge sensitivity SENS.toml`): a sensitivity study of a scenario, and its outputs
+(`sensitivity.json`, `sensitivity.csv`, `tornado.png`; all or nothing).
 
-```toml
-scenario = "slew_two_panel.toml"   # required; relative to this file
-outputs = ["peak_hub_rate", { name = "settling_time", signal = "theta", threshold = 0.005 }, "theta"]
-                                   # required; names or inline tables {name, options}: see
-                                   # `jaxhinge._analysis._sensitivity`
-parameters = ["p0.k", "hub.omega_BN_BInit[1]"]   # optional; default every panel's k and c
-mode = "auto"                      # "auto" (default), "forward" or "reverse"
-tornado = ["peak_hub_rate"]        # output rows to plot (scalar or modal); default the first such row
-
-[output]                           # optional
-dir = "sensitivity_out"            # relative to this file (default "<file name>_out"); created if missing
-```
-
-Outputs in `dir`: `sensitivity.json` (`SensitivityResult.as_dict`, with the file and scenario paths),
-`sensitivity.csv` (`SensitivityResult.csv_rows`) and `tornado.png` (one panel per tornado row); written to
-temporary files and renamed at the end (`write_output_files`). The Jacobians are
-`jaxhinge._analysis._sensitivity.sensitivity`'s.
+The schema: docs/sweeps-and-sensitivities.md. Errors are `SensitivityError`s naming the file, the field, the
+value and the rule, before any compute.
 """
 
 import csv

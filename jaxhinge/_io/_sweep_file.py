@@ -1,25 +1,9 @@
-"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, and its outputs.
+"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, and its outputs
+(`sweep.npz`, `summary.json`, `envelopes.png`, `histograms.png`; all or nothing).
 
-```toml
-scenario = "spacecraft.toml"   # required; the nominal scenario, relative to this file
-members = 200                  # required; integer > 0
-seed = 0                       # integer >= 0 (default 0): jax.random seed of the draws
-chunk_size = 256               # integer > 0 (default 256): members per compiled call
-
-[[dispersions]]                # one or more; keys as in `jaxhinge._analysis._batch` (check_dispersions)
-param = "p0.k"
-dist = "uniform"
-low = 80.0
-high = 120.0
-
-[output]                       # optional
-dir = "out"                    # relative to this file (default "<sweep file name>_out"); created if missing
-```
-
-Outputs in `dir`: `sweep.npz` (sampled parameters, per-member success and trajectories), `summary.json`
-(counts, failures, parameter and output statistics), `envelopes.png`, `histograms.png`; written to temporary
-files and renamed at the end (`write_output_files`). The sampling and the batched runs are
-`jaxhinge._analysis._batch`'s.
+The schema: docs/sweeps-and-sensitivities.md. Errors are `SweepError`s naming the file, the field, the value and
+the rule; the dispersions are checked by `jaxhinge._analysis._batch.check_dispersions`, every member's model by
+the physical rules (`simulate_batch`), before any compute.
 """
 
 import dataclasses

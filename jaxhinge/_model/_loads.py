@@ -7,10 +7,12 @@ Semantics, chosen to match Basilisk where it matters:
   jump times so they are never stepped over.
 """
 
+import math
 from collections.abc import Callable
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from ._spacecraft import _f64
@@ -75,3 +77,14 @@ class Loads(eqx.Module):
     @property
     def jump_times(self):
         return None if self.pulses is None else self.pulses.jump_times
+
+
+def rk4_silent_pulse(t_start, t_end, dt: float) -> int | None:
+    """The first pulse that never acts with the fixed-step `rk4` integrator, or None: loads are sampled at the
+    start of each step, $t_k = k\,dt$, so a pulse $[t_{start}, t_{end})$ that contains no $t_k$ (shorter than `dt`
+    and between two step starts) is never applied."""
+    for j, (a, b) in enumerate(zip(np.atleast_1d(np.asarray(t_start, float)), np.atleast_1d(np.asarray(t_end, float)))):
+        k = math.ceil(a / dt - 1e-9)  # the first step start at or after t_start (within rounding)
+        if not k * dt < b - 1e-9 * dt:
+            return j
+    return None

@@ -118,7 +118,10 @@ def hub_problems(mHub, IHubPntBc_B) -> tuple[str, object, str] | None:
     if not np.all(np.isfinite(inertia)):
         return "IHubPntBc_B", inertia, "must be finite numbers"
     problem = inertia_problem(inertia)
-    return None if problem is None else ("IHubPntBc_B", inertia, problem)
+    if problem is not None:
+        return "IHubPntBc_B", inertia, problem
+    problem = rigid_body_problem([("mHub", m, "IHubPntBc_B", inertia)], plausible=False)
+    return problem
 
 
 def panels_problems(panels) -> tuple[str, object, str] | None:
@@ -129,8 +132,11 @@ def panels_problems(panels) -> tuple[str, object, str] | None:
     scalars = (("mass", "> 0", "kg"), ("d", "> 0", "m"), ("k", ">= 0", "N m/rad"), ("c", ">= 0", "N m s/rad"))
     for key, rule, unit in scalars:
         v = np.asarray(getattr(panels, key), dtype=float)
+        bad = np.flatnonzero(~np.isfinite(v))
+        if bad.size:
+            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), "must be a finite number (nan and inf are not allowed)"
         ok = (v > 0) if rule == "> 0" else (v >= 0)
-        bad = np.flatnonzero(~(ok & np.isfinite(v)))
+        bad = np.flatnonzero(~ok)
         if bad.size:
             return f"{names[bad[0]]}.{key}", float(v[bad[0]]), f"must be {rule} ({unit})"
     l = np.asarray(panels.l, dtype=float)
@@ -150,6 +156,9 @@ def panels_problems(panels) -> tuple[str, object, str] | None:
         p = rotation_problem(dcm[j])
         if p is not None:
             return f"{names[j]}.dcm_HB", dcm[j], p
+        p = rigid_body_problem([(f"{names[j]}.mass", 1.0, f"{names[j]}.IPntS_S", inertia[j])], plausible=False)
+        if p is not None:
+            return p
     return None
 
 

@@ -61,32 +61,34 @@ def sweep_summary(sweep, params: Mapping[str, np.ndarray], traj: Trajectory, wal
 
 
 def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
-    """Hub rate and hinge angle envelopes: min-max band, percentile band, median (from `summarize`)."""
+    """Envelopes of the hub rate components and the hinge angles over the members (from `summarize`), one axis
+    per channel so that no band hides another: min-max (light), the outer percentiles (darker), the median."""
     plt = pyplot()
     t = summary["t"]
-    fig, axes = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-    for ax, key, labels, unit in (
-        (axes[0], "omega_BN_B", [f"omega_BN_B_{j + 1}" for j in range(3)], "rad/s"),
-        (axes[1], "theta", list(panel_names), "rad"),
-    ):
-        s = summary[key]
-        mid = len(s["percentiles"]) // 2
-        for j, lab in enumerate(labels):
-            (line,) = ax.plot(t, shown(s["percentiles"][mid][:, j], unit)[0], label=f"{lab} median")
-            col = line.get_color()
-            ax.fill_between(t, shown(s["min"][:, j], unit)[0], shown(s["max"][:, j], unit)[0], color=col,
-                            alpha=0.15, lw=0)
-            ax.fill_between(t, shown(s["percentiles"][0][:, j], unit)[0], shown(s["percentiles"][-1][:, j], unit)[0],
-                            color=col, alpha=0.35, lw=0)
-        ax.set_ylabel(f"{'hub rate ' if key == 'omega_BN_B' else 'hinge angle '}{key} [{shown(0.0, unit)[1]}]")
-        legend_outside(ax)
-        ax.grid(alpha=0.3)
+    channels = [("omega_BN_B", j, f"omega_BN_B_{j + 1}", "rad/s") for j in range(3)]
+    channels += [("theta", i, f"theta_{n}", "rad") for i, n in enumerate(panel_names)]
+    ncol = 3
+    nrow = math.ceil(len(channels) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.6 * nrow + 0.8), sharex=True, squeeze=False)
     p = summary["percentiles"]
-    axes[0].set_title(
-        f"{summary['succeeded']}/{summary['members']} members: min-max (light), "
-        f"p{p[0]:g}-p{p[-1]:g} (dark), median"
-    )
-    axes[1].set_xlabel("t [s]")
+    mid = len(p) // 2
+    for ax, (key, j, label, unit) in zip(axes.flat, channels):
+        s = summary[key]
+        col = "C0" if key == "omega_BN_B" else "C1"
+        ax.fill_between(t, shown(s["min"][:, j], unit)[0], shown(s["max"][:, j], unit)[0], color=col, alpha=0.15,
+                        lw=0, label="min-max")
+        ax.fill_between(t, shown(s["percentiles"][0][:, j], unit)[0], shown(s["percentiles"][-1][:, j], unit)[0],
+                        color=col, alpha=0.4, lw=0, label=f"p{p[0]:g}-p{p[-1]:g}")
+        ax.plot(t, shown(s["percentiles"][mid][:, j], unit)[0], color=col, lw=1.2, label=f"median (p{p[mid]:g})")
+        ax.set_title(label, fontsize="small")
+        ax.set_ylabel(f"[{shown(0.0, unit)[1]}]", fontsize="small")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(channels):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]")
+    axes[0, 0].legend(fontsize="x-small", loc="best")
+    fig.suptitle(f"hub rates and hinge angles over {summary['succeeded']} of {summary['members']} members")
     fig.tight_layout()
     fig.savefig(f, format=fmt)
     plt.close(fig)
@@ -98,6 +100,8 @@ def plot_histograms(
 ) -> None:
     """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and
     of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = pyplot()
     ok = np.asarray(traj.success)
     units = units or {}
@@ -115,8 +119,10 @@ def plot_histograms(
         ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
         ax.set_xlabel(f"{name} [{unit}]", fontsize=9)
         ax.set_ylabel("members [-]", fontsize=9)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")
+    fig.suptitle(f"dispersed parameters ({len(ok)} members) and outcomes ({int(ok.sum())} successful members)")
     fig.tight_layout()
     fig.savefig(f, format=fmt)
     plt.close(fig)

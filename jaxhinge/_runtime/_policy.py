@@ -35,14 +35,14 @@ def configure_cpu() -> None:
     starts); after that it changes nothing for the running process.
 
     - `--xla_cpu_use_fusion_emitters=false` (`CPU_CODEGEN_FLAG`): XLA's elemental CPU emitters instead of its MLIR
-      fusion emitters: the same programs compile in 40-70 % of the time and run as fast or faster
-      (`benchmarks/bench_codegen.py`).
+      fusion emitters: the same programs compile faster and run as fast or faster (measured in
+      `benchmarks/bench_codegen.py`, numbers in docs/speed.md).
     - `--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000` (`SMALL_LOOP_OPTION`,
       `SMALL_LOOP_BYTES`): XLA:CPU compiles a loop whose body touches fewer bytes than this into one function
       instead of calling one kernel per fused operation on every iteration (its default is 1024 bytes). The
-      integration loop of one trajectory, of a batch of up to ~16 members and their gradients fall under it: one
-      trajectory of the seed scenario runs 2.6x faster, its reverse-mode gradient 3x (A/B in
-      `benchmarks/bench_codegen.py`); larger batches keep XLA's kernels, which are faster there.
+      integration loop of one trajectory, of a batch of up to ~16 members and their gradients fall under it and
+      run faster (A/B in `benchmarks/bench_codegen.py`); larger batches keep XLA's kernels, which are faster
+      there.
 
     A choice already in `XLA_FLAGS` is kept (`--xla_cpu_use_fusion_emitters=true`, or the byte threshold in
     your own `--xla_backend_extra_options`; a threshold of 0 turns the loop compilation off). The CLI calls this
