@@ -321,7 +321,7 @@ def main(argv=None) -> int:
     `KeyboardInterrupt` in the caller's thread as usual (exit 130)."""
     from . import _entry
 
-    as_program = argv is None and _entry.installed()
+    as_program = argv is None and _entry.install()  # (installed already when started through `_entry`)
     if as_program:
         configure_cpu()
     parser = build_parser()

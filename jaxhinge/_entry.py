@@ -10,9 +10,6 @@ import os
 import signal
 import sys
 
-_INSTALLED = False
-
-
 def _interrupted(signum, frame) -> None:
     """Remove the writes in progress (if the writer module is loaded: never import from inside a signal handler),
     say so in one line and end the process at once, status 130 (`os._exit`: a normal teardown while XLA's threads
@@ -26,16 +23,18 @@ def _interrupted(signum, frame) -> None:
         os._exit(130)
 
 
-def installed() -> bool:
-    """Whether this process is the `jaxhinge` program with its Ctrl-C handler in place."""
-    return _INSTALLED and signal.getsignal(signal.SIGINT) is _interrupted
+def install() -> bool:
+    """Install the handler if Ctrl-C has Python's default handling (not ignored, not handled by the caller);
+    **returns** whether this process now ends on Ctrl-C through it (the `jaxhinge` program)."""
+    current = signal.getsignal(signal.SIGINT)
+    if current is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted)
+        return True
+    return current is _interrupted
 
 
 def main() -> int:
-    global _INSTALLED
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _interrupted)
-        _INSTALLED = True
+    install()  # before anything heavy is imported
     from ._cli import main as cli_main
 
     return cli_main()

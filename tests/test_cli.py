@@ -280,9 +280,10 @@ def test_ctrl_c_while_starting_exits_130_with_one_line(tmp_path, delay):
     `KeyboardInterrupt` traceback and at 1-2.5 s the signal was lost (the run went on and exited 0)."""
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env.update(JAXHINGE_CACHE_DIR="off")
-    p = subprocess.Popen([sys.executable, "-m", "jaxhinge", "simulate", "--out", "traj.npz", "--plot", "traj.png"],
-                         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL) and None)
+    script = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited "
+              "ignored\nrunpy.run_module('jaxhinge', run_name='__main__')")  # = python -m jaxhinge = the script
+    p = subprocess.Popen([sys.executable, "-c", script, "simulate", "--out", "traj.npz", "--plot", "traj.png"],
+                         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)

@@ -80,7 +80,7 @@ class Loads(eqx.Module):
 
 
 def rk4_silent_pulse(t_start, t_end, dt: float) -> int | None:
-    """The first pulse that never acts with the fixed-step `rk4` integrator, or None: loads are sampled at the
+    r"""The first pulse that never acts with the fixed-step `rk4` integrator, or None: loads are sampled at the
     start of each step, $t_k = k\,dt$, so a pulse $[t_{start}, t_{end})$ that contains no $t_k$ (shorter than `dt`
     and between two step starts) is never applied."""
     for j, (a, b) in enumerate(zip(np.atleast_1d(np.asarray(t_start, float)), np.atleast_1d(np.asarray(t_end, float)))):
