@@ -74,7 +74,7 @@ def plot_tornado(result, output: str, f=None, fmt: str = "png", ax=None, top: in
 
     ax.legend(handles=[Patch(color="tab:blue", label="y rises as p rises (> 0)"),
                        Patch(color="tab:red", label="y falls as p rises (< 0)")],
-              fontsize="x-small", loc="lower right")
+              fontsize="x-small", loc="best")
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
