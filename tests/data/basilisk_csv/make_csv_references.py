@@ -33,7 +33,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ next to the data
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "bsk"))
-import bsk_run  # noqa: E402  (tests/data/bsk/bsk_run.py: the runner of the .npz references)
+import bsk_run  # tests/data/bsk/bsk_run.py: the runner of the .npz references
 
 SAVE_DT = 0.01
 CASES = {  # CSV name -> seed scenario of tests/data/bsk/
