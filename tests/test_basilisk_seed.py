@@ -100,8 +100,8 @@ def test_theta_steady_state():
     th_ss = _theta_ss()
     # Newton's iterate of the test's equation (converged: the last step was < 1e-10), as Basilisk's test prints it
     assert abs(th_ss - -0.0015789454002094272) < 1e-18
-    # the BOE is quasi-static (it neglects the hub's own acceleration response): measured 7.0e-8 rad from it
-    # (Basilisk's test allows 1e-6)
+    # the BOE is an approximation (a static balance, the whole spacecraft accelerating at F / m_sc): the
+    # simulation, like Basilisk's, ends 7.0e-8 rad from it (Basilisk's test allows 1e-6)
     assert abs(tr.theta[-1, 0] - th_ss) < 2e-7
     assert abs(tr.theta[-1, 1] - th_ss) < 2e-7
     # Basilisk's measured final angle (bsk 2.12.1): step-for-step agreement
