@@ -6,7 +6,7 @@ N-frame components to B-frame components (Basilisk's `toRotationMatrix()` return
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, ArrayLike, Float, Int
 
 
 def tilde(v: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
@@ -119,7 +119,7 @@ def lead_apply(A, x: Float[Array, "n *rest"]) -> Float[Array, "m *rest"]:
     return jnp.zeros((m,) + x.shape[1:], x.dtype) if out is None else out
 
 
-def assignment(score: Float[Array, "n m"]) -> Int[Array, " n"]:
+def assignment(score: Float[ArrayLike, "n m"]) -> Int[Array, " n"]:
     """The column assigned to each row that maximises the total `score` (linear assignment problem, Hungarian
     algorithm: `optax.assignment.hungarian_algorithm`), min(n, m) pairs; traceable, works under `jit` and `vmap`.
     **Returns:** an int array, `cols[i]` for row `i`, -1 for a row left without a column (n > m)."""

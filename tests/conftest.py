@@ -68,3 +68,18 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: file order within a group
+
+
+@pytest.fixture
+def unchecked_types():
+    """jaxtyping's runtime checking of jaxhinge's annotations (on in the suite: pyproject.toml's addopts) off for
+    one test: for the tests of jaxhinge's own plain-words refusals of wrong-typed input, which is what a caller
+    without a type checker (or a TOML file) gets. Everything else runs checked."""
+    import jaxtyping
+
+    old = jaxtyping.config.jaxtyping_disable
+    jaxtyping.config.update("jaxtyping_disable", True)
+    try:
+        yield
+    finally:
+        jaxtyping.config.update("jaxtyping_disable", old)

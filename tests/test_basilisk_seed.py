@@ -1,16 +1,26 @@
-"""Basilisk's hingedRigidBodyStateEffector test suite (reference/basilisk.md §3.1-3.7): its truth values and
-tolerances, and whole trajectories against Basilisk CSVs (bsk 2.12.1, tests/data/basilisk_csv/)."""
+"""Basilisk's hingedRigidBodyStateEffector test suite (reference/basilisk.md §3.1-3.7): its truth values, and whole
+trajectories against Basilisk CSVs (bsk 2.12.1, tests/data/basilisk_csv/, made by its make_csv_references.py).
+
+Tolerances are those of what is compared, not Basilisk's own test tolerance (1e-10 relative): jaxhinge runs the
+same RK4 at the same step as Basilisk, so it reproduces Basilisk's printed values to round-off (measured below;
+each tolerance about 10x that). Conservation is RK4's (truncation ~dt^5 per step at dt = 1e-3 s) plus round-off."""
 
 import os
 
+import _basilisk
 import _seed
+import jax
 import numpy as np
 import pytest
 from conftest import DATA
 
 import jaxhinge as jh
 
-REL = 1e-10  # Basilisk's own test tolerance (isArrayEqualRelative)
+# Basilisk's printed values (16-17 digits) vs jaxhinge: relative error measured <= 6.6e-15 (bsk 2.12.1 itself
+# reproduces its test's truePos/trueSigma, written by an older version, to 4.9e-15, basilisk.md §3.9)
+REL = 1e-13
+# Conservation over the 2.5 s runs (2500 RK4 steps): drift measured <= 2.7e-14 relative (per component)
+CONSERVED = 3e-13
 TRUE_SIGMA = np.array([0.06170318243240492, -0.07089090074412899, 0.06409500412692531])
 TRUE_POS = np.array([-0.15832794740648992, 1.122481716747217, -0.37975995949382907])
 
@@ -36,11 +46,12 @@ def test_no_gravity_truth(no_gravity):
     assert rel_err(tr.r_BN_N[-1], TRUE_POS) < REL
     assert rel_err(tr.sigma_BN[-1], TRUE_SIGMA) < REL
     for key in ("totOrbAngMomPntN_N", "totRotAngMomPntC_N", "totOrbEnergy", "totRotEnergy"):
-        assert conserved(tr, key) < REL, key
+        assert conserved(tr, key) < CONSERVED, key
 
 
 def test_no_gravity_initial_values(no_gravity):
-    """CoM-to-B initial conversion and the energy/momentum definitions (basilisk.md §3.9)."""
+    """CoM-to-B initial conversion and the energy/momentum definitions (basilisk.md §3.9): a few operations from
+    the inputs, so round-off only (measured <= 1.4e-16 relative; 1e-14 allows their ~10 roundings)."""
     tr = no_gravity
     assert rel_err(tr.r_BN_N[0], [0.1006008371434086, -0.4, -0.71376143306541961]) < 1e-14
     assert rel_err(tr.v_BN_N[0], [-0.098623856693458037, 0.60143622702088284, 0.10006008371434086]) < 1e-14
@@ -48,8 +59,8 @@ def test_no_gravity_initial_values(no_gravity):
     assert rel_err(tr.totOrbEnergy[0], 142.50000000000003) < 1e-14
     assert rel_err(tr.totRotAngMomPntC_N[0], [107.94106622103622, -169.92489535707392, 147.63607889342643]) < 1e-14
     assert rel_err(tr.totOrbAngMomPntN_N[0], [-180.5, -66.5, -28.5]) < 1e-14
-    # the CoM moves in a straight line
-    assert np.max(np.abs(tr.r_CN_N[-1] - np.array([-0.4, 0.85, 0.55]))) < 1e-12
+    # the CoM moves in a straight line: r_C(0) + v_C t exactly, up to round-off (measured 1.6e-15 m)
+    assert np.max(np.abs(tr.r_CN_N[-1] - np.array([-0.4, 0.85, 0.55]))) < 1e-14
 
 
 def test_gravity_truth():
@@ -57,16 +68,17 @@ def test_gravity_truth():
     assert bool(tr.success)
     assert rel_err(tr.sigma_BN[-1], TRUE_SIGMA) < REL
     for key in ("totOrbAngMomPntN_N", "totRotAngMomPntC_N", "totOrbEnergy", "totRotEnergy"):
-        assert conserved(tr, key) < REL, key
+        assert conserved(tr, key) < CONSERVED, key
 
 
 def test_damping_conservation():
     tr = jh.simulate(_seed.damping())
     for key in ("totOrbAngMomPntN_N", "totRotAngMomPntC_N", "totOrbEnergy"):
-        assert conserved(tr, key) < REL, key
-    # rotational energy is dissipated, monotonically (c > 0)
+        assert conserved(tr, key) < CONSERVED, key
+    # rotational energy is dissipated, monotonically (c > 0): it falls at every sample (the smallest fall measured,
+    # 1.0e-8 J per 0.01 s, is 1e6 times the round-off of the 21.7 J energy)
     e = np.asarray(tr.totRotEnergy)
-    assert e[-1] < e[0] and np.all(np.diff(e) < 1e-12)
+    assert np.all(np.diff(e) < 0)
 
 
 def _theta_ss(F=1.0, k=100.0, m_sc=950.0, m_sp=100.0, d=1.5, tol=1e-10):
@@ -86,9 +98,12 @@ def test_theta_steady_state():
     sc = _seed.planar(100.0, 75.0, jh.Loads(extForce_B=[0.0, 1.0, 0.0]), 60.0)
     tr = jh.simulate(sc)
     th_ss = _theta_ss()
-    assert abs(th_ss - -0.0015789454002094272) < 1e-15
-    assert abs(tr.theta[-1, 0] - th_ss) < 1e-6
-    assert abs(tr.theta[-1, 1] - th_ss) < 1e-6
+    # Newton's iterate of the test's equation (converged: the last step was < 1e-10), as Basilisk's test prints it
+    assert abs(th_ss - -0.0015789454002094272) < 1e-18
+    # the BOE is an approximation (a static balance, the whole spacecraft accelerating at F / m_sc): the
+    # simulation, like Basilisk's, ends 7.0e-8 rad from it (Basilisk's test allows 1e-6)
+    assert abs(tr.theta[-1, 0] - th_ss) < 2e-7
+    assert abs(tr.theta[-1, 1] - th_ss) < 2e-7
     # Basilisk's measured final angle (bsk 2.12.1): step-for-step agreement
     assert rel_err(tr.theta[-1], [-0.0015788754525566013] * 2) < REL
 
@@ -105,7 +120,7 @@ def test_frequency_amplitude_extremes():
 
 
 def test_lagrangian_pulses():
-    """§3.6: two force+torque pulses; Basilisk samples at t = 2.5, 7.5, 12.5, 17.5 s to 1e-10 absolute."""
+    """§3.6: two force+torque pulses; Basilisk's samples at t = 2.5, 7.5, 12.5, 17.5 s (its test: 1e-10 absolute)."""
     f1, f2 = np.array([0.2, 0.7, 0.0]), np.array([0.0, 1.0, 0.0])
     pulses = jh.Pulses(
         t_start=[0.0, 11.0],
@@ -127,18 +142,21 @@ def test_lagrangian_pulses():
         r[idx, 0] - r[0, 0], r[idx, 1] - r[0, 1], 4 * np.arctan(np.asarray(tr.sigma_BN)[idx, 2]),
         np.asarray(tr.theta)[idx, 0], np.asarray(tr.theta)[idx, 1],
     ])  # fmt: skip
-    np.testing.assert_allclose(got, truth, rtol=0, atol=1e-10)
+    # every value relative to itself (they span 6e-6 to 8e-2 m or rad): measured 1.7e-14
+    np.testing.assert_allclose(got, truth, rtol=1e-13, atol=0)
 
 
 def test_motor_torque():
     tr = jh.simulate(_seed.motor_torque())
-    assert np.max(np.abs(tr.r_CN_N[-1])) < 1e-10
-    assert np.max(np.abs(tr.totRotAngMomPntC_N[-1] - tr.totRotAngMomPntC_N[0])) < 1e-10
-    # first config-log samples (absolute 1e-10, as Basilisk's test)
-    np.testing.assert_allclose(tr.panel_r_SN_N[0], [[2.0, 0, 0], [-2.0, 0, 0]], atol=1e-10)
-    np.testing.assert_allclose(tr.panel_v_SN_N[0], np.zeros((2, 3)), atol=1e-10)
-    np.testing.assert_allclose(tr.panel_sigma_SN[0], [[0, 0, 1.0], [0, 0, 0]], atol=1e-10)
-    np.testing.assert_allclose(tr.panel_omega_SN_S[0], np.zeros((2, 3)), atol=1e-10)
+    # the motor torque is internal: the CoM stays at the origin (measured 1.1e-15 m) and the total angular momentum
+    # at 0 (measured 9.2e-14 N m s: the cancellation of the hub's and the driven panel's ~30 N m s)
+    assert np.max(np.abs(tr.r_CN_N[-1])) < 1e-14
+    assert np.max(np.abs(tr.totRotAngMomPntC_N[-1] - tr.totRotAngMomPntC_N[0])) < 1e-12
+    # first config-log samples: exact geometry at rest (measured: exact; 1e-15 is ~2 roundings of 2 m)
+    np.testing.assert_allclose(tr.panel_r_SN_N[0], [[2.0, 0, 0], [-2.0, 0, 0]], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tr.panel_v_SN_N[0], np.zeros((2, 3)), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tr.panel_sigma_SN[0], [[0, 0, 1.0], [0, 0, 0]], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tr.panel_omega_SN_S[0], np.zeros((2, 3)), rtol=0, atol=1e-15)
     # Basilisk's measured values at t = 10 s (bsk 2.12.1)
     assert rel_err(tr.theta[-1, 0], 0.59804999135872017) < REL
     assert rel_err(tr.thetaDot[-1, 0], 0.11821798179675616) < REL
@@ -155,16 +173,36 @@ CSV_CASES = {
 @pytest.mark.parametrize("name", sorted(CSV_CASES))
 def test_whole_trajectory_vs_basilisk_csv(name):
     ref = np.loadtxt(os.path.join(DATA, "basilisk_csv", name), delimiter=",", skiprows=1)
+    assert ref.shape[1] == 25
+    want = {
+        "t": ref[:, 0], "r_BN_N": ref[:, 1:4], "v_BN_N": ref[:, 4:7], "sigma_BN": ref[:, 7:10],
+        "omega_BN_B": ref[:, 10:13], "theta": ref[:, [13, 15]], "thetaDot": ref[:, [14, 16]],
+        "totOrbEnergy": ref[:, 17], "totRotEnergy": ref[:, 18], "totOrbAngMomPntN_N": ref[:, 19:22],
+        "totRotAngMomPntC_N": ref[:, 22:25],
+    }  # fmt: skip
     tr = jh.simulate(CSV_CASES[name]())
-    got = np.column_stack([
-        tr.t, tr.r_BN_N, tr.v_BN_N, tr.sigma_BN, tr.omega_BN_B, tr.theta[:, 0], tr.thetaDot[:, 0],
-        tr.theta[:, 1], tr.thetaDot[:, 1], tr.totOrbEnergy, tr.totRotEnergy, tr.totOrbAngMomPntN_N,
-        tr.totRotAngMomPntC_N,
-    ])  # fmt: skip
-    assert got.shape == ref.shape
-    # every column relative to its own scale over the run; columns that are physically zero (Basilisk
-    # prints round-off ~1e-16 there, e.g. angular momentum in the motor-torque case) get a floor of 1e-2,
-    # i.e. an absolute 1e-12
-    scale = np.maximum(np.abs(ref).max(0), 1e-2)
-    err = np.abs(got - ref).max(0) / scale
-    assert err.max() < 1e-10, dict(zip(range(25), err))
+    # |error| / allowed error per quantity: the tolerances of the .npz comparisons (tests/_basilisk.py; the CSVs
+    # hold 17 significant digits, an exact float64 round trip)
+    worst = _basilisk.worst({key: getattr(tr, key) for key in want}, want)
+    assert max(worst.values()) <= 1.0, {k: f"{v:.2g}" for k, v in worst.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CSV_CASES))
+def test_csv_scenarios_are_the_generators(name):
+    """The CSVs are Basilisk's runs of tests/data/bsk/seed_*.toml (make_csv_references.py); the scenarios built here
+    by tests/_seed.py are the same numbers (names and save_dt aside)."""
+    toml = {"bsk_ref_noGravity_noDamping.csv": "seed_noGravity", "bsk_ref_noGravity_damping.csv": "seed_damping",
+            "bsk_ref_motorTorque.csv": "seed_motorTorque"}[name]  # fmt: skip
+    a, b = CSV_CASES[name](), jh.load_scenario(os.path.join(DATA, "bsk", toml + ".toml"))
+    pa, pb = a.spacecraft.panels, b.spacecraft.panels
+    for x, y in [(a.spacecraft.hub, b.spacecraft.hub), (a.initial, b.initial), (a.loads, b.loads)] + [
+        (getattr(pa, f), getattr(pb, f)) for f in ("mass", "IPntS_S", "d", "k", "c", "r_HB_B", "dcm_HB", "thetaRef",
+                                                    "thetaDotRef", "motorTorque")]:  # fmt: skip
+        leaves_a, leaves_b = jax.tree.leaves(x), jax.tree.leaves(y)
+        assert len(leaves_a) == len(leaves_b)
+        for u, v in zip(leaves_a, leaves_b):
+            np.testing.assert_array_equal(np.asarray(u, dtype=float), np.asarray(v, dtype=float))
+    assert (a.spacecraft.gravity is None) == (b.spacecraft.gravity is None)
+    assert (a.simulation.dt, a.simulation.t_end, a.simulation.integrator) == (
+        b.simulation.dt, b.simulation.t_end, b.simulation.integrator)
+    assert a.simulation.save_dt == 0.01  # the CSVs' sampling

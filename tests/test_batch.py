@@ -264,7 +264,7 @@ def test_bad_dispersions(scenario, spec, match):
          r"^apply_parameters: scenario must be a jaxhinge Scenario, got dict"),
     ],
 )
-def test_api_misuse_is_refused_by_name(scenario, call, error, match):
+def test_api_misuse_is_refused_by_name(scenario, call, error, match, unchecked_types):  # misuse on purpose
     """Issue 14 item 13: the argument, the value and what is allowed, instead of `TypeError: map()...`, an
     AttributeError or an IndexError; raised before anything is compiled."""
     with pytest.raises(error, match=match):

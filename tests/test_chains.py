@@ -4,8 +4,8 @@ single panels.
 References:
 - Basilisk `nHingedRigidBodyStateEffector` (4 + 3 identical panels, its own test configuration) and
   `dualHingedRigidBodyStateEffector` (non-identical pairs) trajectories: `tests/data/bsk/chain_*.{toml,npz}`,
-  compared to 1e-9 by `tests/test_basilisk_reference.py` (which runs every case in that folder; not repeated
-  here to avoid compiling the same programs twice). Here: that the set is there and what it covers.
+  compared to round-off (tolerances in `tests/_basilisk.py`) by `tests/test_basilisk_reference.py` (which runs
+  every case in that folder; not repeated here to avoid compiling the same programs twice). Here: that the set is there and what it covers.
 - The independent Kane / autodiff mass-matrix model (`tests/_kane.py`, walks the parents, no shared code).
 - Conservation of energy and momentum (long undamped non-identical chain).
 - Known parameters recovered by a modal fit; scenario-file validation and exact round trip.
@@ -62,7 +62,7 @@ def _kane_diagnostics(sc, st):
 
 def test_basilisk_chain_references_present():
     """The nHinged test configuration (4 + 3 identical panels, with and without gravity) and non-identical
-    dualHinged pairs are in the reference set that test_basilisk_reference.py compares to 1e-9."""
+    dualHinged pairs are in the reference set that test_basilisk_reference.py compares (to round-off)."""
     s = jh.load_scenario(os.path.join(BSK, "chain_nhinged_noGravity.toml"))
     p = s.spacecraft.panels
     assert _chains(p) == [4, 3] and p.parent == (-1, 0, 1, 2, -1, 4, 5)

@@ -54,19 +54,23 @@ def _perturbed(scenario, fk, fc):
 @pytest.mark.parametrize("seed, n", [(0, 2), (5, 2), (1, 3), (3, 3), (4, 3)])
 def test_recovers_k_and_c_of_random_3d_configurations(seed, n):
     """Synthetic targets (all N frequencies and damping ratios) of a random 3D spacecraft; every k and c free,
-    each started 25 % off (random signs): LM recovers them to 1e-6 (measured: ~1e-14). Two sizes, so two
-    compiled solvers serve the five fits."""
+    each started 25 % off (random signs): LM recovers them to round-off (k) and to within its stopping tolerance
+    (c). Two sizes, so two compiled solvers serve the five fits."""
     truth = scenario_of(random_spacecraft(seed, n))
     ft, zt = _targets(truth)
     rng = np.random.default_rng(1000 + seed)
     start = _perturbed(truth, np.where(rng.random(n) < 0.5, 0.75, 1.25), np.where(rng.random(n) < 0.5, 0.75, 1.25))
     names = truth.spacecraft.panels.names
     r = fit(start, ft, damping_ratios=zt, free=[f"{x}.k" for x in names] + [f"{x}.c" for x in names], check=False)
-    true = np.concatenate([truth.spacecraft.panels.k, truth.spacecraft.panels.c])
     assert r.converged and r.targets_reached, r.message
-    np.testing.assert_allclose(r.values, true, rtol=1e-6)
-    np.testing.assert_allclose(r.scenario.spacecraft.panels.k, truth.spacecraft.panels.k, rtol=1e-6)
-    assert np.all(np.abs(r.frequency_error) < 1e-9) and np.all(np.abs(r.damping_error) < 1e-9)
+    # k: the frequencies pin it to the eigenvalues' round-off (measured <= 5.4e-14 relative over the five fits);
+    # c: pinned by the damping ratios, whose residuals weigh 1/(0.2 zeta), only to within LM's own stopping
+    # tolerance rtol = 1e-10 (measured <= 1.8e-11)
+    np.testing.assert_allclose(r.values[:n], truth.spacecraft.panels.k, rtol=1e-12)
+    np.testing.assert_allclose(r.values[n:], truth.spacecraft.panels.c, rtol=1e-10)
+    np.testing.assert_allclose(r.scenario.spacecraft.panels.k, truth.spacecraft.panels.k, rtol=1e-12)
+    # the targets are the truth's own modes: met to round-off (measured: frequencies 2.6e-14, damping 1.2e-11)
+    assert np.all(np.abs(r.frequency_error) < 1e-12) and np.all(np.abs(r.damping_error) < 1e-10)
     assert r.iterations < 50
 
 
@@ -81,7 +85,9 @@ def test_recovers_tied_wings_of_the_example():
     assert r.converged and r.targets_reached, r.message
     assert r.names == ("wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c")
     assert r.units == ("N m/rad", "N m/rad", "N m s/rad", "N m s/rad")
-    np.testing.assert_allclose(r.values, [500.0, 150.0, 4.0, 1.2], rtol=1e-6)
+    # as in the random recoveries: k to round-off (measured 1.4e-14), c to LM's rtol = 1e-10 (measured 3.0e-12)
+    np.testing.assert_allclose(r.values[:2], [500.0, 150.0], rtol=1e-12)
+    np.testing.assert_allclose(r.values[2:], [4.0, 1.2], rtol=1e-10)
     assert r.parameter("wing_mY.k") == r.parameter("wing_pY.k") == (r.values[0], r.sigma[0])
     k = np.asarray(r.scenario.spacecraft.panels.k)
     assert k[0] == k[1]
@@ -116,7 +122,8 @@ def test_c_seeded_from_damping_when_zero():
     ft, zt = _targets(truth)
     start = eqx.tree_at(lambda s: s.spacecraft.panels.c, truth, jnp.zeros(2))
     r = fit(start, ft, damping_ratios=zt, free=["p0.k", "p1.k", "p0.c", "p1.c"], check=False)
-    np.testing.assert_allclose(r.values[2:], truth.spacecraft.panels.c, rtol=1e-6)
+    # c to within LM's stopping tolerance rtol = 1e-10 (measured 2.6e-13)
+    np.testing.assert_allclose(r.values[2:], truth.spacecraft.panels.c, rtol=1e-10)
     assert "seeded" in r.message
 
 
@@ -291,12 +298,15 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
     assert data["converged"] and data["targets_reached"]
     assert set(data["parameters"]) == {"wing_pY.k", "wing_mY.k", "antenna.k", "wing_pY.c", "wing_mY.c", "antenna.c"}
     assert data["parameters"]["wing_mY.k"]["tied_with"] == ["wing_pY.k"]
-    for name, true in [("wing_pY.k", 500.0), ("antenna.k", 150.0), ("wing_mY.c", 4.0), ("antenna.c", 1.2)]:
-        assert data["parameters"][name]["value"] == pytest.approx(true, rel=1e-6)
+    # k to round-off, c to within LM's stopping tolerance rtol = 1e-10 (as test_recovers_tied_wings_of_the_example)
+    for name, true, rel in [("wing_pY.k", 500.0, 1e-12), ("antenna.k", 150.0, 1e-12), ("wing_mY.c", 4.0, 1e-10),
+                            ("antenna.c", 1.2, 1e-10)]:  # fmt: skip
+        assert data["parameters"][name]["value"] == pytest.approx(true, rel=rel)
         assert data["parameters"][name]["sigma"] > 0
     for row, f in zip(data["targets"], ft):
         assert row["target_frequency_hz"] == f
-        assert row["simulated_frequency_hz"] == pytest.approx(f, rel=1e-6)
+        # measured from a simulation of the nonlinear model over 10 periods: 2.4e-9 from the linear modes
+        assert row["simulated_frequency_hz"] == pytest.approx(f, rel=2e-8)
     assert {"fit", "solver", "check"} <= set(data["timing_s"])
     assert isinstance(data["iterations"], int) and data["status"] == "successful"
     # the blocks every fit's result.json shares (the least-squares core)
@@ -304,7 +314,7 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
     assert len(data["correlation"]["matrix"]) == 4 and data["dof"] == 2
     assert data["identifiability"]["identifiable"] and data["identifiability"]["undetermined"] == []
     fitted = jh.load_scenario(out / "fitted_scenario.toml")
-    np.testing.assert_allclose(fitted.spacecraft.panels.k, [500.0, 500.0, 150.0], rtol=1e-6)
+    np.testing.assert_allclose(fitted.spacecraft.panels.k, [500.0, 500.0, 150.0], rtol=1e-12)  # written exactly
     assert "wing_pY.k=wing_mY.k" in stdout and "simulated [Hz]" in stdout
     assert "fit: independent check" in stderr
 
@@ -324,8 +334,8 @@ def test_cli_fit_end_to_end(tmp_path, capsys):
         # issue 14 item 10: the check's size, refused before the fit (>= 64 samples per period, one run per mode:
         # 8 bytes x 3 x 6.4e10 x (39 + 19 x 3)); it used to fail after the fit, asking for 980 GiB
         ("[modes]\ntargets_hz = [0.2]\n[fit]\nfree = [\"antenna.k\"]\n[check]\nperiods = 1e9\n",
-         ("check.periods = 1000000000.0: 3 run(s) x 6.4e+10 samples with 3 panel(s) need about 1.47e+05 GB of outputs "
-          "and working memory, above the limit of ")),
+         ("check.periods = 1000000000.0: 3 run(s) x 6.4e+10 samples with 3 panel(s) need about "
+          f"{8 * 3 * 6.4e10 * (39 + 19 * 3) / 1e9:.3g} GB of outputs and working memory, above the limit of ")),
     ],
 )
 def test_cli_fit_errors_one_line_no_output(tmp_path, capsys, body, fragment):
@@ -442,14 +452,36 @@ def test_committed_fits_example_is_consistent():
 
 
 @pytest.mark.slow
-def test_fits_example_reproduces():
-    """Re-running the worked example's fit gives the committed values."""
+def test_fits_example_fit_is_the_least_squares_optimum():
+    """Re-running the worked example's fit (fits/FIT.toml: 6 targets, 4 parameters, a least-squares compromise),
+    checked against FIT.toml alone, not against the committed results: the fitted model's modes (`jh.modes`) meet
+    its targets within its reach_rtol, and the fitted values minimise the cost FIT.toml defines (relative
+    residuals weighted by frequency_sigma and damping_sigma), computed here from `jh.modes` by central differences
+    in each free parameter (tied members moved together)."""
     spec = load_fit(os.path.join(FITS, "FIT.toml"))
-    with open(os.path.join(FITS, "reference", "result.json")) as fh:
-        data = json.load(fh)
-    r = fit(spec.scenario, spec.targets_hz, check=False, **spec.fit_kwargs)
-    for name, entry in data["parameters"].items():
-        assert r.parameter(name)[0] == pytest.approx(entry["value"], rel=1e-8)
+    kw = spec.fit_kwargs
+    r = fit(spec.scenario, spec.targets_hz, check=False, **kw)
+    assert r.converged and r.targets_reached, r.message
+    ft, zt = np.asarray(spec.targets_hz), np.asarray(kw["damping_ratios"])
+
+    def model(values):
+        upd = {member.strip(): v for name, v in zip(r.names, values) for member in name.split("=")}
+        m = jh.modes(jh.apply_parameters(spec.scenario, upd), kw["boundary"])
+        f, z = np.asarray(m.frequency_hz)[: len(ft)], np.asarray(m.damping_ratio)[: len(ft)]
+        rf, rz = (f - ft) / (kw["frequency_sigma"] * ft), (z - zt) / (kw["damping_sigma"] * zt)
+        return f, z, 0.5 * (rf @ rf + rz @ rz)
+
+    f, z, c0 = model(r.values)
+    assert np.all(np.abs(f / ft - 1) <= kw["reach_rtol"])  # FIT.toml's criterion (measured 1.9e-5)
+    assert np.all(np.abs(z / zt - 1) <= 100 * kw["reach_rtol"])  # damping: 100x, as documented (measured 3.1e-3)
+    h = 1e-5  # log-parameter step
+    for j, name in enumerate(r.names):
+        cp, cm = (model(r.values * np.where(np.arange(len(r.values)) == j, np.exp(s), 1.0))[2] for s in (h, -h))
+        # distance to the minimum along this parameter, relative: the Newton step g / H of the central
+        # differences. Measured 2.5e-11 to 5.5e-11 (the differences' h^2 truncation); LM stops at rtol = 1e-10;
+        # a fit 1e-9 off the optimum fails.
+        step = ((cp - cm) / (2 * h)) / ((cp - 2 * c0 + cm) / h**2)
+        assert abs(step) < 5e-10, (name, step)
 
 
 def test_no_recompilation_between_fits_of_one_structure():
@@ -472,4 +504,4 @@ def test_no_recompilation_between_fits_of_one_structure():
     r = one(61, ("left", "right"))
     assert sizes() == before
     assert r.names == ("left.k", "right.k", "left.c", "right.c")
-    assert r.converged and r.solve_s < 2.0  # no compilation: the solve itself takes milliseconds
+    assert r.converged  # (no compilation is what `sizes() == before` shows; no wall-clock assert)

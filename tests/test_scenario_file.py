@@ -761,7 +761,7 @@ def test_bad_cases_are_distinct():
 
 
 @pytest.mark.parametrize("edit, fragments", [c[1:] for c in BAD_CASES], ids=[c[0] for c in BAD_CASES])
-def test_invalid_input_refused(edit, fragments):
+def test_invalid_input_refused(edit, fragments, unchecked_types):  # some edits break the annotations on purpose
     data = base()
     edit(data)
     pattern = "^my.toml: " + ".*".join(re.escape(f) for f in fragments)
@@ -772,7 +772,7 @@ def test_invalid_input_refused(edit, fragments):
     assert info.value.source == "my.toml"
 
 
-def test_not_a_table():
+def test_not_a_table(unchecked_types):
     with pytest.raises(ScenarioError, match=r"^<dict>: a scenario must be a table \(dict\), got an array$"):
         scenario_from_dict([1, 2])  # type: ignore[arg-type]
 

@@ -204,7 +204,7 @@ def _modal_scenario(scenario: Scenario) -> Scenario:
 
 def fit(
     scenario: Scenario,
-    targets_hz: Sequence[float] | Float[ArrayLike, " targets"],
+    targets_hz: Sequence[float] | Float[ArrayLike, " targets"] | None,
     *,
     free: Sequence[str],
     damping_ratios: Sequence[float] | Float[ArrayLike, " targets"] | None = None,

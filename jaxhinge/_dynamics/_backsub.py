@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._math import (
     cross3,
@@ -237,7 +237,7 @@ def accelerations(
     extForce_B: Float[Array, "3"],
     extForce_N: Float[Array, "3"],
     extTorquePntB_B: Float[Array, "3"],
-    u_extra: Float[Array, " panels"] | float = 0.0,
+    u_extra: Float[Array, " panels"] | Float[ArrayLike, ""] = 0.0,
 ) -> tuple[Float[Array, "3"], Float[Array, "3"], Float[Array, " panels"]]:
     """Back-substitution accelerations of one configuration.
 

@@ -63,7 +63,7 @@ class Field:
             return "any finite value"
         return f"must be {'>=' if self.inclusive else '>'} {self.minimum:g}"
 
-    def admits(self, x) -> np.ndarray:
+    def admits(self, x) -> np.ndarray | np.bool_:
         """Element-wise: the values `x` are allowed for this field (finite, and above the minimum)."""
         x = np.asarray(x, dtype=float)
         ok = np.isfinite(x)
@@ -264,7 +264,7 @@ def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
     return eqx.tree_at(get, scenario, old.at[i].set(value))
 
 
-def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike]) -> Scenario:
+def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike | Sequence[float]]) -> Scenario:
     """One member's scenario: the nominal `scenario` with the values of `params` (names as in the module
     docstring; a bare name takes the field's whole value (3 numbers for vectors, inertia factors and rotations),
     a component name one number). Pure and traceable: `vmap` it over a batch. **Raises:** `ParameterError`."""
@@ -279,7 +279,9 @@ def anonymous(pars: Sequence[Parameter]) -> tuple[Parameter, ...]:
     return tuple(dataclasses.replace(p, base=f"{p.field.owner}[{p.panel}].{p.field.name}") for p in pars)
 
 
-def apply_resolved(scenario: Scenario, pars: Sequence[Parameter], values: Sequence[ArrayLike]) -> Scenario:
+def apply_resolved(
+    scenario: Scenario, pars: Sequence[Parameter], values: Sequence[ArrayLike | Sequence[float]]
+) -> Scenario:
     """`apply_parameters` with names already resolved (`resolve`), e.g. inside a compiled batch or fit."""
     whole: dict[str, tuple[Parameter, object]] = {}
     for par, value in zip(pars, values):

@@ -187,18 +187,18 @@ class Panels(eqx.Module):
 
     def __init__(
         self,
-        mass: Float[ArrayLike, " panels"],
-        IPntS_S: Float[ArrayLike, "panels 3 3"],
-        d: Float[ArrayLike, " panels"],
-        k: Float[ArrayLike, " panels"],
-        c: Float[ArrayLike, " panels"],
-        r_HB_B: Float[ArrayLike, "panels 3"],
-        dcm_HB: Float[ArrayLike, "panels 3 3"],
-        thetaRef: Float[ArrayLike, " panels"] | None = None,
-        thetaDotRef: Float[ArrayLike, " panels"] | None = None,
-        motorTorque: Float[ArrayLike, " panels"] | None = None,
+        mass: Float[ArrayLike, " panels"] | Sequence,
+        IPntS_S: Float[ArrayLike, "panels 3 3"] | Sequence,
+        d: Float[ArrayLike, " panels"] | Sequence,
+        k: Float[ArrayLike, " panels"] | Sequence,
+        c: Float[ArrayLike, " panels"] | Sequence,
+        r_HB_B: Float[ArrayLike, "panels 3"] | Sequence,
+        dcm_HB: Float[ArrayLike, "panels 3 3"] | Sequence,
+        thetaRef: Float[ArrayLike, " panels"] | Sequence | None = None,
+        thetaDotRef: Float[ArrayLike, " panels"] | Sequence | None = None,
+        motorTorque: Float[ArrayLike, " panels"] | Sequence | None = None,
         *,
-        l: Float[ArrayLike, " panels"] | None = None,
+        l: Float[ArrayLike, " panels"] | Sequence | None = None,
         parent: Sequence[int] | None = None,
         names: Sequence[str] = (),
         chain: Sequence[str] | None = None,
@@ -249,17 +249,17 @@ class Panels(eqx.Module):
     @staticmethod
     def chain_of(
         name: str,
-        r_HB_B: Float[ArrayLike, "3"],
-        dcm_HB: Float[ArrayLike, "3 3"],
-        mass: Float[ArrayLike, " L"],
-        IPntS_S: Float[ArrayLike, "L 3 3"],
-        d: Float[ArrayLike, " L"],
-        l: Float[ArrayLike, " L"],
-        k: Float[ArrayLike, " L"],
-        c: Float[ArrayLike, " L"] | None = None,
-        thetaRef: Float[ArrayLike, " L"] | None = None,
-        thetaDotRef: Float[ArrayLike, " L"] | None = None,
-        motorTorque: Float[ArrayLike, " L"] | None = None,
+        r_HB_B: Float[ArrayLike, "3"] | Sequence,
+        dcm_HB: Float[ArrayLike, "3 3"] | Sequence,
+        mass: Float[ArrayLike, " L"] | Sequence,
+        IPntS_S: Float[ArrayLike, "L 3 3"] | Sequence,
+        d: Float[ArrayLike, " L"] | Sequence,
+        l: Float[ArrayLike, " L"] | Sequence,
+        k: Float[ArrayLike, " L"] | Sequence,
+        c: Float[ArrayLike, " L"] | Sequence | None = None,
+        thetaRef: Float[ArrayLike, " L"] | Sequence | None = None,
+        thetaDotRef: Float[ArrayLike, " L"] | Sequence | None = None,
+        motorTorque: Float[ArrayLike, " L"] | Sequence | None = None,
         names: Sequence[str] | None = None,
     ) -> "Panels":
         """A chain of L panels hinged edge to edge, the first (root) hinged to the hub at `r_HB_B` with frame
@@ -330,12 +330,12 @@ class State(eqx.Module):
     """Integrated state (the diffrax `y`): hub point B position/velocity in N, MRP $\\sigma_{BN}$,
     body rate $\\omega_{BN}$ in B, hinge angles and rates (relative to each panel's parent)."""
 
-    r_BN_N: Float[Array, "3"]
-    v_BN_N: Float[Array, "3"]
-    sigma_BN: Float[Array, "3"]
-    omega_BN_B: Float[Array, "3"]
-    theta: Float[Array, " panels"]
-    thetaDot: Float[Array, " panels"]
+    r_BN_N: Float[Array, "*batch 3"]  # *batch: none for one state, (T,) for a trajectory's
+    v_BN_N: Float[Array, "*batch 3"]
+    sigma_BN: Float[Array, "*batch 3"]
+    omega_BN_B: Float[Array, "*batch 3"]
+    theta: Float[Array, "*batch panels"]
+    thetaDot: Float[Array, "*batch panels"]
 
 
 def strip_labels(tree):

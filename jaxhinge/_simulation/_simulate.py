@@ -7,6 +7,7 @@ nested `lax.scan` over a flat state vector, with dense output at arbitrary times
 
 import math
 import os
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import diffrax
@@ -226,16 +227,16 @@ _RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tab
 _RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
 
 
-def _flat(y: State) -> Float[Array, " 12+2N"]:
+def _flat(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N
     return jnp.concatenate([y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B, y.theta, y.thetaDot], -1)
 
 
-def _unflat(v: Float[Array, "... 12+2N"]) -> State:
+def _unflat(v: Float[Array, "*batch state"]) -> State:
     n = (v.shape[-1] - 12) // 2
     return State(v[..., 0:3], v[..., 3:6], v[..., 6:9], v[..., 9:12], v[..., 12 : 12 + n], v[..., 12 + n :])
 
 
-def _rk4_step(spacecraft, y: Float[Array, " 12+2N"], h, loads_t0) -> Float[Array, " 12+2N"]:
+def _rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " state"]:
     """One Basilisk RK4 step of the flat state `y` with loads held at the step start, then the MRP shadow
     switch: `y1 = y + h (k1/6 + k2/3 + k3/3 + k4/6)`, stage inputs `y + h/2 k1`, `y + h/2 k2`, `y + h k3`.
 
@@ -301,7 +302,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
     )
 
 
-def _rk4_at(scenario: Scenario, ts: Float[Array, " T"], store: bool = False) -> _Solution:
+def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], store: bool = False) -> _Solution:
     """rk4 outputs at arbitrary times `ts` in [0, t_end]: every step's state from the scan path, then cubic
     Hermite interpolation inside each step (values and vector-field slopes at both ends, the step's loads held;
     exact at the grid points). The MRP of the step end is taken on the branch of the step start, so a shadow
@@ -410,7 +411,9 @@ def refuse_invalid(scenario: Scenario, source: str) -> None:
 
 
 def simulate_unjitted(
-    scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None = None, ts: ArrayLike | None = None
+    scenario: Scenario,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+    ts: ArrayLike | Sequence[float] | None = None,
 ) -> Trajectory:
     """`simulate` without its `eqx.filter_jit` (to compose inside a caller's own jit/vmap/grad)."""
     sol = _solve(scenario, adjoint, ts)
@@ -440,7 +443,9 @@ def _simulate_jit(scenario: Scenario, adjoint, ts) -> Trajectory:
 
 
 def simulate(
-    scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None = None, ts: ArrayLike | None = None
+    scenario: Scenario,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+    ts: ArrayLike | Sequence[float] | None = None,
 ) -> Trajectory:
     """Integrate one scenario and return its `Trajectory`.
 

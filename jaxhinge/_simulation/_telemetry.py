@@ -110,7 +110,7 @@ def check_columns(source: str, columns, allowed: Sequence[str] | None) -> tuple[
     return tuple(columns)
 
 
-def _row(i: int, lines: Sequence[int] | None) -> str:
+def _row(i: int | np.integer, lines: Sequence[int] | None) -> str:
     """Sample `i` in messages: `data row i+1`, with its line in the file when known."""
     return f"data row {i + 1}" + ("" if lines is None else f" (line {lines[i]})")
 
