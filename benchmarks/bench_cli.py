@@ -6,7 +6,7 @@ fresh, empty cache folder (`JAXHINGE_CACHE_DIR`), and once with `--no-cache` for
 - `jaxhinge fit fits/FIT.toml` (the main job: modal fit, simulation check, plot), the issue's target (h);
 - `jaxhinge simulate` (the bundled example).
 
-The first run traces, compiles and stores; later runs load the traced programs (`jaxhinge/_programs.py`) and
+The first run traces, compiles and stores; later runs load the traced programs (`jaxhinge/_runtime/_programs.py`) and
 the compiled ones (JAX's compilation cache). Outputs go to a temporary folder. Python start-up and the imports
 (~2.4 s here) are in every number.
 

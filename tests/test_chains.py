@@ -471,7 +471,7 @@ def test_unrolled_panel_operators_equal_dense_products(n):
 
 @pytest.mark.parametrize("parent", [(-1, 0, 1, -1, -1, 4), (-1, 0, -1, 2, 3, 4), tuple(range(-1, 16)) + (-1,)])
 def test_block_ldl_solve_equals_dense_solve(parent):
-    """`Topology.solve` (an unrolled L D L^T per chain, blocks of up to UNROLL panels; a dense `jnp.linalg.solve`
+    """`hinge_solve` (an unrolled L D L^T per chain, blocks of up to UNROLL panels; a dense `jnp.linalg.solve`
     above) against NumPy's dense solve, for a random symmetric positive definite matrix with the block structure
     of the topology (chains, single panels, and a 17-panel chain that takes the dense path), and its gradient
     against central differences."""

@@ -1,4 +1,4 @@
-"""The file layer (`jaxhinge._io._files`): atomic writers (no temporary file left, the old file kept on failure,
+"""The file layer (`jaxhinge._io._writers`, `jaxhinge._io._checker`): atomic writers (no temporary file left, the old file kept on failure,
 modes from the umask or the replaced file), the all-or-nothing folder writer, the TOML writer (bit-exact floats,
 the header line), the JSON helpers (NaN and inf as null) and the checker's one-line errors (TOML syntax with
 file:line:col, unknown keys with "did you mean", typed scalars, output folders and files)."""

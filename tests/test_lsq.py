@@ -1,4 +1,4 @@
-"""The least-squares core (`jaxhinge._analysis._lsq`), against references: the solver's Jacobian against
+"""The least-squares core (`jaxhinge._analysis._lsq_coords`, `_lsq_solver`, `_lsq_analysis`), against references: the solver's Jacobian against
 `jax.jacfwd` of the plain residuals; the covariance and solution of a linear least-squares problem against
 the normal equations; an exactly rank-deficient Jacobian named by the identifiability report; coordinates
 (log, linear, tied) against the values they write into a scenario.

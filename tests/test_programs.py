@@ -1,4 +1,4 @@
-"""The CLI's program cache (`jaxhinge._programs`): a traced program kept on disk and loaded by a later process
+"""The CLI's program cache (`jaxhinge._runtime._programs`): a traced program kept on disk and loaded by a later process
 gives bit for bit what the ordinary `eqx.filter_jit` program gives; its key separates what must be separate;
 what it cannot key is run plain; a corrupt entry or an unwritable folder gives a warning and a correct run.
 

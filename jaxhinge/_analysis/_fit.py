@@ -10,7 +10,7 @@ $$r_{f,i} = \frac{f_i^{model} - f_i}{\sigma_f\, f_i}, \qquad r_{\zeta,i} = \frac
 ($\sigma_f$ = `frequency_sigma`, default 1 %; $\sigma_\zeta$ = `damping_sigma`, default 20 %), with the model values
 of `jaxhinge.modes` (`damp` definitions: $|\lambda|/2\pi$ and $-\mathrm{Re}\,\lambda/|\lambda|$ of the damped linear
 model). The least squares (coordinates, Jacobian, solver, covariance, identifiability) are those of the core,
-`jaxhinge._analysis._lsq`.
+`jaxhinge._analysis._lsq_coords`, `_lsq_solver`, `_lsq_analysis`.
 
 **Free parameters** are any registry parameter that enters the modes (`jaxhinge._model._params`):
 `"<panel>.k"` [N m/rad], `"<panel>.c"` [N m s/rad], `"<panel>.mass"`, `"<panel>.d"`, `"<panel>.IPntS_S"` (3
@@ -245,7 +245,7 @@ def fit(
       `atol` (termination, on the fitted coordinates and cost), `learning_rate` (adam, in coordinate units).
     - `reach_rtol`: relative frequency error below which the targets count as reached.
     - `ident_rtol`, `warn_rtol`: singular-value ratios below which a parameter combination is reported as
-      undetermined or poorly determined (`jaxhinge._analysis._lsq.analyse`).
+      undetermined or poorly determined (`jaxhinge._analysis._lsq_analysis.analyse`).
     - `check`: simulate the fitted model and measure its frequencies (`measure_modes`).
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.
     - `fea`: FEA modes (`read_fea`) instead of `targets_hz` (pass `None` there): each model mode is paired with

@@ -13,7 +13,7 @@ that step. Attitude columns are compared with the closer of the two MRP sets of 
 sample.
 
 **Free parameters, coordinates, uncertainties, identifiability** are those of the least-squares core
-(`jaxhinge._analysis._lsq`, shared with the modal fit). Names are those of the parameter registry and the
+(`jaxhinge._analysis._lsq_*`, shared with the modal fit). Names are those of the parameter registry and the
 dispersions: `"<panel>.<field>"`, `"hub.<field>"`; a vector field frees its 3 components (1-based like the
 telemetry columns: `"hub.omega_BN_BInit[2]"` frees one); inertias are 3 positive scale factors, `dcm_HB` a
 small rotation vector; `"p0.k = p1.k"` ties two scalars of one field. Positive quantities are fitted as

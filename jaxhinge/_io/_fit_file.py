@@ -78,7 +78,7 @@ class FitSpec:
 
 
 def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None) -> FitSpec:
-    """Read and validate a modal FIT.toml file (schema: this module's docstring) and load its scenario. Every
+    """Read and validate a modal FIT.toml file (schema: docs/modes-and-fea.md) and load its scenario. Every
     check, the output folder's included, happens here, before any compute.
 
     A FIT.toml with a `[data]` table is a telemetry fit: read any FIT.toml with `jaxhinge.load_fit`

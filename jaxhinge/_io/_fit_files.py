@@ -1,6 +1,6 @@
 """FIT.toml files of both kinds, in one place: a FIT.toml with a `[data]` table is a telemetry fit
 (`jaxhinge._io._identify_file`), any other a modal fit (`jaxhinge._io._fit_file`). The two modules do not
-import each other; what they share comes from `jaxhinge._io._files`."""
+import each other; what they share comes from `jaxhinge._io._checker` and `jaxhinge._io._writers`."""
 
 import os
 

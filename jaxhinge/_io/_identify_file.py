@@ -77,7 +77,7 @@ class IdentifySpec:
 def load_identify(
     path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None
 ) -> IdentifySpec:
-    """Read and validate a telemetry FIT.toml (schema: module docstring), its scenario and its CSV; every check,
+    """Read and validate a telemetry FIT.toml (schema: docs/telemetry.md), its scenario and its CSV; every check,
     the output folder's included, happens here, before any compute.
 
     **Arguments:** `path` (the file), `data` (its parsed content, when already read), `out_dir` (an output

@@ -96,7 +96,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
 
 
 def load_scenario(path: str | os.PathLike) -> Scenario:
-    """Read, validate and build a scenario TOML file (schema: this module's docstring).
+    """Read, validate and build a scenario TOML file (schema: docs/scenario-files.md).
 
     **Arguments:**
 
@@ -256,7 +256,7 @@ def dump_scenario(scenario: Scenario, path: str | os.PathLike) -> None:
 
     The scenario is validated first (an invalid one raises `ScenarioError` and leaves `path` untouched); the
     file is written to a temporary file in the same folder and moved into place with `os.replace`
-    (`jaxhinge._io._files.atomic_write`).
+    (`jaxhinge._io._writers.atomic_write`).
 
     **Arguments:**
 

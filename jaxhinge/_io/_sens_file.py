@@ -53,7 +53,7 @@ class Study:
 
 
 def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
-    """Read and validate a SENS TOML file (schema: this module's docstring, README, `jaxhinge sensitivity
+    """Read and validate a SENS TOML file (schema: docs/sweeps-and-sensitivities.md, `jaxhinge sensitivity
     --help`). Relative paths (`scenario`, `output.dir`) are relative to the SENS file. Everything, the output
     folder included, is checked before any compute.
 

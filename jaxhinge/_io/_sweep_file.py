@@ -56,7 +56,7 @@ class Sweep:
 
 
 def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
-    """Read and validate a SWEEP TOML file (schema: this module's docstring; `jaxhinge sweep --help`).
+    """Read and validate a SWEEP TOML file (schema: docs/sweeps-and-sensitivities.md; `jaxhinge sweep --help`).
     Relative paths (`scenario`, `output.dir`) are relative to the SWEEP file. Everything, the output folder
     included, is checked before any compute.
 

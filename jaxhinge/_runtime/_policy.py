@@ -108,7 +108,7 @@ def use_compile_cache(enabled: bool, as_program: bool = False) -> None:
     a program with a host callback cannot be cached. A run they would have stopped ends with a non-finite state
     instead, which every command already reports as a failed run (`Trajectory.success`, `failure_reason`).
 
-    As a program, the traced programs are kept as well (`jaxhinge._programs`: `jax.export`, in `jaxhinge-programs/`
+    As a program, the traced programs are kept as well (`jaxhinge._runtime._programs`: `jax.export`, in `jaxhinge-programs/`
     inside the compile cache folder), so that a second
     run skips tracing the model too, not only XLA's compilation."""
     import jax
