@@ -35,7 +35,7 @@ _PUBLIC = {
     "diagnostics": ("_dynamics._energy", "diagnostics"),
     "initial_state": ("_dynamics._energy", "initial_state"),
     # Simulation
-    "Trajectory": ("_simulation._simulate", "Trajectory"),
+    "Trajectory": ("_simulation._trajectory", "Trajectory"),
     "simulate": ("_simulation._simulate", "simulate"),
     "simulate_unjitted": ("_simulation._simulate", "simulate_unjitted"),
     "MRPSwitch": ("_simulation._solver", "MRPSwitch"),
@@ -163,12 +163,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._report._sweep import plot_envelopes as plot_envelopes
     from ._report._sweep import plot_histograms as plot_histograms
     from ._runtime._policy import configure_cpu as configure_cpu
-    from ._simulation._simulate import Trajectory as Trajectory
     from ._simulation._simulate import simulate as simulate
     from ._simulation._simulate import simulate_unjitted as simulate_unjitted
     from ._simulation._solver import MRPSwitch as MRPSwitch
     from ._simulation._telemetry import Telemetry as Telemetry
     from ._simulation._telemetry import telemetry_from_arrays as telemetry_from_arrays
+    from ._simulation._trajectory import Trajectory as Trajectory
 
 
 def __getattr__(name: str):

@@ -56,7 +56,9 @@ def cmd_simulate(args) -> int:
     from ._io._scenario_file import load_scenario
     from ._report._plot import plot_trajectory
     from ._report._simulate import simulate_report_lines
-    from ._simulation._simulate import check_memory, failure_reason, simulate
+    from ._simulation._memory import check_memory
+    from ._simulation._simulate import simulate
+    from ._simulation._trajectory import failure_reason
 
     path = args.scenario or str(example_path(EXAMPLE))
     _check_out_path(args.out, (".npz",), "--out")

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 
+
 def _interrupted(signum, frame) -> None:
     """Remove the writes in progress (if the writer module is loaded: never import from inside a signal handler),
     say so in one line and end the process at once, status 130 (`os._exit`: a normal teardown while XLA's threads

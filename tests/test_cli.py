@@ -309,7 +309,7 @@ def _tiny_trajectory(T=3, n=2):
     """A `Trajectory` of T samples of n panels without running anything (for tests of the writing only)."""
     import jax.numpy as jnp
 
-    from jaxhinge._simulation._simulate import Trajectory
+    from jaxhinge._simulation._trajectory import Trajectory
 
     dims = {"T": T, "panels": n, "3": 3}
     return Trajectory(**{f.name: jnp.asarray(np.full([dims[d] for d in f.type.dim_str.split()], 0.5))

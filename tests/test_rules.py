@@ -13,7 +13,7 @@ import pytest
 
 import jaxhinge as jh
 from jaxhinge._analysis._batch import check_dispersions
-from jaxhinge._simulation._simulate import INVALID_MODEL
+from jaxhinge._simulation._trajectory import INVALID_MODEL
 
 pytestmark = pytest.mark.xdist_group("rules")
 
@@ -127,7 +127,7 @@ def test_traced_batch_reports_invalid_members(folding):
     traj = jax.jit(jax.vmap(lambda k: jh.simulate_unjitted(eqx.tree_at(lambda q: q.spacecraft.panels.k, s, k))))(ks)
     assert np.asarray(traj.success).tolist() == [True, False]
     assert int(traj.result[1]) == INVALID_MODEL
-    from jaxhinge._simulation._simulate import failure_reason
+    from jaxhinge._simulation._trajectory import failure_reason
 
     assert "physical rule" in failure_reason(int(traj.result[1]))
     single = np.asarray(jh.simulate(s).theta)

@@ -11,6 +11,7 @@ import pytest
 
 import jaxhinge as jh
 import jaxhinge._simulation._simulate as _sim
+from jaxhinge._simulation import _memory, _trajectory
 
 SHORT = jh.SimulationConfig(t_end=0.5, save_dt=0.05, integrator="rk4", dt=0.01)
 
@@ -112,9 +113,9 @@ def test_gradient_keeping_every_step_equals_default(monkeypatch):
     remats = [str(jax.make_jaxpr(lambda a=a: _sim.simulate_unjitted(base, a, ts))()).count("remat") for a in (None, keep)]
     assert remats[0] == remats[1] + 1 >= 2, remats
     # the default run fits in ~7 kB, keeping 50 steps needs ~32 kB more
-    monkeypatch.setenv(_sim.MEMORY_ENV, "2e-5")
+    monkeypatch.setenv(_memory.MEMORY_ENV, "2e-5")
     jh.simulate(base)
-    with pytest.raises(_sim.ConfigError, match=r"adjoint\.checkpoints.*kept for reverse mode"):
+    with pytest.raises(jh.ConfigError, match=r"adjoint\.checkpoints.*kept for reverse mode"):
         jh.simulate(base, adjoint=keep)
 
 
@@ -246,13 +247,13 @@ def test_conserved_outputs_follow_loads_damping_and_motors():
     every = ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N", "totRotEnergy")
     sc = _seed.no_gravity(sim=SHORT)
     p = sc.spacecraft.panels
-    assert _sim.conserved(sc) == every
-    assert _sim.conserved(_seed.gravity(sim=SHORT)) == every
-    assert _sim.conserved(eqx.tree_at(lambda s: s.spacecraft.panels.c, sc, p.c.at[1].set(0.5))) == every[:3]
-    assert _sim.conserved(eqx.tree_at(lambda s: s.spacecraft.panels.motorTorque, sc, p.k * 0 + 2.0)) == every[:3]
-    assert _sim.conserved(eqx.tree_at(lambda s: s.loads, sc, jh.Loads(motorTorque_fn=lambda t: t))) == every[:3]
+    assert _trajectory.conserved(sc) == every
+    assert _trajectory.conserved(_seed.gravity(sim=SHORT)) == every
+    assert _trajectory.conserved(eqx.tree_at(lambda s: s.spacecraft.panels.c, sc, p.c.at[1].set(0.5))) == every[:3]
+    assert _trajectory.conserved(eqx.tree_at(lambda s: s.spacecraft.panels.motorTorque, sc, p.k * 0 + 2.0)) == every[:3]
+    assert _trajectory.conserved(eqx.tree_at(lambda s: s.loads, sc, jh.Loads(motorTorque_fn=lambda t: t))) == every[:3]
     for loads in (jh.Loads(extTorquePntB_B=[0.0, 0.0, 1e-3]), jh.Loads(extForce_N_fn=lambda t: jnp.zeros(3)),
                   jh.Loads(pulses=jh.Pulses([0.1], [0.2], [[1.0, 0, 0]], [[0.0] * 3], [[0.0] * 3]))):
-        assert _sim.conserved(eqx.tree_at(lambda s: s.loads, sc, loads)) == ()
+        assert _trajectory.conserved(eqx.tree_at(lambda s: s.loads, sc, loads)) == ()
     zero_pulse = jh.Loads(pulses=jh.Pulses([0.1], [0.2], [[0.0] * 3], [[0.0] * 3], [[0.0] * 3]))
-    assert _sim.conserved(eqx.tree_at(lambda s: s.loads, sc, zero_pulse)) == every
+    assert _trajectory.conserved(eqx.tree_at(lambda s: s.loads, sc, zero_pulse)) == every

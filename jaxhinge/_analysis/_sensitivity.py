@@ -75,7 +75,9 @@ from .._math import safe_sqrt
 from .._model._params import Parameter, anonymous, apply_resolved, expand, nominal
 from .._model._scenario import Scenario, compile_key
 from .._runtime._programs import program
-from .._simulation._simulate import OUTPUT_NAMES, OUTPUT_UNITS, check_memory, save_times, simulate_unjitted
+from .._simulation._memory import check_memory, save_times
+from .._simulation._simulate import simulate_unjitted
+from .._simulation._trajectory import OUTPUT_NAMES, OUTPUT_UNITS
 from ._linearize import check_boundary
 from ._modes import modes_unjitted
 

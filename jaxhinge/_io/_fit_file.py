@@ -22,7 +22,7 @@ from .._errors import ConfigError, FitError
 from .._format import kind as _kind
 from .._model._scenario import Scenario, SimulationConfig
 from .._report._fit import fit_json, plot_fit
-from .._simulation._simulate import check_memory
+from .._simulation._memory import check_memory
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
 from ._fea import FORMATS, UNIT_SYSTEMS, read_fea

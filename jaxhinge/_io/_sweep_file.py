@@ -18,7 +18,7 @@ from .._errors import SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario
 from .._report._sweep import plot_envelopes, plot_histograms
-from .._simulation._simulate import Trajectory
+from .._simulation._trajectory import Trajectory
 from ._checker import Checker as _Checker
 from ._scenario_file import load_scenario
 from ._writers import write_json, write_output_files

@@ -7,7 +7,7 @@ axes (`legend_outside`) so they never cover a curve."""
 
 import numpy as np
 
-from .._simulation._simulate import relative_drift
+from .._simulation._trajectory import relative_drift
 
 __all__ = ["legend_outside", "plot_trajectory", "pyplot", "shown"]
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._analysis._batch import failure_reasons
-from .._simulation._simulate import Trajectory
-from ._plot import legend_outside, pyplot, shown
+from .._simulation._trajectory import Trajectory
+from ._plot import pyplot, shown
 
 __all__ = ["plot_envelopes", "plot_histograms", "sweep_json", "sweep_report_lines", "sweep_summary"]
 

@@ -5,8 +5,6 @@ nested `lax.scan` over a flat state vector, with dense output at arbitrary times
 `dopri8` are diffrax solvers wrapped in `MRPSwitch`.
 """
 
-import math
-import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -15,196 +13,23 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from .._dynamics._backsub import state_derivative, state_derivative_held
 from .._dynamics._energy import diagnostics, initial_state
-from .._errors import ConfigError, ScenarioError
+from .._errors import ScenarioError
 from .._math import mrp_shadow
 from .._model._loads import rk4_silent_pulse
 from .._model._rules import model_ok, model_problems
 from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import State
 from .._runtime._programs import program
+from ._memory import _counts, check_memory, save_times, step_times
 from ._solver import MRPSwitch
-
-OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
-    "t": "s", "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
-    "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
-    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s",
-}
-OUTPUT_NAMES = tuple(OUTPUT_UNITS)
-DRIFT_RTOL = 1e-4  # largest relative drift of a conserved output in a valid run (`Trajectory.drift_warning`)
-INVALID_MODEL = -1  # `Trajectory.result` of a run whose model breaks a physical rule (`_model._rules.model_ok`)
-MEMORY_ENV = "JAXHINGE_MEMORY_LIMIT_GB"  # the memory limit of `check_memory` (default: half the physical memory)
-
-
-class Trajectory(eqx.Module):
-    """Sampled outputs of one run (Basilisk names and frames; T samples, N panels in file order).
-
-    `t` (T,) [s]; `r_BN_N`, `v_BN_N`: hub point B in N; `r_CN_N`, `v_CN_N`: system CoM in N;
-    `sigma_BN` (shadow set, $|\\sigma| \\le 1$); `omega_BN_B` [rad/s]; `theta`, `thetaDot` (T, N);
-    `totOrbEnergy`, `totRotEnergy` (T,) [J]; `totOrbAngMomPntN_N`, `totRotAngMomPntC_N` (T, 3);
-    `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states;
-    `panel_r_HN_N` (T, N, 3): hinge points in N.
-    `result`: diffrax result code (0 = success); `success`: solver succeeded and every output is finite;
-    `num_steps`: accepted steps (rk4: the steps of the grid to `t_end`).
-    """
-
-    t: Float[Array, " T"]
-    r_BN_N: Float[Array, "T 3"]
-    v_BN_N: Float[Array, "T 3"]
-    r_CN_N: Float[Array, "T 3"]
-    v_CN_N: Float[Array, "T 3"]
-    sigma_BN: Float[Array, "T 3"]
-    omega_BN_B: Float[Array, "T 3"]
-    theta: Float[Array, "T panels"]
-    thetaDot: Float[Array, "T panels"]
-    totOrbEnergy: Float[Array, " T"]
-    totRotEnergy: Float[Array, " T"]
-    totOrbAngMomPntN_N: Float[Array, "T 3"]
-    totRotAngMomPntC_N: Float[Array, "T 3"]
-    panel_r_SN_N: Float[Array, "T panels 3"]
-    panel_v_SN_N: Float[Array, "T panels 3"]
-    panel_sigma_SN: Float[Array, "T panels 3"]
-    panel_omega_SN_S: Float[Array, "T panels 3"]
-    panel_r_HN_N: Float[Array, "T panels 3"]
-    result: Int[Array, ""]
-    success: Bool[Array, ""]
-    num_steps: Int[Array, ""]
-
-    def relative_drift(self, name: str) -> np.ndarray:
-        """$|x(t) - x(0)| / |x(0)|$ per sample of a conserved output (`"totRotEnergy"`, `"totRotAngMomPntC_N"`,
-        ...; vectors: Euclidean norms; absolute when $x(0) = 0$), as NumPy. The orbital energy and momentum are
-        measured against $|x(0)|$ plus the rotational one's: those of C alone can be pure round-off (C at rest)."""
-        other = {"totOrbEnergy": "totRotEnergy", "totOrbAngMomPntN_N": "totRotAngMomPntC_N"}.get(name)
-        extra = 0.0 if other is None else np.linalg.norm(np.asarray(getattr(self, other))[0])
-        return relative_drift(np.asarray(getattr(self, name)), extra)
-
-    def drift_warning(self, scenario: Scenario, rtol: float = DRIFT_RTOL) -> str | None:
-        """The run's health: `None`, or one line naming the outputs `scenario`'s physics conserves (`conserved`)
-        that drifted by more than `rtol` (largest `relative_drift`): such a run is not a valid solution (a step
-        too coarse for its dynamics, or implausible parameters). One run (not a batch)."""
-        bad = [f"{k} {d:.3g}" for k in conserved(scenario) if (d := float(self.relative_drift(k).max())) > rtol]
-        return None if not bad else (
-            f"relative drift {', '.join(bad)} > {rtol:g}, although with no external loads (and, for the rotational "
-            "energy, no damping or motor torque) the physics conserves them: the result is not valid; reduce "
-            "simulation.dt (rk4) or rtol/atol, or check the parameters")
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        """The arrays of the `jaxhinge simulate --out` file, as NumPy."""
-        return {k: np.asarray(getattr(self, k)) for k in OUTPUT_NAMES}
-
-
-def failure_reason(code: int, simulation: Scenario | SimulationConfig | None = None) -> str:
-    """Why a run failed, from its `Trajectory.result` code (0 with `success` false: a non-finite state), in the
-    scenario's own terms (`simulation.max_steps`, `dt`, ...) with what to change. Plain text, one line. Given the
-    `Scenario`, an rk4 failure names a hinge whose clamped frequency $\\sqrt{k/(I_{s2} + m d^2)}$ times `dt`
-    exceeds rk4's stability limit 2.8 (a hinge too stiff, or a panel too light, for that step)."""
-    code, scenario = int(code), simulation if isinstance(simulation, Scenario) else None
-    simulation = scenario.simulation if scenario is not None else simulation
-    if code == INVALID_MODEL:
-        return ("the model breaks a physical rule (a mass, d or mHub <= 0, a negative k or c, l where no panel "
-                "hangs, an inertia that is not a rigid body's, a hinge frame that is not a rotation): not a valid run")
-    if code == 0:
-        hint = "check masses and inertias (near-zero values make the model singular)"
-        if simulation is not None and simulation.integrator == "rk4":
-            hint = f"try a smaller simulation.dt (now {simulation.dt:g} s) or a softer hinge, and " + hint
-        if scenario is not None and simulation.integrator == "rk4" and (p := scenario.spacecraft.panels).count:
-            w = np.sqrt(np.asarray(p.k / (p.IPntS_S[:, 1, 1] + p.mass * p.d**2)))
-            if w[j := int(np.argmax(w))] * simulation.dt > 2.8:
-                hint = (f"panel {p.labels[j]!r} has a hinge frequency sqrt(k / (I_s2 + m d^2)) = {w[j]:.3g} rad/s, "
-                        f"too high for simulation.dt = {simulation.dt:g} s (rk4 needs dt < 2.8 / {w[j]:.3g} = "
-                        f"{2.8 / w[j]:.2g} s): check its k, mass and IPntS_S, or reduce dt")
-        return f"a non-finite value (NaN/inf) appeared in the state; {hint}"
-    if code == diffrax.RESULTS.max_steps_reached._value:
-        where = "" if simulation is None else f" ({simulation.integrator}, simulation.max_steps = {simulation.max_steps})"
-        return (f"the adaptive integrator used all its steps before t_end{where}: raise simulation.max_steps, "
-                "loosen simulation.rtol/atol, or check for a very stiff hinge")
-    messages = getattr(diffrax.RESULTS, "_index_to_message", ())  # diffrax's own wording, where it has one
-    text = messages[code] if 0 <= code < len(messages) else ""
-    return f"integrator result code {code}" + (f": {text.splitlines()[0]}" if text else "")
-
-
-def relative_drift(x: np.ndarray, extra: float = 0.0) -> np.ndarray:
-    """$|x(t) - x(0)| / (|x(0)| + extra)$ per sample (leading axis: time; vectors: Euclidean norms); absolute
-    when the denominator is 0."""
-    x = np.asarray(x, dtype=float)
-    x = x.reshape(x.shape[0], -1)
-    ref = np.linalg.norm(x[0]) + extra
-    return np.linalg.norm(x - x[0], axis=1) / (ref if ref > 0 else 1.0)
-
-
-def conserved(scenario: Scenario) -> tuple[str, ...]:
-    """The outputs `scenario`'s physics conserves. With no external load (constant, pulse or function; gravity
-    is part of the model): the orbital energy (with the gravity potential), the orbital momentum about N and the
-    rotational momentum about C (springs, dampers and motors act inside the spacecraft); the rotational energy
-    (springs included) too when no hinge has damping (`c = 0`) or motor torque. With external loads: none."""
-    L, p = scenario.loads, scenario.spacecraft.panels
-    vectors = (L.extForce_B, L.extForce_N, L.extTorquePntB_B) + (
-        () if L.pulses is None else (L.pulses.extForce_B, L.pulses.extForce_N, L.pulses.extTorquePntB_B))
-    if any(f is not None for f in (L.extForce_B_fn, L.extForce_N_fn, L.extTorquePntB_B_fn)) or any(
-            np.any(np.asarray(v) != 0) for v in vectors):
-        return ()
-    passive = L.motorTorque_fn is None and not np.any(np.asarray(p.c) != 0) and not np.any(np.asarray(p.motorTorque))
-    return ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N") + ("totRotEnergy",) * passive
-
-
-def memory_limit() -> float:
-    """Bytes a run's outputs and working arrays may take: `$JAXHINGE_MEMORY_LIMIT_GB` GB, else half the physical
-    memory (8 GB where the system does not say). **Raises:** `ConfigError` for a setting that is not a number > 0."""
-    env = os.environ.get(MEMORY_ENV)
-    try:
-        gb = float(env) if env is not None else 5e-10 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not a number; or no sysconf (Windows)
-        gb = math.nan if env is not None else 8.0
-    if not gb > 0:
-        raise ConfigError(MEMORY_ENV, env, "must be a number of GB > 0 (the memory a run may use)")
-    return gb * 1e9
-
-
-def _counts(cfg: SimulationConfig) -> tuple[int, int]:
-    """`(K, n)`: K save intervals ($\\lfloor t_{end}/\\Delta t_{save}\\rfloor$), n rk4 steps to t_end; no array built."""
-    return (int(np.floor(cfg.t_end / cfg.save_dt * (1.0 + 1e-12) + 1e-9)),
-            int(np.ceil(cfg.t_end / cfg.dt * (1.0 - 1e-12) - 1e-9)))
-
-
-def save_times(cfg: SimulationConfig) -> np.ndarray:
-    """Output times: $k\\,\\Delta t_{save}$ for $k = 0..\\lfloor t_{end}/\\Delta t_{save}\\rfloor$."""
-    return np.minimum(np.arange(_counts(cfg)[0] + 1) * cfg.save_dt, cfg.t_end)
-
-
-def step_times(cfg: SimulationConfig) -> np.ndarray:
-    """The rk4 step grid $k\\,dt$ (exact multiples, as Basilisk's integer-nanosecond clock), ending at t_end."""
-    ts = np.arange(_counts(cfg)[1] + 1) * cfg.dt
-    ts[-1] = cfg.t_end
-    return ts
-
-
-def check_memory(cfg: SimulationConfig, panels: int, members: int = 1, samples: int | None = None,
-                 field: str | None = None, value=None, stored_steps: bool = False) -> None:
-    """The one memory estimate, made before compute by every entry point (simulate, batches, the fit check,
-    sensitivities, telemetry fits): 8 bytes x members x (samples x (39 + 19 N) + steps x (13 + 2 N)), N panels: each
-    saved sample (default: the `save_dt` grid) holds the outputs and the solver state; rk4 keeps its `steps` for
-    output at given times, and with `stored_steps` (`stores_steps`) another 4 (12 + 2 N) + 17 per step for reverse
-    mode. **Raises:** `ConfigError` (`field = value`, default `save_dt`, or `dt` when the steps dominate) with the
-    estimate and the limit (`memory_limit`) when it does not fit."""
-    K, n = _counts(cfg)
-    steps = n + 1 if samples is not None and cfg.integrator == "rk4" else 0
-    samples = K + 1 if samples is None else samples
-    per_step = (13 + 2 * panels) * (steps > 0) + (4 * (12 + 2 * panels) + 17) * stored_steps
-    steps = max(steps, n) if stored_steps else steps
-    need, limit = 8.0 * members * (samples * (39 + 19 * panels) + steps * per_step), memory_limit()
-    if need > limit:
-        if field is None and stored_steps:
-            field, value = "adjoint.checkpoints", n
-        elif field is None:
-            field, value = ("simulation.dt", cfg.dt) if steps > samples else ("simulation.save_dt", cfg.save_dt)
-        what = f"{samples:.4g} samples" + (f" + {steps:.4g} rk4 steps" if steps else "")
-        what += " kept for reverse mode" if stored_steps else ""
-        raise ConfigError(field, value, f"{members} run(s) x {what} with {panels} panel(s) need about {need / 1e9:.3g}"
-                          f" GB of outputs and working memory, above the limit of {limit / 1e9:.3g} GB (set "
-                          f"{MEMORY_ENV} to raise it)")
+from ._trajectory import (
+    INVALID_MODEL,
+    Trajectory,
+)
 
 
 class _Solution(NamedTuple):

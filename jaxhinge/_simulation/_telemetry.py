@@ -25,7 +25,7 @@ import numpy as np
 from .._errors import TelemetryError
 from .._format import fmt_value as _fmt
 from .._model._scenario import Scenario
-from ._simulate import OUTPUT_UNITS
+from ._trajectory import OUTPUT_UNITS
 
 __all__ = ["Telemetry", "check_columns", "column_unit", "model_outputs", "output_names", "telemetry_from_arrays"]
 
