@@ -5,6 +5,7 @@ disk, `--version` and the bundled sweep example."""
 import dataclasses
 import errno
 import io
+import json
 import os
 import signal
 import subprocess
@@ -388,3 +389,28 @@ def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     assert err[0] == (f"jaxhinge: {example_path('sweep')}: 64 members x 4 dispersed parameter(s), t_end = 2.5 s, "
                       "integrator rk4; compiling and running 1 chunk(s) of 64 members...")
     assert err[1:] == ["jaxhinge: interrupted"] and os.listdir(tmp_path) == []
+
+
+def test_many_panels_print_a_bounded_report():
+    """A 1 000-panel run prints the panels with the largest |theta| (at most `MAX_PANEL_LINES`) and a count of the
+    others, not one line per panel (before: 1 008 lines)."""
+    from jaxhinge._report._simulate import MAX_PANEL_LINES, simulate_report_lines
+
+    traj = _tiny_trajectory(T=3, n=1000)
+    names = [f"p{i}" for i in range(1000)]
+    lines = simulate_report_lines("big.toml", traj, names, 1.0)
+    panel_lines = [line for line in lines if line.startswith("theta[")]
+    assert len(panel_lines) == MAX_PANEL_LINES and any(f"{1000 - MAX_PANEL_LINES} more panels" in line for line in lines)
+    assert len(lines) <= MAX_PANEL_LINES + 10
+
+
+def test_modes_json_writes_no_negative_zero(capsys):
+    """`modes --json --clamped` of an undamped model: every damping ratio is 0 (c = 0: analytic; round-off below 1e-15) and
+    no number is written as a negative zero (before: `"damping_ratio": -0.0`)."""
+    import re
+
+    assert main(["modes", str(example_path("two_panel")), "--json", "--clamped"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    assert all(abs(m["damping_ratio"]) < 1e-15 for m in data["modes"])
+    assert not re.search(r"-0\.0(?![0-9])", out)

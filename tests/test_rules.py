@@ -133,3 +133,19 @@ def test_traced_batch_reports_invalid_members(folding):
     single = np.asarray(jh.simulate(s).theta)
     # the batched program is another compilation of the same arithmetic: equal to rounding (measured ~1e-16 rad)
     np.testing.assert_allclose(np.asarray(traj.theta[0]), single, rtol=0, atol=1e-13 * np.abs(single).max())
+
+
+def test_rk4_pulse_that_never_acts_is_refused(folding):
+    """With rk4 a load is sampled at each step start t = k dt: a pulse [0.9995, 1.0) s with dt = 1 ms contains
+    none and would never act (before: the run went on silently). The file and `simulate` refuse it; a pulse
+    that contains a step start is accepted. Reference: the sampling rule of `jaxhinge._model._loads`."""
+    d = copy.deepcopy(folding)
+    d["simulation"].update(t_end=2.0, save_dt=0.01, dt=0.001)
+    d["loads"]["pulses"] = [{"t_start": 0.9995, "t_end": 1.0, "extTorquePntB_B": [1.0, 0.0, 0.0]}]
+    with pytest.raises(jh.ScenarioError, match=r"loads\.pulses\[0\] = .*never acts: with integrator \"rk4\""):
+        jh.scenario_from_dict(d)
+    d["loads"]["pulses"][0]["t_end"] = 1.0005  # contains t = 1.000 s
+    ok = jh.scenario_from_dict(d)
+    short = eqx.tree_at(lambda s: s.loads.pulses.t_end, ok, jnp.array([1.0]))
+    with pytest.raises(jh.ScenarioError, match=r"never acts"):
+        jh.simulate(short)
