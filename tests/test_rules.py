@@ -149,3 +149,19 @@ def test_rk4_pulse_that_never_acts_is_refused(folding):
     short = eqx.tree_at(lambda s: s.loads.pulses.t_end, ok, jnp.array([1.0]))
     with pytest.raises(jh.ScenarioError, match=r"never acts"):
         jh.simulate(short)
+
+
+def test_sweep_file_with_non_rigid_members_is_refused(tmp_path, capsys):
+    """`jaxhinge sweep` over hub inertia factors up to [1.1, 1.1, 10] (each admitted by the registry, but members
+    whose inertia is not a rigid body's): exit 2, one line naming the member, the field and the scenario file's
+    rule, nothing written (before: the sweep ran and exited 0)."""
+    from jaxhinge._cli import main
+
+    (tmp_path / "SWEEP.toml").write_text(
+        f'scenario = "{jh.example_path("two_panel")}"\nmembers = 8\n\n[[dispersions]]\nparam = "hub.IHubPntBc_B"\n'
+        'dist = "uniform"\nlow = [0.9, 0.9, 1.0]\nhigh = [1.1, 1.1, 10.0]\n\n[output]\ndir = "out"\n')
+    assert main(["sweep", str(tmp_path / "SWEEP.toml")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("jaxhinge: error: simulate_batch: member ") and "hub.IHubPntBc_B" in err[-1]
+    assert "are not a rigid body's" in err[-1]
+    assert not (tmp_path / "out").exists()
