@@ -62,7 +62,7 @@ def step_flops(sc) -> float:
     n = sc.spacecraft.panels.count
     loads = (jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), jnp.zeros(n))
     step = jax.jit(_rk4_step).lower(sc.spacecraft, y0, 1e-3, loads).cost_analysis()["flops"]
-    vf = jax.jit(lambda s, y: state_derivative_held(s, _unflat(y), *loads)).lower(sc.spacecraft, y0)
+    vf = jax.jit(lambda s, y: state_derivative_held(s, _unflat(y, s.panels.count), *loads)).lower(sc.spacecraft, y0)
     return float(step + 3 * vf.cost_analysis()["flops"])
 
 

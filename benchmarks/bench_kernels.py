@@ -119,7 +119,7 @@ def vector_field_kernels(sc) -> tuple[int, int]:
 
     def vf(y, k, c):
         s = eqx.tree_at(lambda s: (s.panels.k, s.panels.c), sp, (k, c))
-        return _flat(state_derivative_held(s, _unflat(y), z, z, z, 0.0))
+        return _flat(state_derivative_held(s, _unflat(y, s.panels.count), z, z, z, 0.0))
 
     args = (y0, sp.panels.k, sp.panels.c)
     out, back = jax.vjp(vf, *args)

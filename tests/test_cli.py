@@ -312,7 +312,7 @@ def _tiny_trajectory(T=3, n=2):
 
     from jaxhinge._simulation._trajectory import Trajectory
 
-    dims = {"T": T, "panels": n, "3": 3}
+    dims = {"T": T, "panels": n, "wheels": 0, "3": 3}
     return Trajectory(**{f.name: jnp.asarray(np.full([dims[d] for d in f.type.dim_str.split()], 0.5))
                          for f in dataclasses.fields(Trajectory)
                          if f.name not in ("result", "success", "num_steps")},

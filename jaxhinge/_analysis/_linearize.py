@@ -46,6 +46,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._dynamics._backsub import accelerations, hinge_geometry, panel_inertia_diag
+from .._errors import ScenarioError
 from .._math import mrp_bmat, tilde
 from .._model._scenario import Scenario
 from .._model._spacecraft import Spacecraft, State, strip_labels
@@ -65,10 +66,15 @@ def check_boundary(boundary: str) -> str:
 
 def _spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
     if isinstance(model, Scenario):
-        return model.spacecraft
-    if isinstance(model, Spacecraft):
-        return model
-    raise TypeError(f"expected a jaxhinge Scenario or Spacecraft, got {type(model).__name__}")
+        sc = model.spacecraft
+    elif isinstance(model, Spacecraft):
+        sc = model
+    else:
+        raise TypeError(f"expected a jaxhinge Scenario or Spacecraft, got {type(model).__name__}")
+    if sc.wheels is not None:  # the gyroscopic coupling of spinning wheels is not in the linearisation yet
+        raise ScenarioError.fail(None, "wheels", "linear modes of a spacecraft with reaction wheels are not "
+                                 "available yet; simulate it, or remove the [[wheels]] for a modal analysis")
+    return sc
 
 
 def _labels(sc: Spacecraft) -> dict[str, tuple[str, ...]]:

@@ -60,7 +60,7 @@ from .._math import (
     tilde,
     xyz,
 )
-from .._model._spacecraft import Panels, Spacecraft, State
+from .._model._spacecraft import Panels, Spacecraft, State, Wheels
 from ._tree_solve import hinge_solve
 
 
@@ -207,6 +207,30 @@ def hinge_contributions(
     return BackSub(A, B, C, D, v_trans, v_rot, aTheta, bTheta, cTheta)
 
 
+def wheel_torques(wheels: Wheels, Omega: Float[Array, " wheels"], u_extra=0.0) -> tuple[Float[Array, " wheels"],
+                                                                                         Float[Array, " wheels"]]:
+    r"""`(u_current, frictionTorque)` of each wheel (Basilisk's `ConfigureRWRequests` and friction model): the
+    motor torque command (`u` plus `u_extra`, recorded or function inputs) clipped to +-`u_max` where `u_max` > 0,
+    and the friction torque
+    $-(\mathrm{sign}(\Omega) f_C + c_V \Omega)$, linear below `omegaLimitCycle` (Stribeck off)."""
+    u, lim = wheels.u + u_extra, wheels.u_max
+    u = jnp.where(lim > 0, jnp.clip(u, -jnp.abs(lim), jnp.abs(lim)), u)
+    fc, cv, olc = wheels.fCoulomb, wheels.cViscous, wheels.omegaLimitCycle
+    friction = jnp.where(jnp.abs(Omega) < olc, (fc + cv * olc) / olc * Omega, jnp.sign(Omega) * fc + cv * Omega)
+    return u, -friction
+
+
+def wheel_contributions(wheels: Wheels, Omega: Float[Array, " wheels"], omega: Float[Array, "3"], u_extra=0.0):
+    r"""The balanced wheels' terms of the hub's rotational equation (Basilisk `BalancedWheels`):
+    $D \mathrel{-}= \sum J_s \hat g_s \hat g_s^T$, $v_{rot} \mathrel{-}= \sum \hat g_s (u + f) + J_s\Omega\,
+    \omega\times\hat g_s$. **Returns:** `(dD, dv_rot)`."""
+    u, friction = wheel_torques(wheels, Omega, u_extra)
+    gs, Js = wheels.gsHat_B, wheels.Js
+    dD = -lead_sum(Js[:, None, None] * outer3(gs, gs))
+    dv = -lead_sum(gs * (u + friction)[:, None] + (Js * Omega)[:, None] * cross3(omega, gs))
+    return dD, dv
+
+
 def _cofactors(M: Float[Array, "3 3"]) -> tuple[Float[Array, "3 3"], Float[Array, ""]]:
     """Adjugate and determinant of a 3x3 matrix, closed form (as Eigen's fixed-size `inverse()` used by
     Basilisk): `M^{-1} = adj / det`. No LAPACK call: it fuses with the surrounding elementwise work."""
@@ -238,6 +262,7 @@ def accelerations(
     extForce_N: Float[Array, "3"],
     extTorquePntB_B: Float[Array, "3"],
     u_extra: Float[Array, " panels"] | Float[ArrayLike, ""] = 0.0,
+    u_wheels: Float[Array, " wheels"] | Float[ArrayLike, ""] = 0.0,
 ) -> tuple[Float[Array, "3"], Float[Array, "3"], Float[Array, " panels"]]:
     """Back-substitution accelerations of one configuration.
 
@@ -246,7 +271,8 @@ def accelerations(
     - `spacecraft`: the model; `state`: the current `State`.
     - `extForce_B` [N, B frame], `extForce_N` [N, N frame]: external force through B;
       `extTorquePntB_B` [N m]: external torque about B, B frame.
-    - `u_extra` [N m]: hinge motor torque added to `panels.motorTorque`.
+    - `u_extra` [N m]: hinge motor torque added to `panels.motorTorque`; `u_wheels` [N m]: wheel motor torque
+      command added to `wheels.u`.
 
     **Returns:** `(rDDot_BN_N, omegaDot_BN_B, thetaDDot)`: hub point acceleration (N frame), hub angular
     acceleration (B frame), hinge angular accelerations (relative, as `theta`).
@@ -271,6 +297,9 @@ def accelerations(
         v_rot=bs.v_rot - cross3(omega, mv3(mp.ISCPntB_B, omega)) - mv3(mp.ISCPrimePntB_B, omega)
         + cross3(c_B, m_sc * g_B) + extTorquePntB_B,
     )
+    if spacecraft.wheels is not None:
+        dD, dv = wheel_contributions(spacecraft.wheels, state.Omega, omega, u_wheels)
+        bs = bs._replace(D=bs.D + dD, v_rot=bs.v_rot + dv)
     rDDot_B, omegaDot = hub_solve(bs)
     thetaDDot = dot3(bs.aTheta, rDDot_B) + dot3(bs.bTheta, omegaDot) + bs.cTheta
     return mtv3(dcm_BN, rDDot_B), omegaDot, thetaDDot
@@ -279,14 +308,19 @@ def accelerations(
 def state_derivative(t, state: State, args) -> State:
     """The diffrax vector field. `args = (spacecraft, loads)`; loads are evaluated at `t`."""
     spacecraft, loads = args
-    f_b, f_n, tq, u = loads.at(t)
-    return state_derivative_held(spacecraft, state, f_b, f_n, tq, u)
+    return state_derivative_held(spacecraft, state, *loads.at(t))
 
 
 @jax.jit
-def state_derivative_held(spacecraft: Spacecraft, state: State, f_b, f_n, tq, u) -> State:
-    """$\\dot y$ for given loads `(extForce_B, extForce_N, extTorquePntB_B, u_extra)` (see `accelerations`)."""
-    rDDot_N, omegaDot, thetaDDot = accelerations(spacecraft, state, f_b, f_n, tq, u)
+def state_derivative_held(spacecraft: Spacecraft, state: State, f_b, f_n, tq, u, u_w=0.0) -> State:
+    """$\\dot y$ for given loads `(extForce_B, extForce_N, extTorquePntB_B, u_extra, u_wheels)` (see
+    `accelerations`)."""
+    rDDot_N, omegaDot, thetaDDot = accelerations(spacecraft, state, f_b, f_n, tq, u, u_w)
+    OmegaDot = None
+    if spacecraft.wheels is not None:  # Basilisk: OmegaDot = (u_current + frictionTorque) / Js - gsHat^T omegaDot
+        w = spacecraft.wheels
+        u_now, friction = wheel_torques(w, state.Omega, u_w)
+        OmegaDot = (u_now + friction) / w.Js - dot3(w.gsHat_B, omegaDot)
     return State(
         r_BN_N=state.v_BN_N,
         v_BN_N=rDDot_N,
@@ -294,4 +328,5 @@ def state_derivative_held(spacecraft: Spacecraft, state: State, f_b, f_n, tq, u)
         omega_BN_B=omegaDot,
         theta=state.thetaDot,
         thetaDot=thetaDDot,
+        Omega=OmegaDot,
     )

@@ -35,12 +35,14 @@ class Diagnostics(NamedTuple):
 # unchanged.
 @jax.jit
 def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
-    """Energy and momentum about the system CoM C, CoM state, and panel inertial states, of one state.
+    r"""Energy and momentum about the system CoM C, CoM state, and panel inertial states, of one state.
 
-    - `totRotEnergy` includes the spring energy $\\frac12 k(\\theta-\\theta_{ref})^2$ of every hinge (on its
-      relative angle); gravity potential $-\\mu m/|r_C|$ is in `totOrbEnergy` (as Basilisk).
+    - with wheels, `totRotEnergy` and `totRotAngMomPntC_N` include theirs as Basilisk does:
+      $\frac12 J_s\Omega^2 + J_s\Omega\,\hat g_s^T\omega$ and $J_s\Omega\,\hat g_s$.
+    - `totRotEnergy` includes the spring energy $\frac12 k(\theta-\theta_{ref})^2$ of every hinge (on its
+      relative angle); gravity potential $-\mu m/|r_C|$ is in `totOrbEnergy` (as Basilisk).
     - `panel_*`: Basilisk's `hingedRigidBodyConfigLogOutMsg` read as "body = panel frame S": CoM position
-      and velocity in N, $\\sigma_{SN}$, $\\omega_{SN}$ in S components, one row per panel; `panel_r_HN_N`: each
+      and velocity in N, $\sigma_{SN}$, $\omega_{SN}$ in S components, one row per panel; `panel_r_HN_N`: each
       panel's hinge point H in N (Basilisk publishes it as `r_HN_N` for effectors attached to the panel).
     """
     hub, p = spacecraft.hub, spacecraft.panels
@@ -64,6 +66,12 @@ def diagnostics(spacecraft: Spacecraft, state: State) -> Diagnostics:
     H_B = H_B + jnp.sum(Iw + p.mass[:, None] * cross3(geom.r_SB_B, rDot_SB_B), 0)
     E_rot = E_rot + jnp.sum(0.5 * dot3(omega_SN_B, Iw) + 0.5 * p.mass * dot3(rDot_SB_B, rDot_SB_B)
                             + 0.5 * p.k * (state.theta - p.thetaRef) ** 2)
+
+    if spacecraft.wheels is not None:  # Basilisk `BalancedWheels`: the 1/2 Js (gs.omega)^2 part is in the hub's
+        w = spacecraft.wheels
+        JsOmega = w.Js * state.Omega
+        H_B = H_B + jnp.sum(JsOmega[:, None] * w.gsHat_B, 0)
+        E_rot = E_rot + jnp.sum(0.5 * JsOmega * state.Omega + JsOmega * dot3(w.gsHat_B, omega))
 
     rDot_B = mv3(dcm_BN, state.v_BN_N)
     r_CN_N = state.r_BN_N + mtv3(dcm_BN, c_B)
@@ -100,4 +108,6 @@ def initial_state(spacecraft: Spacecraft, initial: InitialState) -> State:
         omega_BN_B=initial.omega_BN_BInit,
         theta=initial.thetaInit,
         thetaDot=initial.thetaDotInit,
+        Omega=None if spacecraft.wheels is None else (
+            initial.OmegaInit if initial.OmegaInit is not None else jnp.zeros_like(spacecraft.wheels.Js)),
     )

@@ -19,16 +19,26 @@ from .._format import fmt_value as _fmt
 from .._format import kind as _kind
 from .._format import toml_str as _toml_str
 from .._format import unwrap as _unwrap
-from .._model._loads import rk4_silent_pulse
-from .._model._rules import inertia_problem, panel_inertia_problem, rigid_body_problem, rotation_problem
+from .._model._loads import HOLDS, input_columns, rk4_silent_pulse
+from .._model._rules import (
+    UNIT_TOL,
+    inertia_problem,
+    panel_inertia_problem,
+    rigid_body_problem,
+    rotation_problem,
+)
 from .._model._scenario import SimulationConfig
 from ._checker import Checker as _Checker
+from ._inputs_file import read_inputs, relative_to
 
 # ------------------------------------------------------------------------------------------------------------
 # Schema
 # ------------------------------------------------------------------------------------------------------------
 
-_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains")
+_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs")
+_INPUTS_KEYS = ("csv", "hold")
+_WHEEL_KEYS = ("name", "gsHat_B", "Js", "Omega", "u", "u_max", "cViscous", "fCoulomb")
+_WHEEL_REQUIRED = ("gsHat_B", "Js")
 _CHAIN_KEYS = ("name", "r_HB_B", "dcm_HB", "panels")
 _CHAIN_REQUIRED = ("r_HB_B", "dcm_HB", "panels")
 _CHAIN_PANEL_KEYS = (
@@ -123,6 +133,9 @@ _ALIASES = {
         "stop_time": "t_end",
     },
     "gravity": {"gm": "mu"},
+    "wheel": {"axis": "gsHat_B", "gshat": "gsHat_B", "gs": "gsHat_B", "j": "Js", "inertia": "Js", "omega": "Omega",
+              "speed": "Omega", "torque": "u", "umax": "u_max", "max_torque": "u_max", "viscous": "cViscous",
+              "coulomb": "fCoulomb"},
 }
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -144,6 +157,8 @@ class Parsed:
     pulses: dict[str, Any] | None
     simulation: SimulationConfig
     chains: list = dataclasses.field(default_factory=list)  # [(chain name, panel names, {key: array})]
+    wheels: dict[str, Any] | None = None  # {key: stacked array}, "names": tuple
+    inputs: dict[str, Any] | None = None  # {"t", "values", "columns", "hold", "csv"}
 
 
 def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
@@ -427,4 +442,46 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
     if len(late):
         raise ck.bad(f"loads.pulses[{late[0]}].t_start", pulses["t_start"][late[0]], f"must be < simulation.t_end = "
                      f"{_fmt(sim.t_end)} s: a pulse that starts when the run has ended never acts")
-    return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains)
+    raw_wheels = _unwrap(data.get("wheels", []))
+    if not isinstance(raw_wheels, list):
+        raise ck.bad("wheels", raw_wheels, f"must be an array of tables ([[wheels]] in TOML), got {_kind(raw_wheels)}")
+    wheels = _check_wheels(ck, raw_wheels) if raw_wheels else None
+    inputs = None
+    if "inputs" in data:
+        table = ck.table(data["inputs"], "inputs", "[inputs]")
+        ck.keys(table, "inputs", _INPUTS_KEYS, ("csv",), {"file": "csv", "path": "csv", "interpolation": "hold"})
+        csv_path = ck.string(table["csv"], "inputs.csv", "a CSV file name (a string, relative to this file)")
+        hold = ck.choice(table.get("hold", "zoh"), "inputs.hold", HOLDS)
+        panel_names = tuple(names) + tuple(pn for _, pns, _ in chains for pn in pns)
+        allowed = input_columns(panel_names, () if wheels is None else wheels["names"])
+        t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end)
+        inputs = {"t": t, "values": values, "columns": columns, "hold": hold, "csv": relative_to(ck.source, csv_path)}
+    return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains, wheels, inputs)
+
+
+def _check_wheels(ck: _Checker, raw: list) -> dict[str, Any]:
+    """The `[[wheels]]` tables (Basilisk `BalancedWheels`): names unique (default `rw<index+1>`), a unit spin axis,
+    `Js` > 0, friction >= 0; `Omega` (initial speed), `u`, `u_max` any finite number."""
+    taken: dict[str, str] = {}
+    rows, names = [], []
+    for i, table in enumerate(raw):
+        where = f"wheels[{i}]"
+        table = ck.table(table, where, "[[wheels]]")
+        name = _check_name(ck, table, where, f"rw{i + 1}", taken, "wheel")
+        label = f"{where} ({_toml_str(name)})"
+        ck.keys(table, label, _WHEEL_KEYS, _WHEEL_REQUIRED, _ALIASES["wheel"])
+        gs = ck.array(table["gsHat_B"], f"{label}.gsHat_B", (3,))
+        norm = float(np.linalg.norm(gs))
+        if not abs(norm - 1.0) <= UNIT_TOL:
+            raise ck.bad(f"{label}.gsHat_B", table["gsHat_B"], f"must be a unit vector (the spin axis in B); its norm "
+                         f"is {norm:.12g}")
+        row = {"gsHat_B": gs, "Js": ck.positive(table["Js"], f"{label}.Js", "kg m^2, spin-axis inertia")}
+        for key in ("Omega", "u", "u_max"):
+            row[key] = ck.number(table[key], f"{label}.{key}") if key in table else 0.0
+        row["cViscous"] = ck.nonnegative(table["cViscous"], f"{label}.cViscous", "N m s") if "cViscous" in table else 0.0
+        row["fCoulomb"] = ck.nonnegative(table["fCoulomb"], f"{label}.fCoulomb", "N m") if "fCoulomb" in table else 0.0
+        rows.append(row)
+        names.append(name)
+    out = {k: np.array([r[k] for r in rows], dtype=float) for k in rows[0]}
+    out["names"] = tuple(names)
+    return out

@@ -18,9 +18,9 @@ import numpy as np
 
 from .._errors import ScenarioError
 from .._format import fmt_shape as _fmt_shape
-from .._model._loads import Loads, Pulses
+from .._model._loads import Inputs, Loads, Pulses
 from .._model._scenario import Scenario
-from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft
+from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft, Wheels
 from ._checker import Checker as _Checker
 from ._scenario_check import _CHAIN_PANEL_KEYS, _LOAD_VECTORS, _PANEL_KEYS, _PULSE_KEYS, Parsed, check
 from ._writers import atomic_write, toml_text
@@ -53,6 +53,8 @@ def _build(p: Parsed) -> Scenario:
     ]
     panels = Panels.concat(singles, *chains) if chains else singles
     gravity = None if p.mu is None else PointMassGravity(mu=p.mu)
+    wheels = None if p.wheels is None else Wheels(
+        **{k: p.wheels[k] for k in ("gsHat_B", "Js", "u", "u_max", "cViscous", "fCoulomb")}, names=p.wheels["names"])
     initial = InitialState(
         r_CN_NInit=p.hub["r_CN_NInit"],
         v_CN_NInit=p.hub["v_CN_NInit"],
@@ -60,14 +62,19 @@ def _build(p: Parsed) -> Scenario:
         omega_BN_BInit=p.hub["omega_BN_BInit"],
         thetaInit=np.concatenate([p.panels["thetaInit"], *[a["thetaInit"] for _, _, a in p.chains]]),
         thetaDotInit=np.concatenate([p.panels["thetaDotInit"], *[a["thetaDotInit"] for _, _, a in p.chains]]),
+        OmegaInit=None if p.wheels is None else p.wheels["Omega"],
     )
+    inputs = None
+    if p.inputs is not None:
+        inputs = Inputs.of(p.inputs["t"], p.inputs["values"], p.inputs["columns"], p.inputs["hold"], panels.labels,
+                           () if wheels is None else wheels.labels, source=p.inputs["csv"])
     if p.loads is None:
-        loads = Loads()
+        loads = Loads(inputs=inputs)
     else:
         pulses = None if p.pulses is None else Pulses(**p.pulses)
-        loads = Loads(**p.loads, pulses=pulses)
+        loads = Loads(**p.loads, pulses=pulses, inputs=inputs)
     return Scenario(
-        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity),
+        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity, wheels=wheels),
         initial=initial,
         loads=loads,
         simulation=p.simulation,
@@ -215,6 +222,14 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         out["chains"] = chains
     if sc.gravity is not None:
         out["gravity"] = {"mu": _host(sc.gravity.mu, (), "gravity.mu")}
+    if sc.wheels is not None:
+        w, W = sc.wheels, sc.wheels.count
+        cols = {k: _host(getattr(w, k), (W, 3) if k == "gsHat_B" else (W,), f"wheels.{k}")
+                for k in ("gsHat_B", "Js", "u", "u_max", "cViscous", "fCoulomb")}
+        cols["Omega"] = _host(ini.OmegaInit if ini.OmegaInit is not None else np.zeros(W), (W,), "initial.OmegaInit")
+        out["wheels"] = [{"name": nm, **{k: cols[k][j] for k in ("gsHat_B", "Js", "Omega", "u", "u_max", "cViscous",
+                                                                  "fCoulomb")}}
+                         for j, nm in enumerate(w.labels)]
     load_table: dict[str, Any] = {k: _host(getattr(loads, k), (3,), f"loads.{k}") for k in _LOAD_VECTORS}
     if loads.pulses is not None:
         pl = loads.pulses
@@ -230,6 +245,12 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         if m:
             load_table["pulses"] = [{k: cols[k][j] for k in _PULSE_KEYS} for j in range(m)]
     out["loads"] = load_table
+    if loads.inputs is not None:
+        if not loads.inputs.source:
+            raise ScenarioError("<scenario>: loads.inputs were given as arrays; a scenario file refers to a CSV file: "
+                                "write one (`write_inputs`) and give it as Inputs.of(..., source=path)",
+                                source="<scenario>", field="loads.inputs")
+        out["inputs"] = {"csv": loads.inputs.source, "hold": loads.inputs.hold}
     sim = scenario.simulation
     out["simulation"] = {
         "t_end": float(sim.t_end),

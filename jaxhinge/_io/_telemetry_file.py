@@ -18,6 +18,7 @@ from .._model._scenario import Scenario
 from .._simulation._telemetry import (
     _PANEL_OUTPUTS,
     _VECTORS,
+    _WHEEL_OUTPUTS,
     Telemetry,
     _err,
     _row,
@@ -105,8 +106,10 @@ def telemetry_columns(source, scenario: Scenario, columns: Sequence[str]) -> tup
     d = np.load(source) if isinstance(source, (str, os.PathLike)) else source
     get = (lambda k: np.asarray(d[k])) if hasattr(d, "keys") else (lambda k: np.asarray(getattr(d, k)))
     t = get("t")
+    wheels = scenario.spacecraft.wheels is not None
     full = np.concatenate([get(v).reshape(len(t), 3) for v in _VECTORS]
-                          + [get(q).reshape(len(t), -1) for q in _PANEL_OUTPUTS], axis=1)
+                          + [get(q).reshape(len(t), -1) for q in _PANEL_OUTPUTS]
+                          + [get(q).reshape(len(t), -1) for q in _WHEEL_OUTPUTS.values() if wheels], axis=1)
     names = output_names(scenario)
     cols = check_columns(str(source) if isinstance(source, (str, os.PathLike)) else "<telemetry>", list(columns),
                           names)

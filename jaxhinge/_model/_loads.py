@@ -39,6 +39,75 @@ class Pulses(eqx.Module):
         return jnp.concatenate([self.t_start, self.t_end])
 
 
+HOLDS = ("zoh", "linear")
+LOAD_COLUMNS = tuple(f"{v}_{j}" for v in ("extForce_B", "extForce_N", "extTorquePntB_B") for j in (1, 2, 3))
+
+
+class Inputs(eqx.Module):
+    r"""Recorded inputs: a time series of loads and commands (a flight record), added to the scenario's other
+    loads. Sample times `t` (S,) [s] (strictly increasing, covering the run), `values` (S, C) and the static
+    `columns` (C names): `extForce_B_1..3` [N, B], `extForce_N_1..3` [N, N], `extTorquePntB_B_1..3` [N m about B,
+    B], `motorTorque_<panel>` [N m], `u_<wheel>` [N m, the wheel's motor torque command].
+
+    `hold` (static): `"zoh"` holds each sample until the next, as flight software holds a command (a value
+    changed at T acts from T on; with `rk4` from the step that starts at T, constant over its four stages, as in
+    Basilisk); `"linear"` interpolates between samples.
+
+    Build it with `Inputs.of(t, values, columns, hold, panel_names, wheel_names)`, which resolves each column to
+    what it drives (`targets`: per load component, panel and wheel, the column index or -1)."""
+
+    t: Float[Array, " samples"] = eqx.field(converter=_f64)
+    values: Float[Array, "samples columns"] = eqx.field(converter=_f64)
+    columns: tuple[str, ...] = eqx.field(static=True)
+    targets: tuple[tuple[int, ...], ...] = eqx.field(static=True)  # (f_B (3), f_N (3), torque (3), panels, wheels)
+    hold: str = eqx.field(static=True, default="zoh")
+    source: str = eqx.field(static=True, default="")  # the CSV file the record came from ("" when built in code)
+
+    @staticmethod
+    def of(t, values, columns, hold: str = "zoh", panel_names=(), wheel_names=(), source: str = "") -> "Inputs":
+        """Inputs whose `columns` drive the model with these panel and wheel names (unknown columns: ValueError;
+        the file layer names them first)."""
+        columns = tuple(columns)
+        unknown = [c for c in columns if c not in input_columns(panel_names, wheel_names)]
+        if unknown:
+            raise ValueError(f"unknown input column {unknown[0]!r}")
+        idx = {c: j for j, c in enumerate(columns)}
+        targets = tuple(tuple(idx.get(f"{v}_{j}", -1) for j in (1, 2, 3))
+                        for v in ("extForce_B", "extForce_N", "extTorquePntB_B"))
+        targets += (tuple(idx.get(f"motorTorque_{n}", -1) for n in panel_names),
+                    tuple(idx.get(f"u_{n}", -1) for n in wheel_names))
+        return Inputs(t, values, columns, targets, hold, source)
+
+    def at(self, t) -> Float[Array, " columns"]:
+        """The inputs at time `t` (a sample time counts as reached within 1e-12 of its size: step starts k dt)."""
+        ts = self.t
+        tol = 1e-12 * jnp.maximum(1.0, jnp.abs(ts))
+        S = ts.shape[0]
+        i = jnp.clip(jnp.searchsorted(ts - tol, t, side="right") - 1, 0, S - 1)
+        if self.hold == "zoh" or S == 1:
+            return self.values[i]
+        i = jnp.minimum(i, S - 2)
+        w = jnp.clip((t - ts[i]) / (ts[i + 1] - ts[i]), 0.0, 1.0)
+        return self.values[i] * (1.0 - w) + self.values[i + 1] * w
+
+    def driven(self, t):
+        """`(extForce_B, extForce_N, extTorquePntB_B, hinge motor torques, wheel commands)` at `t`, each None when
+        no column drives it."""
+        v = self.at(t)
+
+        def pick(idx):
+            if all(i < 0 for i in idx):
+                return None
+            return jnp.stack([v[i] if i >= 0 else jnp.zeros((), v.dtype) for i in idx])
+
+        return tuple(pick(idx) for idx in self.targets)
+
+
+def input_columns(panel_names=(), wheel_names=()) -> tuple[str, ...]:
+    """Every column recorded inputs may have for a model with these panels and wheels."""
+    return (*LOAD_COLUMNS, *(f"motorTorque_{n}" for n in panel_names), *(f"u_{n}" for n in wheel_names))
+
+
 def _zero3():
     return jnp.zeros(3)
 
@@ -50,19 +119,24 @@ class Loads(eqx.Module):
     - `pulses`: optional `Pulses`.
     - `extForce_B_fn`, `extForce_N_fn`, `extTorquePntB_B_fn`: optional JAX functions `f(t) -> (3,)`.
     - `motorTorque_fn`: optional JAX function `f(t) -> (panels,)` [N m], added to `Panels.motorTorque`.
+    - `inputs`: optional recorded `Inputs` (loads, hinge motor torques and wheel torque commands).
+    - `wheel_u_fn`: optional JAX function `f(t) -> (wheels,)` [N m], added to `Wheels.u`.
     """
 
     extForce_B: Float[Array, "3"] = eqx.field(converter=_f64, default_factory=_zero3)
     extForce_N: Float[Array, "3"] = eqx.field(converter=_f64, default_factory=_zero3)
     extTorquePntB_B: Float[Array, "3"] = eqx.field(converter=_f64, default_factory=_zero3)
     pulses: Pulses | None = None
+    inputs: Inputs | None = None
     extForce_B_fn: Callable | None = eqx.field(static=True, default=None)
     extForce_N_fn: Callable | None = eqx.field(static=True, default=None)
     extTorquePntB_B_fn: Callable | None = eqx.field(static=True, default=None)
     motorTorque_fn: Callable | None = eqx.field(static=True, default=None)
+    wheel_u_fn: Callable | None = eqx.field(static=True, default=None)
 
     def at(self, t):
-        """Loads at time `t`: `(extForce_B, extForce_N, extTorquePntB_B, extra motor torque or 0)`."""
+        """Loads at time `t`: `(extForce_B, extForce_N, extTorquePntB_B, extra hinge motor torque or 0, extra wheel
+        motor torque command or 0)`."""
         f_b, f_n, tq = self.extForce_B, self.extForce_N, self.extTorquePntB_B
         if self.pulses is not None:
             w = self.pulses.active(t)
@@ -72,11 +146,24 @@ class Loads(eqx.Module):
         fns = (self.extForce_B_fn, self.extForce_N_fn, self.extTorquePntB_B_fn)
         f_b, f_n, tq = (x if fn is None else x + jnp.asarray(fn(t)) for x, fn in zip((f_b, f_n, tq), fns))
         u = 0.0 if self.motorTorque_fn is None else jnp.asarray(self.motorTorque_fn(t))
-        return f_b, f_n, tq, u
+        u_w = 0.0 if self.wheel_u_fn is None else jnp.asarray(self.wheel_u_fn(t))
+        if self.inputs is not None:
+            x_b, x_n, x_tq, x_u, x_w = self.inputs.driven(t)
+            f_b = f_b if x_b is None else f_b + x_b
+            f_n = f_n if x_n is None else f_n + x_n
+            tq = tq if x_tq is None else tq + x_tq
+            u = u if x_u is None else u + x_u
+            u_w = u_w if x_w is None else u_w + x_w
+        return f_b, f_n, tq, u, u_w
 
     @property
     def jump_times(self):
-        return None if self.pulses is None else self.pulses.jump_times
+        """Times where a load changes abruptly (pulse edges, the samples of recorded inputs): diffrax's step-size
+        controller steps onto them."""
+        times = [] if self.pulses is None else [self.pulses.jump_times]
+        if self.inputs is not None:
+            times.append(self.inputs.t)
+        return jnp.concatenate(times) if times else None
 
 
 def rk4_silent_pulse(t_start, t_end, dt: float) -> int | None:

@@ -16,6 +16,8 @@ as the traced condition of the same rule (`model_ok`).
 | diagonal, diagonal > 0 | `IPntS_S` (Basilisk uses only the diagonal: S is a principal frame) |
 | a rigid body's | principal moments: the largest <= the sum of the other two (within `TRIANGLE_RTOL`) |
 | a proper rotation | `dcm_HB`: orthonormal and det = +1 (within `DCM_TOL`) |
+| a unit vector | a wheel's spin axis `gsHat_B` (within `UNIT_TOL`) |
+| > 0 / >= 0 | a wheel's `Js`, `omegaLimitCycle` / `cViscous`, `fCoulomb` |
 | plausible (files, sweeps, batches) | no mass or principal moment below `REL_FLOOR` of the total / largest |
 """
 
@@ -25,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["DCM_TOL", "DIAG_RTOL", "REL_FLOOR", "SYM_RTOL", "TRIANGLE_RTOL", "inertia_problem", "model_ok",
-           "model_problems", "panel_inertia_problem", "rigid_body_problem", "rotation_problem"]
+           "model_problems", "panel_inertia_problem", "rigid_body_problem", "rotation_problem", "wheels_problems"]
 
 SYM_RTOL = 1e-12  # hub inertia symmetry, relative to max |I_ij|
 REL_FLOOR = 1e-9  # a body's mass or principal moment: at least this fraction of the spacecraft's total / largest
@@ -162,6 +164,36 @@ def panels_problems(panels) -> tuple[str, object, str] | None:
     return None
 
 
+UNIT_TOL = 1e-9  # |gsHat_B| - 1
+
+
+def wheels_problems(wheels) -> tuple[str, object, str] | None:
+    """The first rule one (unbatched) `Wheels` breaks: `(field, value, rule)`, the field as `<wheel>.<field>`, or
+    None: `gsHat_B` a unit vector, `Js` > 0, `cViscous`, `fCoulomb` >= 0, `omegaLimitCycle` > 0."""
+    names = wheels.labels
+    g = np.asarray(wheels.gsHat_B, dtype=float).reshape(-1, 3)
+    for j in range(g.shape[0]):
+        norm = float(np.linalg.norm(g[j]))
+        if not (np.all(np.isfinite(g[j])) and abs(norm - 1.0) <= UNIT_TOL):
+            return f"{names[j]}.gsHat_B", g[j], f"must be a unit vector (its norm is {norm:.12g}): the spin axis in B"
+    for key, rule, unit in (("Js", "> 0", "kg m^2"), ("cViscous", ">= 0", "N m s"), ("fCoulomb", ">= 0", "N m"),
+                            ("omegaLimitCycle", "> 0", "rad/s")):
+        v = np.asarray(getattr(wheels, key), dtype=float).reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(v))
+        if bad.size:
+            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), "must be a finite number (nan and inf are not allowed)"
+        ok = (v > 0) if rule == "> 0" else (v >= 0)
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), f"must be {rule} ({unit})"
+    for key in ("u", "u_max"):
+        v = np.asarray(getattr(wheels, key), dtype=float).reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(v))
+        if bad.size:
+            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), "must be a finite number (nan and inf are not allowed)"
+    return None
+
+
 def _member(batch_shape: tuple[int, ...], flat: int) -> str:
     idx = np.unravel_index(flat, batch_shape)
     return "member " + ",".join(str(int(i)) for i in idx)
@@ -193,6 +225,15 @@ def model_problems(spacecraft, plausible: bool = True) -> tuple[str | None, str,
             return (who, *p)
         if mu is not None and not (np.isfinite(mu[i]) and mu[i] > 0):
             return who, "gravity.mu", float(mu[i]), "must be > 0 (m^3/s^2)"
+        if spacecraft.wheels is not None:
+            w = spacecraft.wheels
+            one = _WheelView(w, {k: np.broadcast_to(np.asarray(getattr(w, k), dtype=float),
+                                                    (*batch, *np.shape(getattr(w, k))[len(batch):])).reshape(
+                                    -1, *np.shape(getattr(w, k))[len(batch):])[i]
+                                 for k in ("gsHat_B", "Js", "u", "u_max", "cViscous", "fCoulomb", "omegaLimitCycle")})
+            p = wheels_problems(one)
+            if p is not None:
+                return (who, *p)
         bodies = [("hub.mHub", mHub[i], "hub.IHubPntBc_B", IH[i])]
         bodies += [(f"{nm}.mass", leaves["mass"][i, j], f"{nm}.IPntS_S", leaves["IPntS_S"][i, j])
                    for j, nm in enumerate(panels.labels)]
@@ -200,6 +241,15 @@ def model_problems(spacecraft, plausible: bool = True) -> tuple[str | None, str,
         if p is not None:
             return (who, *p)
     return None
+
+
+class _WheelView:
+    """One member's wheel values with the labels of a `Wheels` (for `wheels_problems`)."""
+
+    def __init__(self, wheels, values):
+        self.labels = wheels.labels
+        for k, v in values.items():
+            setattr(self, k, v)
 
 
 class _PanelView:
@@ -237,6 +287,10 @@ def model_ok(spacecraft):
     ok &= jnp.all(ortho <= DCM_TOL) & jnp.all(jnp.abs(_det3(dcm) - 1.0) <= DCM_TOL)
     if spacecraft.gravity is not None:
         ok &= spacecraft.gravity.mu > 0
+    w = spacecraft.wheels
+    if w is not None:
+        ok &= jnp.all(jnp.abs(jnp.sqrt(jnp.sum(w.gsHat_B * w.gsHat_B, -1)) - 1.0) <= UNIT_TOL)
+        ok &= jnp.all(w.Js > 0) & jnp.all(w.cViscous >= 0) & jnp.all(w.fCoulomb >= 0) & jnp.all(w.omegaLimitCycle > 0)
     return ok
 
 

@@ -23,7 +23,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._errors import ScenarioError
 from .._math import lead_apply
-from ._rules import hub_problems, panels_problems
+from ._rules import hub_problems, panels_problems, wheels_problems
 
 
 def _concrete(*leaves) -> bool:
@@ -35,6 +35,10 @@ def _refuse(owner: str, problem) -> None:
     if problem is not None:
         field, value, rule = problem
         raise ScenarioError.bad(owner, field, value, rule)
+
+
+def _f64_or_none(x):
+    return None if x is None else _f64(x)
 
 
 def _f64(x):
@@ -302,12 +306,66 @@ class PointMassGravity(eqx.Module):
     mu: Float[Array, ""] = eqx.field(converter=_f64)
 
 
+class Wheels(eqx.Module):
+    r"""Reaction wheels, stacked along a leading axis: Basilisk's `reactionWheelStateEffector` with the
+    `BalancedWheels` model (Stribeck friction off). Each wheel spins about `gsHat_B` relative to the hub; its mass
+    and transverse inertia (and its spin inertia about the hub's axes) are in the hub's, as in Basilisk.
+
+    - `gsHat_B`: spin axis, unit vector in B; `Js`: spin-axis inertia [kg m^2].
+    - `u`: constant motor torque command [N m] (added to any recorded or function input); `u_max`: torque limit
+      [N m], the command clipped to +-`u_max` where `u_max` > 0 (no limit where <= 0).
+    - `cViscous` [N m s], `fCoulomb` [N m]: friction $-(\mathrm{sign}(\Omega) f_C + c_V \Omega)$, linear below
+      `omegaLimitCycle` [rad/s] (Basilisk's default 1e-4) to avoid a limit cycle.
+    - `names` (static label): wheel names (`rw1`, ...), used by files, outputs and parameter names.
+
+    The motor torque acts on the wheel about `gsHat_B` and on the hub as `-u gsHat_B`.
+    """
+
+    gsHat_B: Float[Array, "wheels 3"] = eqx.field(converter=_f64)
+    Js: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    u: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    u_max: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    cViscous: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    fCoulomb: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    omegaLimitCycle: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    names: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(self, gsHat_B, Js, u=None, u_max=None, cViscous=None, fCoulomb=None, omegaLimitCycle=None, *,
+                 names: Sequence[str] = ()):
+        Js = _f64(Js)
+        zeros = jnp.zeros_like(Js)
+        self.gsHat_B = gsHat_B
+        self.Js = Js
+        self.u = zeros if u is None else u
+        self.u_max = zeros if u_max is None else u_max
+        self.cViscous = zeros if cViscous is None else cViscous
+        self.fCoulomb = zeros if fCoulomb is None else fCoulomb
+        self.omegaLimitCycle = jnp.full_like(Js, 1e-4) if omegaLimitCycle is None else omegaLimitCycle
+        self.names = tuple(names)
+
+    def __check_init__(self):
+        """Built with values (not traced), one set of wheels: the rules of a scenario file (`_model._rules`)."""
+        if _concrete(self.gsHat_B, self.Js) and jnp.ndim(self.Js) == 1:
+            _refuse("Wheels", wheels_problems(self))
+
+    @property
+    def count(self) -> int:
+        return int(self.Js.shape[-1])
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Wheel names: `names`, or the defaults `rw1, rw2, ...`."""
+        return self.names if len(self.names) == self.count else tuple(f"rw{i + 1}" for i in range(self.count))
+
+
 class Spacecraft(eqx.Module):
-    """Hub + panels (+ optional gravity). Structure (panel count, parents, gravity on/off) is static."""
+    """Hub + panels (+ optional gravity, + optional reaction wheels). Structure (panel count, parents, gravity
+    on/off, wheel count) is static."""
 
     hub: Hub
     panels: Panels
     gravity: PointMassGravity | None = None
+    wheels: Wheels | None = None
 
 
 class InitialState(eqx.Module):
@@ -316,6 +374,7 @@ class InitialState(eqx.Module):
 
     - `sigma_BNInit`: MRP attitude of B relative to N; `omega_BN_BInit`: body rate, B frame [rad/s].
     - `thetaInit` [rad], `thetaDotInit` [rad/s]: per panel (relative to its parent).
+    - `OmegaInit` [rad/s]: per wheel, its speed relative to the hub (None without wheels).
     """
 
     r_CN_NInit: Float[Array, "3"] = eqx.field(converter=_f64)
@@ -324,11 +383,12 @@ class InitialState(eqx.Module):
     omega_BN_BInit: Float[Array, "3"] = eqx.field(converter=_f64)
     thetaInit: Float[Array, " panels"] = eqx.field(converter=_f64)
     thetaDotInit: Float[Array, " panels"] = eqx.field(converter=_f64)
+    OmegaInit: Float[Array, " wheels"] | None = eqx.field(default=None, converter=_f64_or_none)  # [rad/s], wheels
 
 
 class State(eqx.Module):
     """Integrated state (the diffrax `y`): hub point B position/velocity in N, MRP $\\sigma_{BN}$,
-    body rate $\\omega_{BN}$ in B, hinge angles and rates (relative to each panel's parent)."""
+    body rate $\\omega_{BN}$ in B, hinge angles and rates (relative to each panel's parent), wheel speeds."""
 
     r_BN_N: Float[Array, "*batch 3"]  # *batch: none for one state, (T,) for a trajectory's
     v_BN_N: Float[Array, "*batch 3"]
@@ -336,6 +396,7 @@ class State(eqx.Module):
     omega_BN_B: Float[Array, "*batch 3"]
     theta: Float[Array, "*batch panels"]
     thetaDot: Float[Array, "*batch panels"]
+    Omega: Float[Array, "*batch wheels"] | None = None  # wheel speeds relative to the hub (None without wheels)
 
 
 def strip_labels(tree):
@@ -350,8 +411,22 @@ def strip_labels(tree):
         object.__setattr__(out, "names", ())
         object.__setattr__(out, "chain", ("",) * len(tree.parent))
         return out
+    if isinstance(tree, Wheels):
+        if not tree.names:
+            return tree
+        out = object.__new__(Wheels)
+        for f in dataclasses.fields(Wheels):
+            object.__setattr__(out, f.name, getattr(tree, f.name))
+        object.__setattr__(out, "names", ())
+        return out
     if isinstance(tree, Spacecraft):
-        return Spacecraft(tree.hub, strip_labels(tree.panels), tree.gravity)
-    if hasattr(tree, "spacecraft"):  # a Scenario
-        return eqx.tree_at(lambda s: s.spacecraft, tree, strip_labels(tree.spacecraft))
+        return Spacecraft(tree.hub, strip_labels(tree.panels), tree.gravity,
+                          None if tree.wheels is None else strip_labels(tree.wheels))
+    if hasattr(tree, "spacecraft"):  # a Scenario (and the file name of its recorded inputs)
+        tree = eqx.tree_at(lambda s: s.spacecraft, tree, strip_labels(tree.spacecraft))
+        inputs = tree.loads.inputs
+        if inputs is not None and inputs.source:
+            tree = dataclasses.replace(tree, loads=dataclasses.replace(
+                tree.loads, inputs=dataclasses.replace(inputs, source="")))
+        return tree
     return tree

@@ -24,6 +24,8 @@ def simulate_report_lines(path: str, traj, names, wall_s: float) -> list[str]:
     if len(names) > MAX_PANEL_LINES:
         lines.append(f"{'':20}... {len(names) - MAX_PANEL_LINES} more panels (the {MAX_PANEL_LINES} above have the "
                      "largest |theta|; every panel is in --out)")
+    if out["Omega"].shape[-1]:
+        lines.append("Omega final [rad/s] " + np.array2string(out["Omega"][-1], precision=9))
     lines.append("omega_BN_B final    " + np.array2string(out["omega_BN_B"][-1], precision=9))
     lines.append("sigma_BN final      " + np.array2string(out["sigma_BN"][-1], precision=9))
     for key in ("totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"):

@@ -11,7 +11,7 @@ from .._analysis._batch import failure_reasons
 from .._simulation._trajectory import Trajectory
 from ._plot import pyplot, shown
 
-__all__ = ["plot_envelopes", "plot_histograms", "sweep_json", "sweep_report_lines", "sweep_summary"]
+__all__ = ["plot_envelopes", "plot_histograms", "sweep_report_lines", "sweep_summary"]
 
 
 def _stats(x: np.ndarray) -> dict[str, float]:

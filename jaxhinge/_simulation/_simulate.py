@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._dynamics._backsub import state_derivative, state_derivative_held
+from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_torques
 from .._dynamics._energy import diagnostics, initial_state
 from .._errors import ScenarioError
 from .._math import mrp_shadow
@@ -52,13 +52,20 @@ _RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tab
 _RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
 
 
-def _flat(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N
-    return jnp.concatenate([y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B, y.theta, y.thetaDot], -1)
+def _flat(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N (+ W wheel speeds)
+    parts = [y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B, y.theta, y.thetaDot]
+    return jnp.concatenate(parts if y.Omega is None else [*parts, y.Omega], -1)
 
 
-def _unflat(v: Float[Array, "*batch state"]) -> State:
-    n = (v.shape[-1] - 12) // 2
-    return State(v[..., 0:3], v[..., 3:6], v[..., 6:9], v[..., 9:12], v[..., 12 : 12 + n], v[..., 12 + n :])
+def _unflat(v: Float[Array, "*batch state"], n: int, wheels: bool = False) -> State:
+    """The `State` of a flat state vector of `n` panels (and, with `wheels`, the wheel speeds after them)."""
+    return State(v[..., 0:3], v[..., 3:6], v[..., 6:9], v[..., 9:12], v[..., 12 : 12 + n], v[..., 12 + n : 12 + 2 * n],
+                 v[..., 12 + 2 * n :] if wheels else None)
+
+
+def _layout(spacecraft) -> tuple[int, bool]:
+    """`(panels, has wheels)`: how a flat state vector of this model splits (`_unflat`)."""
+    return spacecraft.panels.count, spacecraft.wheels is not None
 
 
 def _rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " state"]:
@@ -67,13 +74,13 @@ def _rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array
 
     The four stages run in a `fori_loop` so the vector field is compiled once, not four times (XLA's compile
     time grows with the number of kernels), and the state is one flat vector so each update is one kernel."""
-    f_b, f_n, tq, u = loads_t0
+    f_b, f_n, tq, u, u_w = loads_t0
     a, b = jnp.asarray(_RK4_A, y.dtype), jnp.asarray(_RK4_B, y.dtype)
 
     # checkpointed: reverse mode stores each stage's input and recomputes the vector field, instead of
     # stacking its hundreds of small intermediates (faster gradients, shorter compile)
     def vf(v):
-        return _flat(state_derivative_held(spacecraft, _unflat(v), f_b, f_n, tq, u))
+        return _flat(state_derivative_held(spacecraft, _unflat(v, *_layout(spacecraft)), f_b, f_n, tq, u, u_w))
 
     def stage(i, carry):
         ys, acc = carry
@@ -121,7 +128,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
     del y_end
     return _Solution(
         jnp.asarray(save_times(cfg)),
-        _unflat(jnp.concatenate([y0[None], ys])),
+        _unflat(jnp.concatenate([y0[None], ys]), *_layout(sc)),
         jnp.asarray(diffrax.RESULTS.successful._value),
         jnp.asarray(n),
     )
@@ -152,8 +159,7 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     y1 = y1.at[:, 6:9].set(jnp.where(use_shadow[:, None], shadow1, sig1))
 
     def slope(y, t_hold):
-        f_b, f_n, tq, u = loads.at(t_hold)
-        return _flat(state_derivative_held(sc, _unflat(y), f_b, f_n, tq, u))
+        return _flat(state_derivative_held(sc, _unflat(y, *_layout(sc)), *loads.at(t_hold)))
 
     # both ends' slopes in one vmapped vector field (one copy of it in the compiled program)
     f0, f1 = jnp.split(jax.vmap(slope)(jnp.concatenate([y0, y1]), jnp.concatenate([t0, t0])), 2)
@@ -163,7 +169,7 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     h01 = s**2 * (3 - 2 * s)
     h11 = s**2 * (s - 1)
     y = h00 * y0 + h10 * hh * f0 + h01 * y1 + h11 * hh * f1
-    return _Solution(ts, _unflat(y), full.result, full.num_steps)
+    return _Solution(ts, _unflat(y, *_layout(sc)), full.result, full.num_steps)
 
 
 def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
@@ -214,6 +220,18 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
     )
 
 
+def _wheel_outputs(scenario: Scenario, ts, ys: State) -> dict:
+    """`Omega` and the motor torque `u_current` applied at each sample time (T, W) (the command held from that time
+    on, after the `u_max` limit); (T, 0) without wheels."""
+    wheels = scenario.spacecraft.wheels
+    T = ys.theta.shape[0]
+    if wheels is None:
+        empty = jnp.zeros((T, 0), ys.theta.dtype)
+        return {"Omega": empty, "u_current": empty}
+    u, _ = jax.vmap(lambda t, Om: wheel_torques(wheels, Om, scenario.loads.at(t)[4]))(ts, ys.Omega)
+    return {"Omega": ys.Omega, "u_current": u}
+
+
 def refuse_invalid(scenario: Scenario, source: str) -> None:
     """Refuse, before any compute, a scenario given with values (not traced) whose model breaks a physical rule
     (`_model._rules.model_problems`; a batch: member by member): a `ScenarioError` naming the member, the field,
@@ -253,6 +271,7 @@ def simulate_unjitted(
         omega_BN_B=ys.omega_BN_B,
         theta=ys.theta,
         thetaDot=ys.thetaDot,
+        **_wheel_outputs(scenario, sol.ts, ys),
         **diag._asdict(),
     )
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(fields)]))

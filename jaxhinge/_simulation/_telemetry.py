@@ -9,6 +9,7 @@ any of the measured outputs (`output_names`), one column each:
 | `sigma_BN_1..3` | hub attitude MRP (star tracker); either MRP set is accepted (the shadow set is matched) |
 | `r_BN_N_1..3`, `v_BN_N_1..3` | hub point B position [m] / velocity [m/s] in N |
 | `r_CN_N_1..3`, `v_CN_N_1..3` | system centre of mass position / velocity in N |
+| `Omega_<wheel>`, `u_<wheel>` | wheel speed relative to the hub [rad/s] / motor torque applied [N m] of the wheel named `<wheel>` |
 | `theta_<panel>`, `thetaDot_<panel>` | hinge angle [rad] / rate [rad/s] of the panel named `<panel>` (any panel, single or in a chain; relative to its parent) |
 
 Components are numbered 1..3 as in the column names.
@@ -31,6 +32,7 @@ __all__ = ["Telemetry", "check_columns", "column_unit", "model_outputs", "output
 
 _VECTORS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
 _PANEL_OUTPUTS = ("theta", "thetaDot")
+_WHEEL_OUTPUTS = {"Omega": "Omega", "u": "u_current"}  # column prefix -> Trajectory field
 
 
 def output_names(scenario: Scenario) -> tuple[str, ...]:
@@ -38,13 +40,16 @@ def output_names(scenario: Scenario) -> tuple[str, ...]:
     names = [f"{v}_{j}" for v in _VECTORS for j in (1, 2, 3)]
     for q in _PANEL_OUTPUTS:
         names += [f"{q}_{p}" for p in scenario.spacecraft.panels.labels]
+    wheels = scenario.spacecraft.wheels
+    for q in _WHEEL_OUTPUTS:
+        names += [f"{q}_{w}" for w in (wheels.labels if wheels is not None else ())]
     return tuple(names)
 
 
 def column_unit(column: str) -> str:
     """The SI unit of a telemetry column (`omega_BN_B_2` -> rad/s, `theta_p0` -> rad)."""
     base = column.rsplit("_", 1)[0] if column.startswith(_VECTORS) else column.split("_", 1)[0]
-    return OUTPUT_UNITS[base]
+    return OUTPUT_UNITS[_WHEEL_OUTPUTS.get(base, base)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +164,8 @@ def telemetry_from_arrays(t, values, columns: Sequence[str], sigma, scenario: Sc
 
 
 def model_outputs(traj, n_panels: int):
-    """The (T, 18 + 2N) output matrix of a `Trajectory` in `output_names` order (JAX arrays, traceable)."""
+    """The (T, 18 + 2N + 2W) output matrix of a `Trajectory` in `output_names` order (JAX arrays, traceable)."""
+    T = traj.t.shape[0]
     return jnp.concatenate([traj.omega_BN_B, traj.sigma_BN, traj.r_BN_N, traj.v_BN_N, traj.r_CN_N, traj.v_CN_N,
-                            traj.theta.reshape(-1, n_panels), traj.thetaDot.reshape(-1, n_panels)], axis=1)
+                            traj.theta.reshape(-1, n_panels), traj.thetaDot.reshape(-1, n_panels),
+                            traj.Omega.reshape(T, -1), traj.u_current.reshape(T, -1)], axis=1)

@@ -12,7 +12,7 @@ from .._model._scenario import Scenario, SimulationConfig
 OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
     "t": "s", "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
     "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
-    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s",
+    "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s", "Omega": "rad/s", "u_current": "N m",
 }
 OUTPUT_NAMES = tuple(OUTPUT_UNITS)
 DRIFT_RTOL = 1e-4  # largest relative drift of a conserved output in a valid run (`Trajectory.drift_warning`)
@@ -26,7 +26,9 @@ class Trajectory(eqx.Module):
     `sigma_BN` (shadow set, $|\\sigma| \\le 1$); `omega_BN_B` [rad/s]; `theta`, `thetaDot` (T, N);
     `totOrbEnergy`, `totRotEnergy` (T,) [J]; `totOrbAngMomPntN_N`, `totRotAngMomPntC_N` (T, 3);
     `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states;
-    `panel_r_HN_N` (T, N, 3): hinge points in N.
+    `panel_r_HN_N` (T, N, 3): hinge points in N; `Omega` (T, W) [rad/s]: wheel speeds relative to the hub,
+    `u_current` (T, W) [N m]: the motor torque applied to each wheel (after the `u_max` limit); W = 0 without
+    wheels.
     `result`: diffrax result code (0 = success); `success`: solver succeeded and every output is finite;
     `num_steps`: accepted steps (rk4: the steps of the grid to `t_end`).
     """
@@ -49,6 +51,8 @@ class Trajectory(eqx.Module):
     panel_sigma_SN: Float[Array, "T panels 3"]
     panel_omega_SN_S: Float[Array, "T panels 3"]
     panel_r_HN_N: Float[Array, "T panels 3"]
+    Omega: Float[Array, "T wheels"]
+    u_current: Float[Array, "T wheels"]
     result: Int[Array, ""]
     success: Bool[Array, ""]
     num_steps: Int[Array, ""]
