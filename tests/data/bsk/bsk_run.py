@@ -17,6 +17,20 @@ What is run:
   ignored.
 - One `HingedRigidBodyStateEffector` per `[[panels]]` entry (file order), with `thetaRef`, `thetaDotRef`
   and, when `motorTorque` is non-zero, a constant `ArrayMotorTorqueMsg`.
+- `[[wheels]]`: one `ReactionWheelStateEffector` (model `BalancedWheels`) holding every wheel in file order,
+  each an `RWConfigPayload` built directly (not through `simIncludeRW.rwFactory`, which takes `Omega` in RPM and
+  would round it): `gsHat_B`, `Js`, `Omega` [rad/s], `u_max` (absent or <= 0: -1, no limit), `cViscous`,
+  `fCoulomb`; `u_min = 0`, `Omega_max = -1`, `P_max = -1` (off), `betaStatic = -1` (no Stribeck), `fStatic = 0`,
+  `omegaLimitCycle` Basilisk's default 1e-4 rad/s. Balanced wheels add no mass properties in Basilisk (only the
+  `JitterFullyCoupled` model does; checked: the wheel `mass`, `rWB_B`, `Jt`, `Jg` change nothing), which is
+  jaxhinge's convention "the wheel's mass and transverse inertia are in the hub's"; they are set to 0 anyway.
+  The motor torques go through one `ArrayMotorTorqueMsg` subscribed to `rwMotorCmdInMsg`: each wheel's
+  constant `u`, or the `[inputs]` CSV column `u_<wheel name>` when there is one.
+- `[inputs]`: `csv` (relative to the scenario file: `run(..., base_dir=)`), `hold = "zoh"` only. Columns `t` and
+  `u_<wheel name>` (any other column is refused: this runner implements no other input). Rows at
+  `t_0 <= 0 < ... < t_last >= t_end`, every `t` in `(0, t_end)` a multiple of `dt`. The run is split at every
+  CSV time (as at pulse edges) and the command message is rewritten before each segment with the row in force
+  at the segment's start (zero-order hold).
 - `[gravity] mu`: a point-mass central body (`GravBodyData`, `isCentralBody = True`).
 - `[loads]`: one `extForceTorque` module carrying the constant `extForce_B`, `extForce_N` and
   `extTorquePntB_B`; each `[[loads.pulses]]` entry adds its loads on `t_start <= t < t_end`. Pulses are
@@ -24,6 +38,14 @@ What is run:
   (`ConfigureStopTime` / `ExecuteSimulation` segments) and the module's members are changed between
   segments. A value set before the segment `[a, b]` acts on every RK4 step inside `[a, b]` (zero-order
   hold), so pulse edges must be multiples of `dt`.
+
+Task order (one process, one task, every model at the default priority, so insertion order): the
+`extForceTorque` module, the wheel effector, the spacecraft, the panels, the chains, then the recorders. The
+wheel effector's `UpdateState(t_k)` reads the command and sets each wheel's `u_current` (clipped to `u_max`)
+*before* the spacecraft's `UpdateState(t_k)` integrates the step `[t_{k-1}, t_k]`; so the command written
+before the segment `[a, b]` acts on every RK4 step inside `[a, b]`, from the step that starts at `a` (no
+one-step delay; basilisk.md section 9, as Basilisk's own `test_reactionWheelStateEffector_integrated.py`
+orders its models).
 
 Recording: every `simulation.save_dt` (a multiple of `dt`), samples at `t = k*save_dt`, `k = 0, 1, ...`,
 `t <= t_end`, including `t = 0` (the initial state, before any step). All values at a sample are taken after
@@ -42,12 +64,20 @@ Output arrays (jaxhinge names; `T` samples, `N` panels in file order):
   `r_SN_N = r_BN_N + [NB] r_SB_B`, `v_SN_N = v_BN_N + [NB](d thetaDot s3 + omega_BN_B x r_SB_B)` (the true
   inertial velocity of the panel CoM S, N frame; checked to 1e-16 with bsk 2.12.1), `sigma_SN` from
   [SB][BN] (Basilisk's C2MRP, |sigma| <= 1), `omega_SN_S = [SB](omega_BN_B + thetaDot s2)`.
+- with `[[wheels]]` only: `Omega` (T, W): `rwSpeedOutMsg.wheelSpeeds[:W]` (written by the spacecraft after the
+  step, so the post-step wheel speeds relative to B [rad/s]); `rw_u_current` (T, W): each wheel's
+  `rwOutMsgs[i].u_current`, the motor torque after Basilisk's limits that acted over the RK4 step *ending* at
+  the sample time (at t = 0: the first command). `totRotEnergy` and `totRotAngMomPntC_N` include the wheels
+  (`ReactionWheelStateEffector::updateEnergyMomContributions`: `Js gsHat Omega` and
+  `1/2 Js Omega^2 + Js Omega gsHat.omega_BN_B`, the `1/2 Js (gsHat.omega)^2` part being in the hub inertia).
 - `mrp_switch_count` (): `hub.MRPSwitchCount` at the end of the run
 - `wall_s` (): wall time of the `ExecuteSimulation` calls [s]; `bsk_version` (): string
 """
 
+import csv
 import importlib.metadata
 import itertools
+import pathlib
 import sys
 import time
 import tomllib
@@ -77,6 +107,8 @@ OUTPUT_KEYS = (
     "wall_s",
     "bsk_version",
 )
+WHEEL_OUTPUT_KEYS = ("Omega", "rw_u_current")  # saved only when the scenario has wheels
+WHEEL_KEYS = {"name", "gsHat_B", "Js", "Omega", "u", "u_max", "cViscous", "fCoulomb"}
 
 
 def load_scenario(path):
@@ -194,8 +226,132 @@ def _add_chains(sc, chains, keep):
     return out
 
 
-def _segments(loads, t_end_ns, dt_ns):
-    """Split [0, t_end] at pulse edges; return [(stop_ns, {key: 3-vector})] with the loads active in each."""
+def _wheel_names(wheels):
+    names = []
+    for i, w in enumerate(wheels):
+        name = str(w.get("name", f"rw{i}"))
+        if name in names:
+            raise ValueError(f"wheels[{i}].name = {name!r}: duplicate")
+        names.append(name)
+    return names
+
+
+def _add_wheels(sc, wheels):
+    """Add every `[[wheels]]` entry to one `ReactionWheelStateEffector` (BalancedWheels); return it, or None.
+
+    Each wheel is an `RWConfigPayload` set member by member (see the module doc); the payloads are kept
+    alive by the effector (`ReactionWheelData` holds shared pointers) and returned for the caller to keep too.
+    """
+    if not wheels:
+        return None, []
+    from Basilisk.architecture import messaging
+    from Basilisk.simulation import reactionWheelStateEffector
+
+    eff = reactionWheelStateEffector.ReactionWheelStateEffector()
+    eff.ModelTag = "rwEffector"
+    pls = []
+    for i, (w, name) in enumerate(zip(wheels, _wheel_names(wheels))):
+        unknown = set(w) - WHEEL_KEYS
+        if unknown:
+            raise ValueError(f"wheels[{i}] ({name!r}): unknown keys {sorted(unknown)}")
+        g = np.array([float(x) for x in w["gsHat_B"]])
+        if g.shape != (3,) or abs(np.linalg.norm(g) - 1.0) > 1e-12:
+            raise ValueError(f"wheels[{i}] ({name!r}).gsHat_B = {w['gsHat_B']!r}: must be a unit 3-vector")
+        js = float(w["Js"])
+        if not js > 0.0:
+            raise ValueError(f"wheels[{i}] ({name!r}).Js = {js!r}: must be > 0")
+        rw = reactionWheelStateEffector.RWConfigPayload()
+        rw.RWModel = messaging.BalancedWheels
+        rw.label = name[:5]
+        rw.gsHat_B = _col(g)  # used exactly as written in the file (not renormalised)
+        # wheel frame completion as simIncludeRW.rwFactory.setGsHat does (unused by BalancedWheels)
+        w2 = np.cross(g, [1.0, 0.0, 0.0])
+        if np.linalg.norm(w2) < 0.01:
+            w2 = np.cross(g, [0.0, 1.0, 0.0])
+        w2 = w2 / np.linalg.norm(w2)
+        rw.w2Hat0_B = _col(w2)
+        rw.w3Hat0_B = _col(np.cross(g, w2))
+        rw.Js = js
+        rw.Jt = 0.0  # transverse inertia: in the hub's (unused by BalancedWheels)
+        rw.Jg = 0.0
+        rw.mass = 0.0  # mass: in the hub's (unused by BalancedWheels)
+        rw.rWB_B = _col([0.0, 0.0, 0.0])
+        rw.U_s = 0.0
+        rw.U_d = 0.0
+        rw.Omega = float(w.get("Omega", 0.0))  # rad/s
+        rw.theta = 0.0
+        u_max = float(w.get("u_max", 0.0))
+        rw.u_max = u_max if u_max > 0.0 else -1.0
+        rw.u_min = 0.0
+        rw.Omega_max = -1.0
+        rw.P_max = -1.0
+        rw.fCoulomb = float(w.get("fCoulomb", 0.0))
+        rw.cViscous = float(w.get("cViscous", 0.0))
+        rw.fStatic = 0.0
+        rw.betaStatic = -1.0
+        if rw.fCoulomb < 0.0 or rw.cViscous < 0.0:
+            raise ValueError(f"wheels[{i}] ({name!r}): fCoulomb and cViscous must be >= 0")
+        eff.addReactionWheel(rw)
+        pls.append(rw)
+    sc.addStateEffector(eff)
+    return eff, pls
+
+
+def read_inputs(scenario, base_dir, dt_ns, t_end_ns):
+    """The `[inputs]` CSV as [(t_ns, {wheel name: u})] rows (wheel columns only); [] without `[inputs]`."""
+    inputs = scenario.get("inputs")
+    if not inputs:
+        return []
+    unknown = set(inputs) - {"csv", "hold"}
+    if unknown:
+        raise ValueError(f"inputs: unknown keys {sorted(unknown)}")
+    hold = inputs.get("hold", "zoh")
+    if hold != "zoh":
+        raise ValueError(f"inputs.hold = {hold!r}: the Basilisk runner only does 'zoh'")
+    if base_dir is None:
+        raise ValueError("inputs.csv: run(..., base_dir=<the scenario file's folder>) is needed")
+    path = pathlib.Path(base_dir) / inputs["csv"]
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
+    header = [c.strip() for c in rows[0]]
+    names = _wheel_names(scenario.get("wheels", []))
+    wheel_cols = {f"u_{n}": n for n in names}
+    if header.count("t") != 1 or len(set(header)) != len(header):
+        raise ValueError(f"{path}: needs one column 't' and unique column names, got {header}")
+    other = [c for c in header if c != "t" and c not in wheel_cols]
+    if other:
+        raise ValueError(f"{path}: columns {other}: the Basilisk runner only applies u_<wheel> columns")
+    out = []
+    for line_no, r in enumerate(rows[1:], start=2):
+        if len(r) != len(header):
+            raise ValueError(f"{path}:{line_no}: {len(r)} cells, header has {len(header)}")
+        vals = dict(zip(header, (float(c) for c in r)))
+        t = vals.pop("t")
+        t_ns = round(t * 1e9)
+        if 0.0 < t < t_end_ns / 1e9:
+            t_ns = _ns(t, f"{path}:{line_no}: t", dt_ns)
+        out.append((t_ns, {wheel_cols[c]: v for c, v in vals.items()}))
+    ts = [t for t, _ in out]
+    if any(b <= a for a, b in itertools.pairwise(ts)):
+        raise ValueError(f"{path}: t must be strictly increasing")
+    if not out or ts[0] > 0 or ts[-1] < t_end_ns:
+        raise ValueError(f"{path}: the rows must cover [0, t_end] (first t <= 0, last t >= t_end)")
+    return out
+
+
+def _wheel_command(wheels, rows, a_ns):
+    """Each wheel's commanded torque on a segment starting at a_ns: the CSV row in force (zero-order hold)
+    where the CSV has the wheel's column, else the wheel's constant `u`."""
+    u = {n: float(w.get("u", 0.0)) for w, n in zip(wheels, _wheel_names(wheels))}
+    live = [vals for t, vals in rows if t <= a_ns]
+    if live:
+        u.update(live[-1])
+    return [u[n] for n in _wheel_names(wheels)]
+
+
+def _segments(loads, t_end_ns, dt_ns, extra_edges=()):
+    """Split [0, t_end] at pulse edges (and `extra_edges`); return [(start_ns, stop_ns, {key: 3-vector})] with
+    the loads active in each."""
     const = {k: np.array(loads.get(k, [0.0, 0.0, 0.0]), dtype=float) for k in LOAD_KEYS}
     pulses = []
     for j, p in enumerate(loads.get("pulses", [])):
@@ -207,7 +363,8 @@ def _segments(loads, t_end_ns, dt_ns):
         if unknown:
             raise ValueError(f"loads.pulses[{j}]: unknown keys {sorted(unknown)}")
         pulses.append((a, b, {k: np.array(p.get(k, [0.0, 0.0, 0.0]), dtype=float) for k in LOAD_KEYS}))
-    edges = sorted({0, t_end_ns, *(e for a, b, _ in pulses for e in (a, b) if 0 < e < t_end_ns)})
+    edges = sorted({0, t_end_ns, *(e for a, b, _ in pulses for e in (a, b) if 0 < e < t_end_ns),
+                    *(e for e in extra_edges if 0 < e < t_end_ns)})
     segs = []
     for a, b in itertools.pairwise(edges):
         cur = {k: v.copy() for k, v in const.items()}
@@ -215,18 +372,24 @@ def _segments(loads, t_end_ns, dt_ns):
             if pa <= a and b <= pb:  # segment lies inside [pa, pb)
                 for k in LOAD_KEYS:
                     cur[k] = cur[k] + pl[k]
-        segs.append((b, cur))
+        segs.append((a, b, cur))
     return segs
 
 
-def _execute(sim, ft, segments):
-    """Initialize, then run segment by segment, setting the loads before each.
+def _execute(sim, ft, segments, wheel_cmd=None):
+    """Initialize, then run segment by segment, setting the loads (and the wheel commands) before each.
+
+    `wheel_cmd`: None, or (payload, message, f) with f(start_ns) -> the wheel torques of the segment.
 
     Returns the wall time and the process CPU time [s] spent in `ExecuteSimulation`.
     """
     sim.InitializeSimulation()
     wall = cpu = 0.0
-    for stop_ns, seg in segments:
+    for start_ns, stop_ns, seg in segments:
+        if wheel_cmd is not None:
+            pl, msg, f = wheel_cmd
+            pl.motorTorque = f(start_ns)
+            msg.write(pl)
         if ft is not None:
             ft.extForce_B = _col(seg["extForce_B"])
             ft.extForce_N = _col(seg["extForce_N"])
@@ -239,8 +402,32 @@ def _execute(sim, ft, segments):
     return wall, cpu
 
 
-def run(scenario, *, record=True):
+def _fsw_command_writer(pl, msg, f):
+    """A Python Basilisk module that writes the wheel command f(t) to `msg` at each tick of its task."""
+    from Basilisk.architecture import sysModel
+
+    class WheelCommandWriter(sysModel.SysModel):
+        def UpdateState(self, CurrentSimNanos):
+            pl.motorTorque = f(CurrentSimNanos)
+            msg.write(pl, CurrentSimNanos, self.moduleID)
+
+    m = WheelCommandWriter()
+    m.ModelTag = "wheelCommandWriter"
+    return m
+
+
+def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, command_mode="segments"):
     """Run `scenario` (the parsed TOML dict) in Basilisk; return a dict of numpy arrays (see module doc).
+
+    `base_dir`: the scenario file's folder (for `[inputs] csv`). `wheels_after_spacecraft=True` adds the wheel
+    effector to the task after the spacecraft instead of before it (only to show the one-step command delay
+    that order gives; never used for the references).
+
+    `command_mode="fsw"` (a cross-check of the timing, not used for the references): instead of splitting the
+    run at the CSV times, the wheel command is written at every tick by a Python module in a second process
+    "fsw" (priority 100) below the dynamics process "proc" (priority 200), basilisk.md section 9's layout: at
+    t_k the dynamics integrate to t_k, then the module writes u(t_k) (zero-order hold of the CSV), which the
+    wheel effector reads at t_{k+1} for the step [t_k, t_{k+1}].
 
     With `record=False` no recorder or logger is attached (for timing) and only `wall_s`, `cpu_s` (process
     CPU time of `ExecuteSimulation`) and `bsk_version` are returned.
@@ -260,9 +447,18 @@ def run(scenario, *, record=True):
     save_ns = _ns(simcfg["save_dt"], "simulation.save_dt", dt_ns)
     t_end_ns = _ns(simcfg["t_end"], "simulation.t_end", dt_ns)
 
+    if command_mode not in ("segments", "fsw"):
+        raise ValueError(f"command_mode = {command_mode!r}")
+    fsw_mode = command_mode == "fsw" and bool(scenario.get("wheels"))
     sim = SimulationBaseClass.SimBaseClass()
-    proc = sim.CreateNewProcess("proc")
-    proc.addTask(sim.CreateNewTask("task", dt_ns))
+    if fsw_mode:
+        proc = sim.CreateNewProcess("proc", 200)
+        proc.addTask(sim.CreateNewTask("task", dt_ns))
+        fsw_proc = sim.CreateNewProcess("fsw", 100)
+        fsw_proc.addTask(sim.CreateNewTask("fswTask", dt_ns))
+    else:
+        proc = sim.CreateNewProcess("proc")
+        proc.addTask(sim.CreateNewTask("task", dt_ns))
 
     sc = spacecraft.Spacecraft()
     sc.ModelTag = "spacecraftBody"
@@ -306,6 +502,20 @@ def run(scenario, *, record=True):
 
     chain_states = _add_chains(sc, scenario.get("chains", []), keep)
 
+    wheels = scenario.get("wheels", [])
+    rw_eff, rw_pls = _add_wheels(sc, wheels)
+    keep += rw_pls
+    rows = read_inputs(scenario, base_dir, dt_ns, t_end_ns)
+    if rows and not wheels:
+        raise ValueError("inputs: a CSV without [[wheels]]: nothing to apply")
+    wheel_cmd = None
+    if rw_eff is not None:
+        cmd_pl = messaging.ArrayMotorTorqueMsgPayload()
+        cmd_msg = messaging.ArrayMotorTorqueMsg()
+        rw_eff.rwMotorCmdInMsg.subscribeTo(cmd_msg)
+        keep += [cmd_pl, cmd_msg]
+        wheel_cmd = (cmd_pl, cmd_msg, lambda a_ns: _wheel_command(wheels, rows, a_ns))
+
     mu = float(scenario.get("gravity", {}).get("mu", 0.0))
     if mu > 0.0:
         earth = gravityEffector.GravBodyData()
@@ -318,25 +528,38 @@ def run(scenario, *, record=True):
     unknown = set(loads) - {"pulses", *LOAD_KEYS}
     if unknown:
         raise ValueError(f"loads: unknown keys {sorted(unknown)}")
-    segments = _segments(loads, t_end_ns, dt_ns)
+    segments = _segments(loads, t_end_ns, dt_ns, extra_edges=[] if fsw_mode else [t for t, _ in rows])
+    if fsw_mode:  # the command is written by a module, not between segments
+        cmd_pl, cmd_msg, f = wheel_cmd
+        cmd_pl.motorTorque = f(0)
+        cmd_msg.write(cmd_pl)  # what the wheels read at t = 0 (for the zero-length first step)
+        writer = _fsw_command_writer(cmd_pl, cmd_msg, f)
+        sim.AddModelToTask("fswTask", writer)
+        keep.append(writer)
+        wheel_cmd = None
     ft = None
-    if any(np.any(v != 0.0) for _, seg in segments for v in seg.values()):
+    if any(np.any(v != 0.0) for _, _, seg in segments for v in seg.values()):
         ft = extForceTorque.ExtForceTorque()
         ft.ModelTag = "extForceTorque"
         sc.addDynamicEffector(ft)
 
-    # Task order: loads, spacecraft (integrates to t_k, then computes energy/momentum and the MRP switch),
-    # panels (write their messages from the post-step state), then the recorders.
+    # Task order: loads, wheels (read the command, set u_current for the step [t_{k-1}, t_k]), spacecraft
+    # (integrates to t_k, then computes energy/momentum and the MRP switch), panels (write their messages from
+    # the post-step state), then the recorders.
     if ft is not None:
         sim.AddModelToTask("task", ft)
+    if rw_eff is not None and not wheels_after_spacecraft:
+        sim.AddModelToTask("task", rw_eff)
     sim.AddModelToTask("task", sc)
+    if rw_eff is not None and wheels_after_spacecraft:
+        sim.AddModelToTask("task", rw_eff)
     for e in panels:
         sim.AddModelToTask("task", e)
     for e, _, _ in chain_states:
         sim.AddModelToTask("task", e)
 
     if not record:
-        wall, cpu = _execute(sim, ft, segments)
+        wall, cpu = _execute(sim, ft, segments, wheel_cmd)
         return {
             "wall_s": np.asarray(wall),
             "cpu_s": np.asarray(cpu),
@@ -375,18 +598,25 @@ def run(scenario, *, record=True):
                 )
         chain_log = pythonVariableLogger.PythonVariableLogger(fns, save_ns)
         sim.AddModelToTask("task", chain_log)
+    rw_recs = []
+    if rw_eff is not None:
+        rw_recs = [rw_eff.rwSpeedOutMsg.recorder(save_ns)] + [
+            rw_eff.rwOutMsgs[i].recorder(save_ns) for i in range(len(wheels))
+        ]
+        for r in rw_recs:
+            sim.AddModelToTask("task", r)
     em_names = ["totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"]
     em_log = sc.logger(em_names, save_ns)
     sim.AddModelToTask("task", em_log)
 
-    wall, cpu = _execute(sim, ft, segments)
+    wall, cpu = _execute(sim, ft, segments, wheel_cmd)
 
     # --- collect and check the sample times
     times = np.asarray(st_rec.times(), dtype=np.int64)
     expected = np.arange(0, t_end_ns + 1, save_ns, dtype=np.int64)
     for name, rec_t in [("scStateOutMsg", times), ("logger", np.asarray(em_log.times(), dtype=np.int64))] + [
         (f"panel {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(th_recs + cfg_recs)
-    ]:
+    ] + [(f"wheel recorder {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(rw_recs)]:
         if rec_t.shape != expected.shape or np.any(rec_t != expected):
             raise RuntimeError(f"{name} recorder sample times do not match k*save_dt: {rec_t[:5]}...")
     T, N = len(expected), len(panels)
@@ -432,6 +662,12 @@ def run(scenario, *, record=True):
         thd = [out["thetaDot"]] + [np.asarray(getattr(chain_log, f"c{j}_thetaDot")).reshape(T, -1)
                                    for j in range(len(chain_states))]
         out["theta"], out["thetaDot"] = np.concatenate(th, 1), np.concatenate(thd, 1)
+    if rw_recs:
+        W = len(wheels)
+        out["Omega"] = np.asarray(rw_recs[0].wheelSpeeds, dtype=float).reshape(T, -1)[:, :W].copy()
+        out["rw_u_current"] = np.stack(
+            [np.asarray(r.u_current, dtype=float).reshape(T) for r in rw_recs[1:]], axis=1
+        )
     for k in ("r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N", "sigma_BN", "omega_BN_B"):
         if out[k].shape != (T, 3):
             raise RuntimeError(f"{k}: unexpected shape {out[k].shape}")
@@ -440,7 +676,7 @@ def run(scenario, *, record=True):
 
 
 def save(out, path):
-    np.savez_compressed(path, **{k: out[k] for k in OUTPUT_KEYS})
+    np.savez_compressed(path, **{k: out[k] for k in OUTPUT_KEYS + WHEEL_OUTPUT_KEYS if k in out})
 
 
 def main(argv=None):
@@ -449,11 +685,12 @@ def main(argv=None):
         print("usage: python tests/data/bsk/bsk_run.py SCENARIO.toml OUT.npz", file=sys.stderr)
         return 2
     scen = load_scenario(argv[0])
-    out = run(scen)
+    out = run(scen, base_dir=pathlib.Path(argv[0]).resolve().parent)
     save(out, argv[1])
     n_steps = round(scen["simulation"]["t_end"] / scen["simulation"]["dt"])
     print(
         f"{argv[0]} -> {argv[1]}: {len(out['t'])} samples, {out['theta'].shape[1]} panels, "
+        f"{out['Omega'].shape[1] if 'Omega' in out else 0} wheels, "
         f"{n_steps} steps, wall {float(out['wall_s']):.4f} s, MRP switches {int(out['mrp_switch_count'])}, "
         f"bsk {out['bsk_version']}"
     )
