@@ -4,11 +4,18 @@ angular momentum with the wheels' terms as Basilisk defines them), the momentum 
 scenario file's round trip and refusals."""
 
 import copy
+import dataclasses
+import json
+import math
+import os
 
+import _basilisk
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tomli_w
+from conftest import DATA
 
 import jaxhinge as jh
 
@@ -122,3 +129,118 @@ def test_modes_with_wheels_are_refused_until_the_gyroscopic_terms_are_linearised
     in one line instead of silently ignoring the wheels."""
     with pytest.raises(jh.ScenarioError, match=r"^wheels: linear modes of a spacecraft with reaction wheels"):
         jh.modes(jh.scenario_from_dict(_with_wheels()))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Basilisk's own wheel tests (tests/data/bsk/rw_unit_tests.json: truth values copied from the test files, with
+# their tolerances; the same scenarios run in bsk 2.12.1 in tests/data/bsk/rw_unit/*.npz)
+# ------------------------------------------------------------------------------------------------------------
+
+RW_UNIT = json.load(open(os.path.join(DATA, "bsk", "rw_unit_tests.json")))["cases"]
+
+
+@pytest.mark.parametrize("case", RW_UNIT, ids=[c["name"] for c in RW_UNIT])
+def test_basilisks_own_wheel_tests(case):
+    """integrated BalancedWheels (final position and attitude, truths at Basilisk's 1e-7; conservation), the BOE
+    spin-up (closed form at Basilisk's 1e-8), ConfigureRWRequests saturation (u_current exactly); and the same runs
+    against bsk 2.12.1 at the per-quantity tolerances of tests/_basilisk.py (round-off)."""
+    s = jh.load_scenario(os.path.join(DATA, "bsk", case["scenario"]))
+    tr = jh.simulate(s)
+    assert bool(tr.success)
+    ref = np.load(os.path.join(DATA, "bsk", case["reference_npz"]))
+    keys = [k for k in (*_basilisk.KEYS, "Omega") if k in ref.files]
+    worst = _basilisk.worst({k: getattr(tr, k) for k in keys}, {k: ref[k] for k in keys})
+    assert max(worst.values()) <= 1.0, {k: f"{v:.2g}" for k, v in worst.items()}
+    truth = case["truth"]
+    if "final_r_BN_N" in truth:
+        for key, got in (("final_r_BN_N", tr.r_BN_N[-1]), ("final_sigma_BN", tr.sigma_BN[-1])):
+            want = np.asarray(truth[key]["value"])
+            assert np.max(np.abs(np.asarray(got) - want) / np.abs(want)) <= truth[key]["tolerance"], key
+        for key in ("totOrbAngMomPntN_N", "totRotAngMomPntC_N", "totOrbEnergy"):  # Basilisk: 1e-10, per component
+            x = np.asarray(getattr(tr, key))
+            assert np.max(np.abs(x[-1] - x[0]) / np.maximum(np.abs(x[0]), 1e-300)) <= truth["conservation"]["tolerance"]
+    if "formulas" in truth:  # BOE: omega_3, theta = 4 atan(sigma_3), Omega at the listed times
+        t = np.asarray(tr.t)
+        for row in truth["values"]:
+            k = int(round(row["t"] / 0.1))
+            assert abs(t[k] - row["t"]) < 1e-9
+            got = {"omega_BN_B_3": float(tr.omega_BN_B[k, 2]), "theta": 4 * math.atan(float(tr.sigma_BN[k, 2])),
+                   "Omega": float(tr.Omega[k, 0])}
+            for q in ("omega_BN_B_3", "theta", "Omega"):
+                assert abs(got[q] - row[q]) <= truth["tolerance"] * abs(row[q]), (row["t"], q)
+    if "u_current" in truth:
+        np.testing.assert_array_equal(np.asarray(tr.u_current)[-1], truth["u_current"])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Recorded inputs
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _csv(path, t, cols):
+    lines = ["t," + ",".join(cols)] + [",".join(repr(float(x)) for x in row) for row in zip(t, *cols.values())]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "tsit5"])
+def test_recorded_inputs_equal_pulses(tmp_path, integrator):
+    """A torque about b2 from 0.5 s to 1.2 s and a wheel command switched at 0.8 s, recorded (zero-order hold)
+    and given as pulses / a JAX function: rk4 equal to 1e-14 (the same arithmetic, loads held from each step
+    start); tsit5 to 1e-10 relative (both step onto the same edges, but the controllers see different jump lists,
+    so the step sequences differ within rtol = 1e-12: measured 2e-12)."""
+    d = _with_wheels()
+    d["simulation"].update(t_end=2.0, save_dt=0.1, integrator=integrator, dt=0.001, rtol=1e-12, atol=1e-14)
+    _csv(tmp_path / "in.csv", [0.0, 0.5, 0.8, 1.2, 2.0],
+         {"extTorquePntB_B_2": [0.0, 0.3, 0.3, 0.0, 0.0], "u_rw2": [0.01, 0.01, -0.02, -0.02, -0.02]})
+    rec = copy.deepcopy(d)
+    rec["inputs"] = {"csv": "in.csv", "hold": "zoh"}
+    (tmp_path / "rec.toml").write_text(tomli_w.dumps(rec))
+    a = jh.simulate(jh.load_scenario(tmp_path / "rec.toml"))
+    d["loads"]["pulses"] = [{"t_start": 0.5, "t_end": 1.2, "extTorquePntB_B": [0.0, 0.3, 0.0]},
+                            {"t_start": 0.8, "t_end": 2.0, "extTorquePntB_B": [0.0, 0.0, 0.0]}]  # 0.8: a jump time too
+    base = jh.scenario_from_dict(d)
+    u_fn = lambda t: jnp.array([0.0, jnp.where(t >= 0.8, -0.02, 0.01), 0.0, 0.0])  # noqa: E731
+    b = jh.simulate(dataclasses.replace(base, loads=dataclasses.replace(base.loads, wheel_u_fn=u_fn)))
+    for key in ("omega_BN_B", "sigma_BN", "theta", "Omega", "u_current"):
+        x, y = np.asarray(getattr(a, key)), np.asarray(getattr(b, key))
+        tol = 1e-14 if integrator == "rk4" else 1e-10
+        np.testing.assert_allclose(x, y, rtol=0, atol=tol * max(np.abs(y).max(), 1e-300), err_msg=key)
+    assert np.asarray(a.u_current)[8, 1] == -0.02 and np.asarray(a.u_current)[7, 1] == 0.01
+
+
+def test_recorded_inputs_linear_hold_equals_interpolating_function(tmp_path):
+    """`hold = "linear"`: the same run as a JAX function interpolating the samples (rk4: loads sampled at each
+    step start), to 1e-14."""
+    d = _with_wheels()
+    d["simulation"].update(t_end=1.0, save_dt=0.1, integrator="rk4", dt=0.001)
+    ts, us = [0.0, 0.3, 1.0], [0.0, 0.03, -0.01]
+    _csv(tmp_path / "in.csv", ts, {"u_rw1": us})
+    rec = copy.deepcopy(d)
+    rec["inputs"] = {"csv": "in.csv", "hold": "linear"}
+    (tmp_path / "rec.toml").write_text(tomli_w.dumps(rec))
+    a = jh.simulate(jh.load_scenario(tmp_path / "rec.toml"))
+    base = jh.scenario_from_dict(d)
+    u_fn = lambda t: jnp.array([jnp.interp(t, jnp.array(ts), jnp.array(us)), 0.0, 0.0, 0.0])  # noqa: E731
+    b = jh.simulate(dataclasses.replace(base, loads=dataclasses.replace(base.loads, wheel_u_fn=u_fn)))
+    for key in ("omega_BN_B", "Omega", "u_current"):
+        x, y = np.asarray(getattr(a, key)), np.asarray(getattr(b, key))
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-14 * np.abs(y).max(), err_msg=key)
+    np.testing.assert_allclose(np.asarray(a.u_current)[:, 0], np.interp(np.asarray(a.t), ts, us), atol=1e-15)
+
+
+@pytest.mark.parametrize("rows, match", [
+    ("t,u_rw1\n0.0,0.1\n1.0,0.2\n", r"in\.csv: t = 0\.0 \.\. 1\.0 s: the record must cover the run, \[0, 2\.0\] s"),
+    ("t,u_rw1\n0.0,0.1\n1.5,0.2\n1.0,0.3\n2.0,0.0\n", r"in\.csv:4: t = 1\.0: must increase \(after t = 1\.5 at line 3\)"),
+    ("t,u_rw9\n0.0,0.1\n2.0,0.2\n", r"in\.csv:1: unknown input column 'u_rw9' \(did you mean 'u_rw\d'\?\); allowed: extForce_B_1, "),
+    ("t,u_rw1\n0.0,abc\n2.0,0.2\n", r"in\.csv:2: u_rw1 = 'abc': not a number"),
+])
+def test_bad_input_records_are_refused(tmp_path, rows, match):
+    """A record that does not cover [0, t_end], a non-increasing t, an unknown column, a non-number: one line
+    naming the file, the line, the value and the rule, before anything is built."""
+    d = _with_wheels()
+    d["simulation"].update(t_end=2.0, save_dt=0.1, integrator="rk4", dt=0.001)
+    d["inputs"] = {"csv": "in.csv"}
+    (tmp_path / "in.csv").write_text(rows)
+    (tmp_path / "s.toml").write_text(tomli_w.dumps(d))
+    with pytest.raises(jh.ScenarioError, match=match):
+        jh.load_scenario(tmp_path / "s.toml")

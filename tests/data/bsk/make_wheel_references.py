@@ -195,7 +195,7 @@ def spacecraft(damped):
 
 def wheels_mixed():
     scen = spacecraft(damped=True)
-    scen["wheels"] = wheels(U1)
+    scen["wheels"] = wheels([0.0] * 4)  # the commands are all in the [inputs] CSV (jaxhinge adds u and the CSV)
     rows = [(0.0, U1), (T_SWITCH, U2), (T_END, U2)]
     return scen, rows
 
@@ -495,7 +495,7 @@ def _scen_balanced():
             "gsHat_B": axes[i],
             "Js": HR16_JS,
             "Omega": rpm[i] * RPM,
-            "u": u0[i],
+            "u": 0.0,  # the commands are in the [inputs] CSV (jaxhinge adds u and the CSV)
             "u_max": 0.2,
         }
         for i in range(3)
