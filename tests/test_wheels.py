@@ -244,3 +244,27 @@ def test_bad_input_records_are_refused(tmp_path, rows, match):
     (tmp_path / "s.toml").write_text(tomli_w.dumps(d))
     with pytest.raises(jh.ScenarioError, match=match):
         jh.load_scenario(tmp_path / "s.toml")
+
+
+def test_wheel_parameters_in_the_registry(tmp_path):
+    """`rw<i>.Js`, `.Omega` (initial speed), `.u`, `.u_max`, `.cViscous`, `.fCoulomb` are registry parameters:
+    set by `apply_parameters`, swept by `simulate_batch` (member m applies its own command), differentiated
+    (d Omega(t_end) / d Js by reverse mode equals a central difference to 1e-5: truncation and rounding of the
+    difference). A wheel may not take a panel's name (the names would be ambiguous)."""
+    d = _with_wheels(u=0.01)
+    d["simulation"].update(t_end=1.0, save_dt=0.1, integrator="rk4", dt=0.001)
+    s = jh.scenario_from_dict(d)
+    assert {"rw1.Js", "rw1.Omega", "rw1.u", "rw1.u_max", "rw1.cViscous", "rw1.fCoulomb"} <= set(jh.parameter_names(s))
+    s2 = jh.apply_parameters(s, {"rw1.Js": 0.2, "rw2.Omega": 50.0, "rw3.u": -0.05})
+    assert float(s2.spacecraft.wheels.Js[0]) == 0.2 and float(s2.initial.OmegaInit[1]) == 50.0
+    assert float(s2.spacecraft.wheels.u[2]) == -0.05
+    batch = jh.simulate_batch(s, {"rw1.u": np.array([0.0, 0.01, 0.02])})
+    np.testing.assert_array_equal(np.asarray(batch.u_current)[:, -1, 0], [0.0, 0.01, 0.02])
+    f = lambda Js: jh.simulate(jh.apply_parameters(s, {"rw1.Js": Js})).Omega[-1, 0]  # noqa: E731
+    h = 1e-4
+    fd = (f(0.159 + h) - f(0.159 - h)) / (2 * h)
+    assert abs(float(jax.grad(f)(0.159)) - float(fd)) <= 1e-5 * abs(float(fd))
+    bad = copy.deepcopy(d)
+    bad["wheels"][0]["name"] = "p0"
+    with pytest.raises(jh.ScenarioError, match=r'wheels\[0\]\.name = "p0": already the name of panels\[0\]'):
+        jh.scenario_from_dict(bad)

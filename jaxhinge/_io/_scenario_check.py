@@ -445,7 +445,7 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
     raw_wheels = _unwrap(data.get("wheels", []))
     if not isinstance(raw_wheels, list):
         raise ck.bad("wheels", raw_wheels, f"must be an array of tables ([[wheels]] in TOML), got {_kind(raw_wheels)}")
-    wheels = _check_wheels(ck, raw_wheels) if raw_wheels else None
+    wheels = _check_wheels(ck, raw_wheels, taken) if raw_wheels else None
     inputs = None
     if "inputs" in data:
         table = ck.table(data["inputs"], "inputs", "[inputs]")
@@ -459,7 +459,7 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
     return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains, wheels, inputs)
 
 
-def _check_wheels(ck: _Checker, raw: list) -> dict[str, Any]:
+def _check_wheels(ck: _Checker, raw: list, panels: Mapping[str, str]) -> dict[str, Any]:
     """The `[[wheels]]` tables (Basilisk `BalancedWheels`): names unique (default `rw<index+1>`), a unit spin axis,
     `Js` > 0, friction >= 0; `Omega` (initial speed), `u`, `u_max` any finite number."""
     taken: dict[str, str] = {}
@@ -468,6 +468,9 @@ def _check_wheels(ck: _Checker, raw: list) -> dict[str, Any]:
         where = f"wheels[{i}]"
         table = ck.table(table, where, "[[wheels]]")
         name = _check_name(ck, table, where, f"rw{i + 1}", taken, "wheel")
+        if name in panels:
+            raise ck.bad(f"{where}.name", name, f"already the name of {panels[name]}; parameter names (\"{name}.Js\") "
+                         "need wheel and panel names to differ")
         label = f"{where} ({_toml_str(name)})"
         ck.keys(table, label, _WHEEL_KEYS, _WHEEL_REQUIRED, _ALIASES["wheel"])
         gs = ck.array(table["gsHat_B"], f"{label}.gsHat_B", (3,))

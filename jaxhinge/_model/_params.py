@@ -1,8 +1,9 @@
 r"""The parameter registry: one name, unit, kind, scale and component convention for every field, used by every
 file format and API (dispersions and sweeps, sensitivities, modal fits, telemetry fits).
 
-**Names.** `"<panel name>.<field>"` (any panel, single or in a chain, e.g. `"p0.k"`, `"wing_2.c"`) and
-`"hub.<field>"` (hub parameters and the initial conditions, e.g. `"hub.mHub"`, `"hub.omega_BN_BInit"`, as in
+**Names.** `"<panel name>.<field>"` (any panel, single or in a chain, e.g. `"p0.k"`, `"wing_2.c"`),
+`"<wheel name>.<field>"` (a reaction wheel: `"rw1.Js"`, `"rw1.Omega"` (initial speed), `"rw1.u"`, `"rw1.u_max"`,
+`"rw1.cViscous"`, `"rw1.fCoulomb"`) and `"hub.<field>"` (hub parameters and the initial conditions, e.g. `"hub.mHub"`, `"hub.omega_BN_BInit"`, as in
 the scenario file). A 3-vector field names one component with a **1-based** index, `"hub.omega_BN_BInit[3]"`
 (about $\hat b_3$; as the telemetry columns `omega_BN_B_1..3`); the bare name stands for all three.
 
@@ -99,6 +100,13 @@ FIELDS: dict[str, Field] = dict(
         _f("v_CN_NInit", "hub", "vector", "m/s", "initial system CoM velocity", scale=0.1, initial=True),
         _f("sigma_BNInit", "hub", "vector", "1 (MRP)", "initial attitude", scale=0.1, initial=True),
         _f("omega_BN_BInit", "hub", "vector", "rad/s", "initial hub rate", scale=0.01, initial=True),
+        # reaction wheels (`"<wheel>.<field>"`): Js, initial speed, constant command, torque limit, friction
+        _f("Js", "wheel", "scalar", "kg m^2", "wheel spin-axis inertia", positive=True, minimum=0.0),
+        _f("Omega", "wheel", "scalar", "rad/s", "initial wheel speed relative to the hub", scale=10.0, initial=True),
+        _f("u", "wheel", "scalar", "N m", "wheel motor torque command (constant part)", scale=0.01),
+        _f("u_max", "wheel", "scalar", "N m", "wheel motor torque limit (<= 0: none)", scale=0.01),
+        _f("cViscous", "wheel", "scalar", "N m s", "wheel viscous friction", positive=True, minimum=0.0, inclusive=True),
+        _f("fCoulomb", "wheel", "scalar", "N m", "wheel Coulomb friction", positive=True, minimum=0.0, inclusive=True),
         # sensor models of the telemetry fit (`"<column>.bias"`, `"<column>.scale"`, `"time_offset"`): a column
         # is measured as (1 + scale) * model(t + time_offset) + bias; bias is fitted in units of the column's sigma
         _f("bias", "sensor", "scalar", "the column's unit", "sensor bias of a telemetry column", scale=1.0),
@@ -109,13 +117,15 @@ FIELDS: dict[str, Field] = dict(
 )
 HUB_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "hub")
 PANEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "panel")
+WHEEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "wheel")
+_INITIAL_ATTR = {"Omega": "OmegaInit"}  # registry name -> `InitialState` attribute, where they differ
 _ROOT_ONLY = ("r_HB_B", "dcm_HB")
 _NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(-?\d+)\s*\])?\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
 class Parameter:
-    """A resolved name: `base` (`"<owner>.<field>"`), `field` (`Field`), `panel` (index, None for the hub) and
+    """A resolved name: `base` (`"<owner>.<field>"`), `field` (`Field`), `panel` (the panel's or wheel's index, None for the hub) and
     `component` (0-based index into a 3-vector, None for the whole field or a scalar). `name` is the canonical
     spelling (1-based component)."""
 
@@ -139,10 +149,13 @@ class Parameter:
 
 def parameter_names(scenario: Scenario) -> tuple[str, ...]:
     """Every base name of this scenario: `hub.<field>` and `<panel>.<field>` (chain hinge frames: roots only)."""
-    p = scenario.spacecraft.panels
+    p, w = scenario.spacecraft.panels, scenario.spacecraft.wheels
     names = [f"hub.{f}" for f in HUB_FIELDS]
     for i, nm in enumerate(p.labels):
-        names += [f"{nm}.{f}" for f in PANEL_FIELDS if f not in _ROOT_ONLY or p.parent[i] < 0]
+        names += [f"{nm}.{f}" for f in PANEL_FIELDS
+                  if (f not in _ROOT_ONLY or p.parent[i] < 0) and (f != "l" or i in p.parent)]
+    for nm in (() if w is None else w.labels):
+        names += [f"{nm}.{f}" for f in WHEEL_FIELDS]
     return tuple(names)
 
 
@@ -153,6 +166,7 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
     m = _NAME.match(name)
     p = scenario.spacecraft.panels
     labels = p.labels
+    wheel_labels = () if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
     if not m:
         raise ParameterError(f"{name!r}: not a parameter name; names are \"<panel>.<field>\" or \"hub.<field>\", "
                              "with \"[j]\" (j = 1, 2, 3) for one component of a vector")
@@ -161,18 +175,21 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
         fields, panel = HUB_FIELDS, None
     elif owner in labels:
         fields, panel = PANEL_FIELDS, labels.index(owner)
+    elif owner in wheel_labels:
+        fields, panel = WHEEL_FIELDS, wheel_labels.index(owner)
     else:
-        raise ParameterError(f"{name!r}: unknown owner {owner!r}{_did_you_mean(owner, ('hub', *labels))}; the "
-                             f"prefix must be 'hub' or a panel name ({', '.join(labels) or 'none'})")
+        raise ParameterError(f"{name!r}: unknown owner {owner!r}{_did_you_mean(owner, ('hub', *labels, *wheel_labels))}"
+                             f"; the prefix must be 'hub', a panel name ({', '.join(labels) or 'none'}) or a wheel "
+                             f"name ({', '.join(wheel_labels) or 'none'})")
     if fld not in fields:
         raise ParameterError(f"{name!r}: unknown field {fld!r}{_did_you_mean(fld, fields)}; {owner} fields are "
                              f"{', '.join(fields)}")
     field = FIELDS[fld]
-    if panel is not None and fld in _ROOT_ONLY and p.parent[panel] >= 0:
+    if fields is PANEL_FIELDS and fld in _ROOT_ONLY and p.parent[panel] >= 0:
         root = labels[int(p.topology.root[panel])]
         raise ParameterError(f"{name!r}: panel {owner!r} is hinged to panel {labels[p.parent[panel]]!r}; every "
                              f"panel of a chain shares its root's hinge frame: use \"{root}.{fld}\"")
-    if panel is not None and fld == "l" and panel not in p.parent:
+    if fields is PANEL_FIELDS and fld == "l" and panel not in p.parent:
         raise ParameterError(f"{name!r}: no panel is hinged to panel {owner!r}; l places the next panel's hinge (as "
                              "in Basilisk's nHinged effector), so it exists only where a next panel hangs")
     component = None
@@ -210,8 +227,8 @@ def _base_value(scenario: Scenario, par: Parameter):
     if f.kind == "rotation":
         return jnp.zeros(3)
     sc, init = scenario.spacecraft, scenario.initial
-    src = init if f.initial else (sc.hub if f.owner == "hub" else sc.panels)
-    v = jnp.asarray(getattr(src, f.name), dtype=float)
+    src = init if f.initial else {"hub": sc.hub, "panel": sc.panels, "wheel": sc.wheels}[f.owner]
+    v = jnp.asarray(getattr(src, _INITIAL_ATTR.get(f.name, f.name) if f.initial else f.name), dtype=float)
     return v if par.panel is None else v[par.panel]
 
 
@@ -241,7 +258,7 @@ def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
     f, i = par.field, par.panel
     value = jnp.asarray(value, dtype=float)
     if f.initial:
-        get = lambda s: getattr(s.initial, f.name)
+        get = lambda s: getattr(s.initial, _INITIAL_ATTR.get(f.name, f.name))
         old = get(scenario)
         return eqx.tree_at(get, scenario, value if i is None else old.at[i].set(value))
     if f.owner == "hub":
@@ -251,6 +268,9 @@ def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
             d = jnp.sqrt(value)
             value = old * d[:, None] * d[None, :]
         return eqx.tree_at(get, scenario, value)
+    if f.owner == "wheel":
+        get = lambda s: getattr(s.spacecraft.wheels, f.name)
+        return eqx.tree_at(get, scenario, get(scenario).at[i].set(value))
     get = lambda s: getattr(s.spacecraft.panels, f.name)
     old = get(scenario)
     p = scenario.spacecraft.panels
