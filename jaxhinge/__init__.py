@@ -20,10 +20,12 @@ _PUBLIC = {
     "Panels": ("_model._spacecraft", "Panels"),
     "PointMassGravity": ("_model._spacecraft", "PointMassGravity"),
     "Spacecraft": ("_model._spacecraft", "Spacecraft"),
+    "Wheels": ("_model._spacecraft", "Wheels"),
     "InitialState": ("_model._spacecraft", "InitialState"),
     "State": ("_model._spacecraft", "State"),
     "Loads": ("_model._loads", "Loads"),
     "Pulses": ("_model._loads", "Pulses"),
+    "Inputs": ("_model._loads", "Inputs"),
     "Scenario": ("_model._scenario", "Scenario"),
     "SimulationConfig": ("_model._scenario", "SimulationConfig"),
     "FIELDS": ("_model._params", "FIELDS"),
@@ -145,6 +147,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._io._telemetry_file import write_telemetry as write_telemetry
     from ._model._loads import Loads as Loads
     from ._model._loads import Pulses as Pulses
+    from ._model._loads import Inputs as Inputs
     from ._model._params import FIELDS as FIELDS
     from ._model._params import apply_parameters as apply_parameters
     from ._model._params import parameter_names as parameter_names
@@ -155,6 +158,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._model._spacecraft import Panels as Panels
     from ._model._spacecraft import PointMassGravity as PointMassGravity
     from ._model._spacecraft import Spacecraft as Spacecraft
+    from ._model._spacecraft import Wheels as Wheels
     from ._model._spacecraft import State as State
     from ._report._fit import plot_fit as plot_fit
     from ._report._identify import plot_identify as plot_identify

@@ -178,9 +178,9 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
     elif owner in wheel_labels:
         fields, panel = WHEEL_FIELDS, wheel_labels.index(owner)
     else:
+        wheels = f" or a wheel name ({', '.join(wheel_labels)})" if wheel_labels else ""
         raise ParameterError(f"{name!r}: unknown owner {owner!r}{_did_you_mean(owner, ('hub', *labels, *wheel_labels))}"
-                             f"; the prefix must be 'hub', a panel name ({', '.join(labels) or 'none'}) or a wheel "
-                             f"name ({', '.join(wheel_labels) or 'none'})")
+                             f"; the prefix must be 'hub' or a panel name ({', '.join(labels) or 'none'}){wheels}")
     if fld not in fields:
         raise ParameterError(f"{name!r}: unknown field {fld!r}{_did_you_mean(fld, fields)}; {owner} fields are "
                              f"{', '.join(fields)}")
