@@ -81,8 +81,13 @@ def cmd_simulate(args) -> int:
             f"{failure_reason(int(traj.result), scenario)}. Nothing was written."
         )
     out = traj.as_dict()
-    writers = {args.out: lambda f: np.savez(f, panel_names=np.array(names, dtype=str), **out),
-               args.plot: lambda f: plot_trajectory(out, names, f, title=os.path.basename(path), fmt=_fmt(args.plot))}
+    wheel_names = None if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
+    labels = {"panel_names": np.array(names, dtype=str)}
+    if wheel_names is not None:
+        labels["wheel_names"] = np.array(wheel_names, dtype=str)
+    writers = {args.out: lambda f: np.savez(f, **labels, **out),
+               args.plot: lambda f: plot_trajectory(out, names, f, title=os.path.basename(path), fmt=_fmt(args.plot),
+                                                    wheel_names=wheel_names)}
     for w in write_output_files(".", {k: v for k, v in writers.items() if k}):  # both or neither
         _log(f"jaxhinge: wrote {os.path.relpath(w)}")
     print("\n".join(simulate_report_lines(path, traj, names, wall)))

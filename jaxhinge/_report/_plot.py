@@ -40,11 +40,23 @@ def legend_outside(ax, **kw) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0, **kw)
 
 
-def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None) -> None:
-    """Hinge angles, hub rates, and energy/momentum drift of a trajectory dict (`Trajectory.as_dict()`)."""
+def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None,
+                    wheel_names=None) -> None:
+    """Hinge angles, hub rates, the wheels' speed changes (with wheels), and energy/momentum drift of a trajectory
+    dict (`Trajectory.as_dict()`)."""
     plt = pyplot()
     t = traj["t"]
-    fig, (ax_theta, ax_rate, ax) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+    wheels = traj.get("Omega") is not None and np.shape(traj["Omega"])[-1] > 0
+    fig, axes = plt.subplots(4 if wheels else 3, 1, figsize=(10, 11.5 if wheels else 9), sharex=True)
+    ax_theta, ax_rate, ax = axes[0], axes[1], axes[-1]
+    if wheels:  # the speed change of each wheel (their speeds are hundreds of rad/s)
+        ax_w = axes[2]
+        names = wheel_names if wheel_names is not None else [f"rw{j + 1}" for j in range(traj["Omega"].shape[-1])]
+        for j, name in enumerate(names):
+            ax_w.plot(t, traj["Omega"][:, j] - traj["Omega"][0, j], label=f"{name} ({traj['Omega'][0, j]:.0f} rad/s at 0)")
+        ax_w.set_ylabel("wheel speed change\nOmega - Omega(0) [rad/s]")
+        legend_outside(ax_w)
+        ax_w.grid(alpha=0.3)
     for i, name in enumerate(panel_names):
         ax_theta.plot(t, np.degrees(traj["theta"][:, i]), label=name)
     ax_theta.set_ylabel("hinge angle theta [deg]")

@@ -122,13 +122,19 @@ def relative_drift(x: np.ndarray, extra: float = 0.0) -> np.ndarray:
 def conserved(scenario: Scenario) -> tuple[str, ...]:
     """The outputs `scenario`'s physics conserves. With no external load (constant, pulse or function; gravity
     is part of the model): the orbital energy (with the gravity potential), the orbital momentum about N and the
-    rotational momentum about C (springs, dampers and motors act inside the spacecraft); the rotational energy
-    (springs included) too when no hinge has damping (`c = 0`) or motor torque. With external loads: none."""
-    L, p = scenario.loads, scenario.spacecraft.panels
+    rotational momentum about C (springs, dampers, hinge and wheel motors and wheel friction act inside the
+    spacecraft); the rotational energy (springs and wheels included) too when no hinge has damping (`c = 0`) or
+    motor torque and no wheel has a motor torque or friction. With external loads (recorded ones included): none."""
+    L, p, w = scenario.loads, scenario.spacecraft.panels, scenario.spacecraft.wheels
     vectors = (L.extForce_B, L.extForce_N, L.extTorquePntB_B) + (
         () if L.pulses is None else (L.pulses.extForce_B, L.pulses.extForce_N, L.pulses.extTorquePntB_B))
-    if any(f is not None for f in (L.extForce_B_fn, L.extForce_N_fn, L.extTorquePntB_B_fn)) or any(
+    loaded = L.inputs is not None and any(i >= 0 for idx in L.inputs.targets[:3] for i in idx)
+    if loaded or any(f is not None for f in (L.extForce_B_fn, L.extForce_N_fn, L.extTorquePntB_B_fn)) or any(
             np.any(np.asarray(v) != 0) for v in vectors):
         return ()
-    passive = L.motorTorque_fn is None and not np.any(np.asarray(p.c) != 0) and not np.any(np.asarray(p.motorTorque))
+    driven = L.inputs is not None and any(i >= 0 for idx in L.inputs.targets[3:] for i in idx)
+    wheels_active = w is not None and (L.wheel_u_fn is not None or any(
+        np.any(np.asarray(getattr(w, k)) != 0) for k in ("u", "cViscous", "fCoulomb")))
+    passive = (L.motorTorque_fn is None and not np.any(np.asarray(p.c) != 0) and not np.any(np.asarray(p.motorTorque))
+               and not driven and not wheels_active)
     return ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N") + ("totRotEnergy",) * passive
