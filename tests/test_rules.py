@@ -15,7 +15,6 @@ import jaxhinge as jh
 from jaxhinge._analysis._batch import check_dispersions
 from jaxhinge._simulation._trajectory import INVALID_MODEL
 
-pytestmark = pytest.mark.xdist_group("rules")
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from conftest import DATA
 
 import jaxhinge as jh
 
-pytestmark = pytest.mark.xdist_group("wheels")
 
 BETA = np.deg2rad(54.7356)  # pyramid elevation
 PYRAMID = [[float(np.cos(BETA) * np.cos(a)), float(np.cos(BETA) * np.sin(a)), float(np.sin(BETA))]
