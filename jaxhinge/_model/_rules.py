@@ -103,6 +103,19 @@ def rigid_body_problem(bodies: Sequence[tuple[str, float, str, np.ndarray]],
     return None
 
 
+def _scalar_problem(names, key: str, values, rule: str, unit: str) -> tuple[str, float, str] | None:
+    """The first of per-body `values` that is not finite or breaks `rule` ("> 0" or ">= 0"): `(<name>.<key>,
+    value, rule in words)`, or None."""
+    v = np.asarray(values, dtype=float).reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(v))
+    if bad.size:
+        return f"{names[bad[0]]}.{key}", float(v[bad[0]]), "must be a finite number (nan and inf are not allowed)"
+    bad = np.flatnonzero(~((v > 0) if rule == "> 0" else (v >= 0)))
+    if bad.size:
+        return f"{names[bad[0]]}.{key}", float(v[bad[0]]), f"must be {rule} ({unit})"
+    return None
+
+
 def _has_child(parent: Sequence[int]) -> np.ndarray:
     child = np.zeros(len(parent), bool)
     for p in parent:
@@ -133,14 +146,9 @@ def panels_problems(panels) -> tuple[str, object, str] | None:
     child = _has_child(panels.parent)
     scalars = (("mass", "> 0", "kg"), ("d", "> 0", "m"), ("k", ">= 0", "N m/rad"), ("c", ">= 0", "N m s/rad"))
     for key, rule, unit in scalars:
-        v = np.asarray(getattr(panels, key), dtype=float)
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:
-            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), "must be a finite number (nan and inf are not allowed)"
-        ok = (v > 0) if rule == "> 0" else (v >= 0)
-        bad = np.flatnonzero(~ok)
-        if bad.size:
-            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), f"must be {rule} ({unit})"
+        p = _scalar_problem(names, key, getattr(panels, key), rule, unit)
+        if p is not None:
+            return p
     l = np.asarray(panels.l, dtype=float)
     for j in range(panels.count):
         if child[j] and not (np.isfinite(l[j]) and l[j] > 0):
@@ -178,14 +186,9 @@ def wheels_problems(wheels) -> tuple[str, object, str] | None:
             return f"{names[j]}.gsHat_B", g[j], f"must be a unit vector (its norm is {norm:.12g}): the spin axis in B"
     for key, rule, unit in (("Js", "> 0", "kg m^2"), ("cViscous", ">= 0", "N m s"), ("fCoulomb", ">= 0", "N m"),
                             ("omegaLimitCycle", "> 0", "rad/s")):
-        v = np.asarray(getattr(wheels, key), dtype=float).reshape(-1)
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:
-            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), "must be a finite number (nan and inf are not allowed)"
-        ok = (v > 0) if rule == "> 0" else (v >= 0)
-        bad = np.flatnonzero(~ok)
-        if bad.size:
-            return f"{names[bad[0]]}.{key}", float(v[bad[0]]), f"must be {rule} ({unit})"
+        p = _scalar_problem(names, key, getattr(wheels, key), rule, unit)
+        if p is not None:
+            return p
     for key in ("u", "u_max"):
         v = np.asarray(getattr(wheels, key), dtype=float).reshape(-1)
         bad = np.flatnonzero(~np.isfinite(v))
