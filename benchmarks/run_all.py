@@ -13,7 +13,8 @@ Rows, by letter (every benchmark script is one or more of them; each script also
 - (h) CLI runs, first against later, fresh cache folder (`bench_cli.py`);
 - (f) steps for a given energy drift, rk4 against the adaptive integrators (`bench_drift.py`);
 - (g) XLA:CPU options A/B/C, each setting in its own processes (`bench_codegen.py`);
-- (t) the long-record telemetry study (`bench_telemetry.py`).
+- (t) the long-record telemetry study (`bench_telemetry.py`);
+- (w) four reaction wheels: one trajectory with and without them, Basilisk with them (here: `wheel_trajectory`).
 
 By default every row but (g) and (t), which take longest (`--only g,t` runs them; `--only abcdefghimt` all).
 `--write-md` also replaces the measured table between the markers of benchmarks/RESULTS.md (the text around it
@@ -54,7 +55,7 @@ from _common import (
     write_json,
 )
 
-DEFAULT = "abcdefhim"
+DEFAULT = "abcdefhimw"
 ALL = DEFAULT + "gt"
 
 
@@ -73,6 +74,36 @@ def single_trajectory(quick=False):
     return [
         row("(a) seed scenario 10 s rk4 dt=1 ms, one trajectory", t, tb, "s", note),
         row("(a) per step", t / n * 1e6, None if tb is None else tb / n * 1e6, "us"),
+    ]
+
+
+def wheel_trajectory(quick=False):
+    """(w) The seed scenario with four balanced reaction wheels in a pyramid (constant motor torques), 10 s, rk4
+    at 1 ms: per-step cost against the same run without wheels (both jaxhinge, same process), and Basilisk with
+    the wheels in the same run."""
+    import jax
+    import numpy as np
+
+    import jaxhinge as jh
+
+    sc = seed_scenario(t_end=10.0, dt=0.001)
+    d = jh.scenario_to_dict(sc)
+    s3 = 1.0 / np.sqrt(3.0)
+    axes = [[s3, s3, s3], [-s3, s3, s3], [-s3, -s3, s3], [s3, -s3, s3]]
+    d["wheels"] = [{"name": f"rw{i + 1}", "gsHat_B": g, "Js": 0.159, "Omega": om, "u": u, "u_max": 0.2}
+                   for i, (g, om, u) in enumerate(zip(axes, [400.0, -300.0, 500.0, -600.0], [0.01, -0.02, 0.03, 0.0]))]
+    sw = jh.scenario_from_dict(d)
+    n = 10000
+    _, _, f = compile_time(jax.jit(jax.tree_util.Partial(_sim)), sc)
+    _, _, fw = compile_time(jax.jit(jax.tree_util.Partial(_sim)), sw)
+    reps = 5 if quick else 10
+    t, tw = timeit(lambda: f(sc), repeats=reps), timeit(lambda: fw(sw), repeats=reps)
+    tb, _ = basilisk_time(sw, repeats=2 if quick else 5)
+    return [
+        row("(w) per step, four wheels / none (ratio = with / without)", tw / n * 1e6, t / n * 1e6, "us",
+            "reference column: the same run without wheels"),
+        row("(w) four wheels, one trajectory 10 s rk4 dt=1 ms (Basilisk with the wheels)", tw, tb, "s",
+            "" if tb is not None else "Basilisk not importable"),
     ]
 
 
@@ -108,6 +139,8 @@ def main(argv=None):
     if "a" in only:
         section("(a) single trajectory", r := single_trajectory(quick))
         ours["one"] = r[0]["jaxhinge"]
+    if "w" in only:
+        section("(w) reaction wheels", wheel_trajectory(quick))
     if "b" in only:
         bsk10, _ = basilisk_time(seed_scenario(t_end=10.0), repeats=2) if have_basilisk() else (None, None)
         section("(b) batch", r := bench_batch.run(quick, members=256 if quick else 1024, bsk_single=bsk10))
