@@ -220,7 +220,7 @@ def fit(
     reach_rtol: float = 1e-6,
     ident_rtol: float = 1e-6,
     warn_rtol: float = 1e-2,
-    check: bool = True,
+    check: bool | None = None,
     progress: Callable[[str], None] | None = None,
     fea: FeaModes | None = None,
     fea_modes: Sequence[int] | None = None,
@@ -246,7 +246,8 @@ def fit(
     - `reach_rtol`: relative frequency error below which the targets count as reached.
     - `ident_rtol`, `warn_rtol`: singular-value ratios below which a parameter combination is reported as
       undetermined or poorly determined (`jaxhinge._analysis._lsq_analysis.analyse`).
-    - `check`: simulate the fitted model and measure its frequencies (`measure_modes`).
+    - `check`: simulate the fitted model and measure its frequencies (`measure_modes`); default: yes, except
+      with reaction wheels (whose modes `measure_modes` does not start; `True` with wheels is refused).
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.
     - `fea`: FEA modes (`read_fea`) instead of `targets_hz` (pass `None` there): each model mode is paired with
       an FEA mode by `pair_modes` (effective-mass MAC and frequency), or by hand with `mode_numbers` (model)
@@ -266,6 +267,11 @@ def fit(
     _check_settings(scenario, boundary, solver, max_steps, rtol=rtol, atol=atol, learning_rate=learning_rate,
                     reach_rtol=reach_rtol, ident_rtol=ident_rtol, warn_rtol=warn_rtol,
                     frequency_sigma=frequency_sigma, damping_sigma=damping_sigma)
+    check = scenario.spacecraft.wheels is None if check is None else check
+    if check and scenario.spacecraft.wheels is not None:
+        raise FitError("check = True: the independent check (measure_modes) starts modes of a spacecraft without "
+                       "reaction wheels; with wheels, fit with check = False (modes() is checked against the "
+                       "simulator's Jacobian in the tests)", field="check", value=check)
     tg = _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
                   effective_mass_sigma)
     pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say)

@@ -106,6 +106,10 @@ def parse_free(
             what = " to ".join(f"{m[0].name if len(m) == 1 else m[0].base} [{m[0].unit}]" for m in members)
             raise FitError(f"{where} = {entry!r}: cannot tie {what}: only the same field (one number each) can be "
                            "tied, e.g. \"p0.k = p1.k\"", field=where)
+        if any(m[0].base == "inputs.time_offset" for m in members) and scenario.loads.inputs.hold == "zoh":
+            raise FitError(f"{where} = {entry!r}: the recorded inputs are held (hold = \"zoh\"), so a time shift "
+                           "changes them in steps, with zero derivative between: a gradient fit cannot move it; "
+                           "give them hold = \"linear\" to fit inputs.time_offset", field=where)
         for j in range(len(members[0])):
             targets = [m[j] for m in members]
             for t in targets:

@@ -7,6 +7,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from .._errors import ScenarioError
 from .._model._loads import Loads
 from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import InitialState, Spacecraft
@@ -107,6 +108,10 @@ def measure_modes(
     **Returns:** a `ModeMeasurement` (NumPy arrays; host function, not differentiable).
     """
     check_boundary(boundary)
+    if _spacecraft_of(model).wheels is not None:
+        raise ScenarioError.fail(None, "wheels", "measure_modes starts the modes of a spacecraft without reaction "
+                                 "wheels; with wheels, use modes() (the tests check it against a "
+                                 "finite-difference Jacobian of the simulator)")
     sc = _rest_spacecraft(_spacecraft_of(model))
     m = modes(sc, boundary)
     n = sc.panels.count

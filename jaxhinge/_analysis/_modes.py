@@ -41,8 +41,11 @@ from ._linearize import (
     _spacecraft_of,
     body_jacobians,
     check_boundary,
+    linear_matrices,
     mass_matrix,
     reduced_matrices,
+    structure,
+    wheel_speeds,
 )
 
 _CLUSTER_RTOL = 1e-8  # poles closer than this (relative to the largest |lambda|) form one cluster
@@ -93,17 +96,25 @@ def _eigvals(a):
 
 
 def _poles_in_program(Kt, Ct):
-    """Poles ordered as mode pairs, their derivative projectors, the matched undamped mode, overdamped flags.
-
-    Every mode is a pair of poles: a pole with $\\mathrm{Im} > 0$ and its conjugate (LAPACK returns conjugate
-    pairs exactly), or two real poles, paired by the undamped mode they overlap most when each undamped mode
-    gets exactly two, else adjacent in value. Modes are matched to undamped modes by maximum total overlap
-    (`assignment`) and ordered by ascending $|\\lambda|$, ties by the undamped frequency."""
+    r"""Poles ordered as mode pairs, their derivative projectors, the matched undamped mode, overdamped flags
+    (`_pair_poles`) of $\lambda^2 I + \lambda\tilde C + \tilde K$."""
     n = Kt.shape[-1]
     eye = jnp.eye(n, dtype=Kt.dtype)
     lam = _eigvals(jnp.block([[jnp.zeros_like(Kt), eye], [-Kt, -Ct]]))
     w2, phi = jnp.linalg.eigh(0.5 * (Kt + Kt.T))
     proj, overlap = _pole_clusters(lam, Kt, Ct, phi)
+    return _pair_poles(lam, proj, overlap, w2)
+
+
+def _pair_poles(lam, proj, overlap, w2):
+    r"""Group $2n$ poles into $n$ modes and match them to the $n$ undamped modes (`overlap`: pole x undamped
+    mode; `w2`: a value per undamped mode that breaks ties in the order).
+
+    Every mode is a pair of poles: a pole with $\mathrm{Im} > 0$ and its conjugate (LAPACK returns conjugate
+    pairs exactly), or two real poles, paired by the undamped mode they overlap most when each undamped mode
+    gets exactly two, else adjacent in value. Modes are matched to undamped modes by maximum total overlap
+    (`assignment`) and ordered by ascending $|\lambda|$, ties by `w2`."""
+    n = w2.shape[-1]
     tol_im = _IMAG_RTOL * jnp.maximum(jnp.max(jnp.abs(lam)), 1e-300)
     upper, real = jnp.imag(lam) > tol_im, jnp.abs(jnp.imag(lam)) <= tol_im
 
@@ -150,6 +161,81 @@ def damped_poles(
     whether each mode is overdamped. Differentiable in `Kt`, `Ct` (custom JVP, see the module docstring)."""
     lam, proj, undamped, over = _poles_in_program(jax.lax.stop_gradient(Kt), jax.lax.stop_gradient(Ct))
     return _poles(Kt, Ct, lam, proj), undamped, over
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Spinning wheels: the gyroscopic problem, first order, with left/right eigenvectors
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _gyroscopic_system(sc: Spacecraft, Omega):
+    r"""The free-free first-order matrix with wheels: $\dot y = A y$, $y = (\delta\theta, \dot q)$ with
+    $q = (\phi_B, \delta\theta, \psi)$, the hub translation condensed (zero linear momentum: exact, as no
+    stiffness, damping or gyroscopic term acts on it). Hub rotation and wheel angles enter only through their
+    rates (no stiffness), so the $3 + W$ rigid poles that they would add at zero are left out.
+    **Returns:** `(A, M_q, k)`: the matrix, the condensed mass matrix of $q$, the hinge stiffness matrix."""
+    M, C, G, K = linear_matrices(sc, Omega)
+    Mq = M[3:, 3:] - M[:3, 3:].T @ jnp.linalg.solve(M[:3, :3], M[:3, 3:])
+    Mq = 0.5 * (Mq + Mq.T)
+    n, nq = sc.panels.count, Mq.shape[0]
+    select = jnp.zeros((n, nq), M.dtype).at[:, 3:3 + n].set(jnp.eye(n, dtype=M.dtype))  # dtheta/dt from qdot
+    A = jnp.concatenate([jnp.concatenate([jnp.zeros((n, n), M.dtype), select], 1),
+                         -jnp.linalg.solve(Mq, jnp.concatenate([K[3:, 6:6 + n], (C + G)[3:, 3:]], 1))], 0)
+    return A, Mq, K[6:6 + n, 6:6 + n]
+
+
+def _first_order_clusters(lam, A):
+    r"""For every eigenvalue of `A`: the cluster's mean-derivative projector $X (Y^H X)^+ Y^H / m$ (right and left
+    eigenspace bases $X$, $Y$: the null spaces of $\lambda_c I - A$ from its SVD, $m$ the cluster size, as in
+    `_pole_clusters`), and $X$ (columns kept by a mask; the last column spans the smallest singular value)."""
+    n = A.shape[-1]
+    scale = jnp.maximum(jnp.max(jnp.abs(lam)), 1e-300)
+    near = jnp.abs(lam[:, None] - lam[None, :]) <= _CLUSTER_RTOL * scale
+    m = jnp.sum(near, 1)
+    lc = jnp.sum(jnp.where(near, lam[None, :], 0.0), 1) / m
+    u, _, vh = jnp.linalg.svd(lc[:, None, None] * jnp.eye(n, dtype=lam.dtype) - A)
+    keep = (jnp.arange(n)[None, :] >= n - jnp.minimum(m, n)[:, None])[:, None, :]
+    X = jnp.where(keep, jnp.conj(jnp.swapaxes(vh, -1, -2)), 0.0)
+    Yh = jnp.conj(jnp.swapaxes(jnp.where(keep, u, 0.0), -1, -2))
+    proj = X @ jnp.linalg.pinv(Yh @ X, rtol=1e-12) @ Yh / m[:, None, None]
+    return proj, X
+
+
+@jax.custom_jvp
+def _poles_first_order(A, lam, proj):
+    return lam
+
+
+@_poles_first_order.defjvp
+def _poles_first_order_jvp(primals, tangents):
+    _, lam, proj = primals
+    return lam, jnp.einsum("iab,ba->i", proj, jnp.asarray(tangents[0], dtype=proj.dtype))
+
+
+def _spinning_poles(sc: Spacecraft, Omega, ref: "Modes", Mr):
+    r"""The $2N$ flexible poles of the free-free spacecraft with spinning wheels, as mode pairs matched to the
+    modes `ref` of its structure (`structure(sc)`, whose hinge mass matrix is `Mr`).
+
+    Of the $3 + 2N + W$ eigenvalues of `_gyroscopic_system`, the flexible ones are the $2N$ whose eigenvectors
+    carry the largest share of hinge strain energy, $\delta\theta^H k\,\delta\theta / (\delta\theta^H
+    k\,\delta\theta + \dot q^H M_q \dot q)$ (1/2 for an undamped flexible mode; 0 for the rigid rotation
+    and the wheels' spin; small for nutation, whose hinge motion is quasi-static). Derivatives: custom JVP
+    $d\lambda = y^H dA\,x / y^H x$ (cluster means)."""
+    A, Mq, k = _gyroscopic_system(sc, Omega)
+    n = sc.panels.count
+    A0 = jax.lax.stop_gradient(A)
+    lam = _eigvals(A0)
+    proj, X = _first_order_clusters(lam, A0)
+    x = X[:, :, -1]
+    strain = jnp.real(jnp.einsum("pi,ij,pj->p", jnp.conj(x[:, :n]), k, x[:, :n]))
+    kinetic = jnp.real(jnp.einsum("pi,ij,pj->p", jnp.conj(x[:, n:]), Mq, x[:, n:]))
+    sel = jnp.argsort(-strain / jnp.maximum(strain + kinetic, 1e-300), stable=True)[: 2 * n]
+    Xt = X[sel][:, :n, :]  # hinge part of each flexible pole's eigenspace basis
+    phi = ref.shape[:, 6:].T  # structural hinge shapes, Mr-orthonormal
+    overlap = jnp.sum(jnp.abs(jnp.einsum("ka,kl,plc->pac", phi, Mr, Xt)) ** 2, -1)
+    overlap = overlap / jnp.maximum(jnp.real(jnp.einsum("pkc,kl,plc->p", jnp.conj(Xt), Mr, Xt)), 1e-300)[:, None]
+    lam, proj, undamped, over = _pair_poles(lam[sel], proj[sel], overlap, ref.natural_frequency_hz)
+    return _poles_first_order(A, lam, proj), undamped, over
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -203,7 +289,30 @@ class Modes(eqx.Module):
     participants: tuple[str, ...] = eqx.field(static=True)
 
 
-def _modes(sc: Spacecraft, boundary: str, reference_point=None) -> Modes:
+def _pole_values(lam, overdamped):
+    """`(frequency [rad/s], damping ratio, representative pole)` of mode pairs `(lam[2j], lam[2j+1])`."""
+    a, b = lam[0::2], lam[1::2]
+    wn = safe_sqrt(jnp.real(a * b))
+    zeta = jnp.where(wn > 0, -jnp.real(a + b) / (2.0 * jnp.where(wn > 0, wn, 1.0)), jnp.inf) + 0.0
+    # the representative pole: Im >= 0, or the slower real pole
+    rep = jnp.where(overdamped, jnp.where(jnp.abs(a) <= jnp.abs(b), a, b), jnp.where(jnp.imag(a) >= 0, a, b))
+    return wn, zeta, rep
+
+
+def _modes(sc: Spacecraft, boundary: str, reference_point=None, Omega=None) -> Modes:
+    if sc.wheels is not None:  # the structure's modes; free: moved by the spinning wheels
+        ref = _modes(structure(sc), boundary, reference_point)
+        if boundary == "clamped" or sc.panels.count == 0:  # a clamped hub holds the wheels' gyroscopic torque
+            return ref
+        lam, undamped, overdamped = _spinning_poles(sc, Omega, ref, reduced_matrices(structure(sc), "free")[0])
+        wn, zeta, rep = _pole_values(lam, overdamped)
+        pick = lambda x: x[undamped]
+        return dataclasses.replace(
+            ref, frequency_hz=wn / (2.0 * jnp.pi), damping_ratio=zeta,
+            damped_frequency_hz=jnp.abs(jnp.imag(rep)) / (2.0 * jnp.pi), eigenvalue=rep, overdamped=overdamped,
+            natural_frequency_hz=pick(ref.natural_frequency_hz), shape=pick(ref.shape),
+            energy_fraction=pick(ref.energy_fraction), participation=pick(ref.participation),
+            effective_mass=pick(ref.effective_mass))
     n = sc.panels.count
     dtype = jnp.result_type(sc.hub.mHub)
     ref = jnp.zeros(3, dtype) if reference_point is None else jnp.asarray(reference_point, dtype)
@@ -221,12 +330,8 @@ def _modes(sc: Spacecraft, boundary: str, reference_point=None) -> Modes:
 
     Kt, Ct = congruence(Kr), congruence(Cr)
     lam, undamped, overdamped = damped_poles(Kt, Ct)
-    a, b = lam[0::2], lam[1::2]
-    wn = safe_sqrt(jnp.real(a * b))
-    zeta = jnp.where(wn > 0, -jnp.real(a + b) / (2.0 * jnp.where(wn > 0, wn, 1.0)), jnp.inf) + 0.0
+    wn, zeta, rep = _pole_values(lam, overdamped)
     two_pi = 2.0 * jnp.pi
-    # the representative pole: Im >= 0, or the slower real pole
-    rep = jnp.where(overdamped, jnp.where(jnp.abs(a) <= jnp.abs(b), a, b), jnp.where(jnp.imag(a) >= 0, a, b))
 
     w2, psi = jnp.linalg.eigh(Kt)
     w2, psi = w2[undamped], psi[:, undamped]
@@ -266,7 +371,7 @@ def rigid_motion(reference_point: Float[Array, "3"], n: int) -> Float[Array, "do
 _modes_jit = program(_modes)
 
 
-def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None) -> Modes:
+def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None, *, Omega=None) -> Modes:
     """Flexible modes of the spacecraft linearised about its rest equilibrium.
 
     **Arguments:**
@@ -277,6 +382,8 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=
       fixed, as on an FEA fixture or a test stand).
     - `reference_point`: where the rotational participation factors and effective masses refer to, in B [m]
       (default: the origin of B).
+    - `Omega`: with reaction wheels, the wheel speeds relative to the hub [rad/s] the modes are computed at
+      (default: the scenario's `OmegaInit`; required with a bare `Spacecraft` that has wheels).
 
     **Returns:** `Modes`, N flexible modes in ascending `frequency_hz` (`damp` definitions), with undamped
     natural frequencies, mode shapes and kinetic-energy participation of the hub and of each named panel.
@@ -287,7 +394,7 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=
     """
     check_boundary(boundary)
     sc = _spacecraft_of(model)
-    return _relabel(_modes_jit(strip_labels(sc), boundary, _point(reference_point)), sc)
+    return _relabel(_modes_jit(strip_labels(sc), boundary, _point(reference_point), wheel_speeds(model, Omega)), sc)
 
 
 def _relabel(m: Modes, sc: Spacecraft) -> Modes:
@@ -295,10 +402,11 @@ def _relabel(m: Modes, sc: Spacecraft) -> Modes:
     return dataclasses.replace(m, **_labels(sc))
 
 
-def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None) -> Modes:
+def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None, *,
+                   Omega=None) -> Modes:
     """`modes` without its `eqx.filter_jit` (to compose inside a caller's own jit/grad)."""
     check_boundary(boundary)
-    return _modes(_spacecraft_of(model), boundary, _point(reference_point))
+    return _modes(_spacecraft_of(model), boundary, _point(reference_point), wheel_speeds(model, Omega))
 
 
 def _point(p):

@@ -125,6 +125,10 @@ def parse_parameters(
             out += expand(scenario, raw)
         except ParameterError as e:
             raise _fail(source, f"parameters[{j}] = {e}") from None
+        if out[-1].base == "inputs.time_offset" and scenario.loads.inputs.hold == "zoh":
+            raise _fail(source, f"parameters[{j}] = {raw!r}: the recorded inputs are held (hold = \"zoh\"): their "
+                        "derivative with respect to a time shift is zero between samples and undefined at them; "
+                        "give them hold = \"linear\"")
     names = [p.name for p in out]
     for i, name in enumerate(names):
         if name in names[:i]:

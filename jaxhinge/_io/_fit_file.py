@@ -188,6 +188,11 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
+    if scenario.spacecraft.wheels is not None and check is not None:  # the check starts modes without wheels
+        if "simulate" in check_t:
+            raise ck.bad("check.simulate", check_t["simulate"], "the simulation check starts each mode of a "
+                         "spacecraft without reaction wheels; with [[wheels]] set it false (the default then)")
+        check = None
     if check and "periods" in check:  # one run per mode, >= 64 samples per period (`measure_modes`), before the fit
         try:
             n = scenario.spacecraft.panels.count

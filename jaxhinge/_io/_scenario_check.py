@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ConfigError
+from .._format import did_you_mean
 from .._format import fmt_float as _fmt_float
 from .._format import fmt_value as _fmt
 from .._format import kind as _kind
@@ -36,7 +37,7 @@ from ._inputs_file import read_inputs, relative_to
 # ------------------------------------------------------------------------------------------------------------
 
 _TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs")
-_INPUTS_KEYS = ("csv", "hold")
+_INPUTS_KEYS = ("csv", "hold", "gain", "time_offset")
 _WHEEL_KEYS = ("name", "gsHat_B", "Js", "Omega", "u", "u_max", "cViscous", "fCoulomb")
 _WHEEL_REQUIRED = ("gsHat_B", "Js")
 _CHAIN_KEYS = ("name", "r_HB_B", "dcm_HB", "panels")
@@ -455,7 +456,14 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         panel_names = tuple(names) + tuple(pn for _, pns, _ in chains for pn in pns)
         allowed = input_columns(panel_names, () if wheels is None else wheels["names"])
         t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end)
-        inputs = {"t": t, "values": values, "columns": columns, "hold": hold, "csv": relative_to(ck.source, csv_path)}
+        gains = ck.table(table.get("gain", {}), "inputs.gain", "[inputs.gain]")
+        for c in gains:
+            if c not in columns:
+                raise ck.fail(f"inputs.gain.{c}", f"not a column of {csv_path}{did_you_mean(c, columns)}; columns: "
+                              f"{', '.join(columns)}")
+        gain = np.array([ck.number(gains.get(c, 1.0), f"inputs.gain.{c}") for c in columns])
+        inputs = {"t": t, "values": values, "columns": columns, "hold": hold, "csv": relative_to(ck.source, csv_path),
+                  "gain": gain, "time_offset": ck.number(table.get("time_offset", 0.0), "inputs.time_offset")}
     return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains, wheels, inputs)
 
 

@@ -67,7 +67,8 @@ def _build(p: Parsed) -> Scenario:
     inputs = None
     if p.inputs is not None:
         inputs = Inputs.of(p.inputs["t"], p.inputs["values"], p.inputs["columns"], p.inputs["hold"], panels.labels,
-                           () if wheels is None else wheels.labels, source=p.inputs["csv"])
+                           () if wheels is None else wheels.labels, source=p.inputs["csv"], gain=p.inputs["gain"],
+                           time_offset=p.inputs["time_offset"])
     if p.loads is None:
         loads = Loads(inputs=inputs)
     else:
@@ -126,12 +127,15 @@ def is_bundled(path: str | os.PathLike) -> bool:
 
 
 def example_path(name: str) -> pathlib.Path:
-    """Path of a bundled example scenario, e.g. `example_path("two_panel")` (`.toml` optional)."""
+    """Path of a bundled example: a scenario by name, e.g. `example_path("two_panel")` (`.toml` optional), or
+    one of its data files by file name, e.g. `example_path("wheels_slew_record.csv")` (a telemetry record)."""
     folder = pathlib.Path(__file__).parent.parent / "examples"
-    stem = name.removesuffix(".toml")
-    path = folder / f"{stem}.toml"
+    path = folder / name
+    if not (pathlib.Path(name).suffix and name == path.name and path.is_file()):
+        path = folder / f"{name.removesuffix('.toml')}.toml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in folder.glob("*.toml")))
+        known += "; data files: " + ", ".join(sorted(p.name for p in folder.glob("*.csv")))
         raise ScenarioError(f"no bundled example {name!r}; available: {known}", source="<examples>")
     return path
 
@@ -251,6 +255,11 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
                                 "write one (`write_inputs`) and give it as Inputs.of(..., source=path)",
                                 source="<scenario>", field="loads.inputs")
         out["inputs"] = {"csv": loads.inputs.source, "hold": loads.inputs.hold}
+        gain = np.asarray(loads.inputs.gain, dtype=float)
+        if np.any(gain != 1.0):
+            out["inputs"]["gain"] = {c: float(g) for c, g in zip(loads.inputs.columns, gain)}
+        if float(loads.inputs.time_offset) != 0.0:
+            out["inputs"]["time_offset"] = float(loads.inputs.time_offset)
     sim = scenario.simulation
     out["simulation"] = {
         "t_end": float(sim.t_end),

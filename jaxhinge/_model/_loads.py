@@ -53,6 +53,12 @@ class Inputs(eqx.Module):
     changed at T acts from T on; with `rk4` from the step that starts at T, constant over its four stages, as in
     Basilisk); `"linear"` interpolates between samples.
 
+    The record as applied: `gain` (C,) multiplies each column (default 1) and `time_offset` [s] delays the whole
+    record (default 0): the input acting at time t is `gain * record(t - time_offset)`, the first (last) sample
+    held before (after) the record. Both are array leaves: parameters `inputs.<column>.gain` and
+    `inputs.time_offset` of fits, sweeps and sensitivities (a zero-order-held record does not change smoothly
+    with a time shift: fit `time_offset` with `hold = "linear"`).
+
     Build it with `Inputs.of(t, values, columns, hold, panel_names, wheel_names)`, which resolves each column to
     what it drives (`targets`: per load component, panel and wheel, the column index or -1)."""
 
@@ -62,9 +68,16 @@ class Inputs(eqx.Module):
     targets: tuple[tuple[int, ...], ...] = eqx.field(static=True)  # (f_B (3), f_N (3), torque (3), panels, wheels)
     hold: str = eqx.field(static=True, default="zoh")
     source: str = eqx.field(static=True, default="")  # the CSV file the record came from ("" when built in code)
+    gain: Float[Array, " columns"] = eqx.field(converter=_f64, default=None)
+    time_offset: Float[Array, ""] = eqx.field(converter=_f64, default=0.0)
+
+    def __post_init__(self):
+        if self.gain is None:
+            object.__setattr__(self, "gain", np.ones(np.shape(self.values)[-1]))
 
     @staticmethod
-    def of(t, values, columns, hold: str = "zoh", panel_names=(), wheel_names=(), source: str = "") -> "Inputs":
+    def of(t, values, columns, hold: str = "zoh", panel_names=(), wheel_names=(), source: str = "", gain=None,
+           time_offset=0.0) -> "Inputs":
         """Inputs whose `columns` drive the model with these panel and wheel names (unknown columns: ValueError;
         the file layer names them first)."""
         columns = tuple(columns)
@@ -76,19 +89,19 @@ class Inputs(eqx.Module):
                         for v in ("extForce_B", "extForce_N", "extTorquePntB_B"))
         targets += (tuple(idx.get(f"motorTorque_{n}", -1) for n in panel_names),
                     tuple(idx.get(f"u_{n}", -1) for n in wheel_names))
-        return Inputs(t, values, columns, targets, hold, source)
+        return Inputs(t, values, columns, targets, hold, source, gain, time_offset)
 
     def at(self, t) -> Float[Array, " columns"]:
         """The inputs at time `t` (a sample time counts as reached within 1e-12 of its size: step starts k dt)."""
-        ts = self.t
+        ts = self.t + self.time_offset
         tol = 1e-12 * jnp.maximum(1.0, jnp.abs(ts))
         S = ts.shape[0]
         i = jnp.clip(jnp.searchsorted(ts - tol, t, side="right") - 1, 0, S - 1)
         if self.hold == "zoh" or S == 1:
-            return self.values[i]
+            return self.gain * self.values[i]
         i = jnp.minimum(i, S - 2)
         w = jnp.clip((t - ts[i]) / (ts[i + 1] - ts[i]), 0.0, 1.0)
-        return self.values[i] * (1.0 - w) + self.values[i + 1] * w
+        return self.gain * (self.values[i] * (1.0 - w) + self.values[i + 1] * w)
 
     def driven(self, t):
         """`(extForce_B, extForce_N, extTorquePntB_B, hinge motor torques, wheel commands)` at `t`, each None when
@@ -162,7 +175,7 @@ class Loads(eqx.Module):
         controller steps onto them."""
         times = [] if self.pulses is None else [self.pulses.jump_times]
         if self.inputs is not None:
-            times.append(self.inputs.t)
+            times.append(self.inputs.t + self.inputs.time_offset)
         return jnp.concatenate(times) if times else None
 
 

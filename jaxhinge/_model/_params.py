@@ -3,7 +3,9 @@ file format and API (dispersions and sweeps, sensitivities, modal fits, telemetr
 
 **Names.** `"<panel name>.<field>"` (any panel, single or in a chain, e.g. `"p0.k"`, `"wing_2.c"`),
 `"<wheel name>.<field>"` (a reaction wheel: `"rw1.Js"`, `"rw1.Omega"` (initial speed), `"rw1.u"`, `"rw1.u_max"`,
-`"rw1.cViscous"`, `"rw1.fCoulomb"`) and `"hub.<field>"` (hub parameters and the initial conditions, e.g. `"hub.mHub"`, `"hub.omega_BN_BInit"`, as in
+`"rw1.cViscous"`, `"rw1.fCoulomb"`), `"inputs.<column>.gain"` and `"inputs.time_offset"` (recorded inputs:
+`"inputs.u_rw1.gain"` scales the column `u_rw1`, `"inputs.time_offset"` delays the whole record) and
+`"hub.<field>"` (hub parameters and the initial conditions, e.g. `"hub.mHub"`, `"hub.omega_BN_BInit"`, as in
 the scenario file). A 3-vector field names one component with a **1-based** index, `"hub.omega_BN_BInit[3]"`
 (about $\hat b_3$; as the telemetry columns `omega_BN_B_1..3`); the bare name stands for all three.
 
@@ -115,11 +117,21 @@ FIELDS: dict[str, Field] = dict(
            scale=1e-3),
     ]
 )
+# recorded inputs (`"inputs.<column>.gain"`, `"inputs.time_offset"`): applied input = gain * record(t - offset)
+INPUT_FIELDS: dict[str, Field] = dict(
+    [
+        _f("gain", "input", "scalar", "1", "gain of a recorded input column (applied = gain x recorded)",
+           scale=1e-2),
+        _f("time_offset", "input", "scalar", "s", "delay of the recorded inputs (applied at t: recorded at "
+           "t - offset)", scale=1e-2),
+    ]
+)
 HUB_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "hub")
 PANEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "panel")
 WHEEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "wheel")
 _INITIAL_ATTR = {"Omega": "OmegaInit"}  # registry name -> `InitialState` attribute, where they differ
 _ROOT_ONLY = ("r_HB_B", "dcm_HB")
+_INPUT_NAME = re.compile(r"^\s*inputs\.(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
 _NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(-?\d+)\s*\])?\s*$")
 
 
@@ -156,13 +168,35 @@ def parameter_names(scenario: Scenario) -> tuple[str, ...]:
                   if (f not in _ROOT_ONLY or p.parent[i] < 0) and (f != "l" or i in p.parent)]
     for nm in (() if w is None else w.labels):
         names += [f"{nm}.{f}" for f in WHEEL_FIELDS]
+    if scenario.loads.inputs is not None:
+        names += [f"inputs.{c}.gain" for c in scenario.loads.inputs.columns] + ["inputs.time_offset"]
     return tuple(names)
+
+
+def _resolve_input(scenario: Scenario, name: str) -> Parameter:
+    """`inputs.<column>.gain` / `inputs.time_offset` (the scenario's recorded inputs)."""
+    inputs = scenario.loads.inputs
+    if inputs is None:
+        raise ParameterError(f"{name!r}: the scenario has no recorded inputs ([inputs] in the scenario file)")
+    m = _INPUT_NAME.match(name)
+    names = [f"inputs.{c}.gain" for c in inputs.columns] + ["inputs.time_offset"]
+    if not m or (m.group(1) is None) != (m.group(2) == "time_offset") or m.group(2) not in INPUT_FIELDS:
+        raise ParameterError(f"{name!r}: not a recorded-input parameter{_did_you_mean(name.strip(), names)}; they "
+                             f"are {', '.join(names)}")
+    col, fld = m.group(1), m.group(2)
+    if col is not None and col not in inputs.columns:
+        raise ParameterError(f"{name!r}: {col!r} is not a column of the recorded inputs"
+                             f"{_did_you_mean(col, inputs.columns)}; columns: {', '.join(inputs.columns)}")
+    base = "inputs.time_offset" if col is None else f"inputs.{col}.gain"
+    return Parameter(base, INPUT_FIELDS[fld], None if col is None else inputs.columns.index(col), None)
 
 
 def resolve(scenario: Scenario, name: str) -> Parameter:
     """Resolve `name` (module docstring). **Raises:** `ParameterError` naming what is wrong and the right form."""
     if not isinstance(name, str):
         raise ParameterError(f"{name!r}: a parameter name must be a string such as \"p0.k\" or \"hub.mHub\"")
+    if name.strip().startswith("inputs."):
+        return _resolve_input(scenario, name)
     m = _NAME.match(name)
     p = scenario.spacecraft.panels
     labels = p.labels
@@ -227,6 +261,9 @@ def _base_value(scenario: Scenario, par: Parameter):
     if f.kind == "rotation":
         return jnp.zeros(3)
     sc, init = scenario.spacecraft, scenario.initial
+    if f.owner == "input":
+        inputs = scenario.loads.inputs
+        return jnp.asarray(inputs.time_offset if par.panel is None else inputs.gain[par.panel], dtype=float)
     src = init if f.initial else {"hub": sc.hub, "panel": sc.panels, "wheel": sc.wheels}[f.owner]
     v = jnp.asarray(getattr(src, _INITIAL_ATTR.get(f.name, f.name) if f.initial else f.name), dtype=float)
     return v if par.panel is None else v[par.panel]
@@ -268,6 +305,11 @@ def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
             d = jnp.sqrt(value)
             value = old * d[:, None] * d[None, :]
         return eqx.tree_at(get, scenario, value)
+    if f.owner == "input":
+        if i is None:
+            return eqx.tree_at(lambda s: s.loads.inputs.time_offset, scenario, value)
+        get = lambda s: s.loads.inputs.gain
+        return eqx.tree_at(get, scenario, get(scenario).at[i].set(value))
     if f.owner == "wheel":
         get = lambda s: getattr(s.spacecraft.wheels, f.name)
         return eqx.tree_at(get, scenario, get(scenario).at[i].set(value))
