@@ -34,7 +34,12 @@ ABS = {
     "panel_omega_SN_S": (1e-13, "rad/s", "6.9e-15 rad/s"),
     "theta": (3e-14, "rad", "2.6e-15 rad"),
     "thetaDot": (1e-13, "rad/s", "8.1e-15 rad/s"),
-    "Omega": (5e-12, "rad/s", "5.7e-13 rad/s at |Omega| ~ 500 rad/s (5 float64 spacings), wheels_mixed"),
+    "Omega": (1e-10, "rad/s", "9.1e-12 rad/s (control_wheels: wheels driven by the controller for 60 s, |Omega| ~ "
+              "500 rad/s; 5.7e-13 in the open-loop wheels_mixed)"),
+    # with a controller in the loop ([control], control_*.npz): attTrackingError's and mrpFeedback's outputs
+    "sigma_BR": (2e-14, "(MRP)", "1.6e-15"),
+    "omega_BR_B": (2e-14, "rad/s", "3.1e-16 rad/s"),
+    "Lr": (5e-12, "N m", "6.6e-13 N m of ~3 N m (K sigma_BR, K = 20 N m)"),
 }
 VECTOR = {"r_BN_N", "r_CN_N", "panel_r_SN_N", "v_BN_N", "v_CN_N", "panel_v_SN_N"}  # spacing of |vector|
 
@@ -52,7 +57,9 @@ REL = {
     "totOrbAngMomPntN_N": (5e-13, 1.0, "N m s", "6.0e-14"),
     "totRotAngMomPntC_N": (1e-13, 10.0, "N m s", "6.8e-15 (motor-torque CSV, 6.8e-14 N m s on the 10 N m s floor)"),
 }
-KEYS = tuple(k for k in ABS if k != "Omega") + tuple(REL)  # every case; "Omega": the wheel cases
+CONTROL_KEYS = ("sigma_BR", "omega_BR_B", "Lr")
+KEYS = tuple(k for k in ABS if k != "Omega" and k not in CONTROL_KEYS) + tuple(REL)  # every case; "Omega": with
+# wheels; CONTROL_KEYS: with a controller
 
 
 def allowed(key, want):

@@ -32,7 +32,7 @@ def test_matches_basilisk(case):
     tr = jh.simulate(jh.load_scenario(os.path.join(DATA, "bsk", case + ".toml")))
     assert bool(tr.success)
     # |error| / allowed error per quantity (tests/_basilisk.py: each tolerance, its unit and the error measured)
-    keys = KEYS + (("Omega",) if "Omega" in ref.files else ())
+    keys = KEYS + tuple(k for k in ("Omega", *_basilisk.CONTROL_KEYS) if k in ref.files)
     worst = _basilisk.worst({key: getattr(tr, key) for key in keys}, {key: ref[key] for key in keys})
     assert max(worst.values()) <= 1.0, {k: f"{v:.2g}" for k, v in worst.items()}
 

@@ -41,6 +41,7 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
     program cache beside it, and a second run that loads both writes the same trajectory, bit for bit."""
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env["JAXHINGE_CACHE_DIR"] = str(tmp_path / "cache")
+    env["JAXHINGE_DEBUG_PROGRAMS"] = "1"  # why a program is not kept, on stderr (shown if the check below fails)
     (tmp_path / "run").mkdir()
     tmp_path = tmp_path / "run"
     p = run("simulate", "--out", "traj.npz", "--plot", "traj.png", cwd=tmp_path, env=env)
@@ -60,6 +61,7 @@ def test_simulate_bundled_example_writes_contract(tmp_path):
 
     cached = os.listdir(tmp_path.parent / "cache")
     assert any(n.startswith("jit__simulate_jit-") for n in cached), cached
+    assert (tmp_path.parent / "cache" / "jaxhinge-programs").is_dir(), p.stderr
     programs = os.listdir(tmp_path.parent / "cache" / "jaxhinge-programs")  # the traced program too (_programs)
     assert programs and all(n.endswith(".jaxhinge-program") for n in programs), programs
     p2 = run("simulate", "--out", "again.npz", cwd=tmp_path, env=env)

@@ -111,3 +111,11 @@ def initial_state(spacecraft: Spacecraft, initial: InitialState) -> State:
         Omega=None if spacecraft.wheels is None else (
             initial.OmegaInit if initial.OmegaInit is not None else jnp.zeros_like(spacecraft.wheels.Js)),
     )
+
+
+def total_inertia_B(spacecraft: Spacecraft, theta) -> Float[Array, "3 3"]:
+    """The spacecraft's inertia about B [kg m^2, B frame], hub and panels at hinge angles `theta` (Basilisk's
+    `ISCPntB_B`; the wheels' are in the hub's): the default controller inertia model (`Control.ISCPntB_B`)."""
+    theta = jnp.asarray(theta, dtype=jnp.result_type(spacecraft.hub.mHub))
+    geom = hinge_geometry(spacecraft.panels, theta, jnp.zeros_like(theta))
+    return mass_properties(spacecraft, geom).ISCPntB_B

@@ -20,6 +20,7 @@ from .._format import fmt_value as _fmt
 from .._format import kind as _kind
 from .._format import toml_str as _toml_str
 from .._format import unwrap as _unwrap
+from .._model._control import ACTUATORS
 from .._model._loads import HOLDS, input_columns, rk4_silent_pulse
 from .._model._rules import (
     UNIT_TOL,
@@ -28,7 +29,7 @@ from .._model._rules import (
     rigid_body_problem,
     rotation_problem,
 )
-from .._model._scenario import SimulationConfig
+from .._model._scenario import TICK_RTOL, SimulationConfig
 from ._checker import Checker as _Checker
 from ._inputs_file import read_inputs, relative_to
 
@@ -36,7 +37,9 @@ from ._inputs_file import read_inputs, relative_to
 # Schema
 # ------------------------------------------------------------------------------------------------------------
 
-_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs")
+_TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs", "control")
+_CONTROL_KEYS = ("sigma_R0N", "K", "P", "Ki", "integralLimit", "control_dt", "actuator", "controlAxes_B", "ISCPntB_B",
+                 "knownTorquePntB_B")
 _INPUTS_KEYS = ("csv", "hold", "gain", "time_offset")
 _WHEEL_KEYS = ("name", "gsHat_B", "Js", "Omega", "u", "u_max", "cViscous", "fCoulomb")
 _WHEEL_REQUIRED = ("gsHat_B", "Js")
@@ -160,6 +163,7 @@ class Parsed:
     chains: list = dataclasses.field(default_factory=list)  # [(chain name, panel names, {key: array})]
     wheels: dict[str, Any] | None = None  # {key: stacked array}, "names": tuple
     inputs: dict[str, Any] | None = None  # {"t", "values", "columns", "hold", "csv"}
+    control: dict[str, Any] | None = None  # the [control] keys (ISCPntB_B None: the spacecraft's inertia)
 
 
 def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
@@ -464,7 +468,61 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         gain = np.array([ck.number(gains.get(c, 1.0), f"inputs.gain.{c}") for c in columns])
         inputs = {"t": t, "values": values, "columns": columns, "hold": hold, "csv": relative_to(ck.source, csv_path),
                   "gain": gain, "time_offset": ck.number(table.get("time_offset", 0.0), "inputs.time_offset")}
-    return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains, wheels, inputs)
+    control = _check_control(ck, data["control"], sim, wheels, inputs) if "control" in data else None
+    return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains, wheels, inputs, control)
+
+
+def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs) -> dict[str, Any]:
+    """The `[control]` table (`jaxhinge._model._control`): gains K, P >= 0, `control_dt` a whole multiple of the
+    rk4 `dt`, an actuator that exists, wheel axes that span the control axes."""
+    table = ck.table(raw, "control", "[control]")
+    ck.keys(table, "control", _CONTROL_KEYS, ("K", "P", "control_dt"), {})
+    out: dict[str, Any] = {}
+    out["sigma_R0N"] = ck.array(table.get("sigma_R0N", [0.0, 0.0, 0.0]), "control.sigma_R0N", (3,))
+    out["K"] = ck.nonnegative(table["K"], "control.K", "N m, MRP feedback gain")
+    out["P"] = ck.nonnegative(table["P"], "control.P", "N m s, rate feedback gain")
+    out["Ki"] = ck.number(table.get("Ki", -1.0), "control.Ki")
+    out["integralLimit"] = ck.nonnegative(table.get("integralLimit", 0.0), "control.integralLimit", "the clip of each integral component")
+    out["knownTorquePntB_B"] = ck.array(table.get("knownTorquePntB_B", [0.0, 0.0, 0.0]), "control.knownTorquePntB_B",
+                                        (3,))
+    out["ISCPntB_B"] = None
+    if "ISCPntB_B" in table:
+        inertia = ck.array(table["ISCPntB_B"], "control.ISCPntB_B", (3, 3))
+        problem = inertia_problem(inertia)
+        if problem:
+            raise ck.bad("control.ISCPntB_B", table["ISCPntB_B"], problem)
+        out["ISCPntB_B"] = inertia
+    if sim.integrator != "rk4":
+        raise ck.bad("simulation.integrator", sim.integrator, "a controller in the loop ([control]) runs with "
+                     "\"rk4\" (its samples on the step grid); the adaptive integrators do not take one yet")
+    cdt = ck.positive(table["control_dt"], "control.control_dt", "s")
+    n = round(cdt / sim.dt)
+    if n < 1 or abs(cdt - n * sim.dt) > TICK_RTOL * cdt:
+        raise ck.bad("control.control_dt", table["control_dt"], f"must be a whole multiple of simulation.dt = "
+                     f"{_fmt(sim.dt)} s (the flight software runs at the start of an rk4 step)")
+    out["control_dt"] = cdt
+    out["actuator"] = ck.choice(table.get("actuator", "wheels"), "control.actuator", ACTUATORS)
+    raw_axes = table.get("controlAxes_B", [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    if not isinstance(raw_axes, list) or not 1 <= len(raw_axes) <= 3:
+        raise ck.bad("control.controlAxes_B", raw_axes, "must be 1 to 3 axes (rows of 3 numbers)")
+    axes = ck.array(raw_axes, "control.controlAxes_B", (len(raw_axes), 3))
+    for i, a in enumerate(axes):
+        if not np.linalg.norm(a) > 0:
+            raise ck.bad(f"control.controlAxes_B[{i + 1}]", raw_axes[i], "must not be zero")
+    out["controlAxes_B"] = axes
+    if out["actuator"] == "wheels":
+        if wheels is None:
+            raise ck.bad("control.actuator", "wheels", "the spacecraft has no [[wheels]]; use actuator = \"torque\" "
+                         "(a hub torque) or add wheels")
+        cg = axes @ wheels["gsHat_B"].T
+        sv = np.linalg.svd(cg, compute_uv=False)
+        if sv.size < len(axes) or sv[-1] <= 1e-9 * max(sv[0], 1e-300):
+            raise ck.bad("control.controlAxes_B", raw_axes, f"the wheels' spin axes do not span these {len(axes)} "
+                         "control axes (rwMotorTorque could not realise a torque about each)")
+        if inputs is not None and any(c.startswith("u_") for c in inputs["columns"]):
+            raise ck.fail("control.actuator", "the controller commands the wheels; recorded wheel commands "
+                          "(u_<wheel> columns in [inputs]) would be added to its command")
+    return out
 
 
 def _check_wheels(ck: _Checker, raw: list, panels: Mapping[str, str]) -> dict[str, Any]:

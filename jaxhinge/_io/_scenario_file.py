@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from .._dynamics._energy import total_inertia_B
 from .._errors import ScenarioError
 from .._format import fmt_shape as _fmt_shape
+from .._model._control import Control
 from .._model._loads import Inputs, Loads, Pulses
 from .._model._scenario import Scenario
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft, Wheels
@@ -74,12 +76,14 @@ def _build(p: Parsed) -> Scenario:
     else:
         pulses = None if p.pulses is None else Pulses(**p.pulses)
         loads = Loads(**p.loads, pulses=pulses, inputs=inputs)
-    return Scenario(
-        spacecraft=Spacecraft(hub=hub, panels=panels, gravity=gravity, wheels=wheels),
-        initial=initial,
-        loads=loads,
-        simulation=p.simulation,
-    )
+    spacecraft = Spacecraft(hub=hub, panels=panels, gravity=gravity, wheels=wheels)
+    control = None
+    if p.control is not None:
+        c = dict(p.control)
+        if c["ISCPntB_B"] is None:  # the spacecraft's total inertia about B, hinges at their initial angles
+            c["ISCPntB_B"] = total_inertia_B(spacecraft, initial.thetaInit)
+        control = Control(**c)
+    return Scenario(spacecraft=spacecraft, initial=initial, loads=loads, simulation=p.simulation, control=control)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -260,6 +264,12 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
             out["inputs"]["gain"] = {c: float(g) for c, g in zip(loads.inputs.columns, gain)}
         if float(loads.inputs.time_offset) != 0.0:
             out["inputs"]["time_offset"] = float(loads.inputs.time_offset)
+    if scenario.control is not None:
+        c = scenario.control
+        out["control"] = {k: np.asarray(getattr(c, k), dtype=float).tolist() for k in
+                          ("sigma_R0N", "K", "P", "Ki", "integralLimit", "control_dt", "controlAxes_B", "ISCPntB_B",
+                           "knownTorquePntB_B")}
+        out["control"]["actuator"] = c.actuator
     sim = scenario.simulation
     out["simulation"] = {
         "t_end": float(sim.t_end),

@@ -3,7 +3,9 @@ file format and API (dispersions and sweeps, sensitivities, modal fits, telemetr
 
 **Names.** `"<panel name>.<field>"` (any panel, single or in a chain, e.g. `"p0.k"`, `"wing_2.c"`),
 `"<wheel name>.<field>"` (a reaction wheel: `"rw1.Js"`, `"rw1.Omega"` (initial speed), `"rw1.u"`, `"rw1.u_max"`,
-`"rw1.cViscous"`, `"rw1.fCoulomb"`), `"inputs.<column>.gain"` and `"inputs.time_offset"` (recorded inputs:
+`"rw1.cViscous"`, `"rw1.fCoulomb"`), `"control.<field>"` (the attitude controller: `"control.K"`, `"control.P"`,
+`"control.Ki"`, `"control.integralLimit"`, `"control.control_dt"`, `"control.ISCPntB_B"`, `"control.sigma_R0N"`,
+`"control.knownTorquePntB_B"`), `"inputs.<column>.gain"` and `"inputs.time_offset"` (recorded inputs:
 `"inputs.u_rw1.gain"` scales the column `u_rw1`, `"inputs.time_offset"` delays the whole record) and
 `"hub.<field>"` (hub parameters and the initial conditions, e.g. `"hub.mHub"`, `"hub.omega_BN_BInit"`, as in
 the scenario file). A 3-vector field names one component with a **1-based** index, `"hub.omega_BN_BInit[3]"`
@@ -109,6 +111,18 @@ FIELDS: dict[str, Field] = dict(
         _f("u_max", "wheel", "scalar", "N m", "wheel motor torque limit (<= 0: none)", scale=0.01),
         _f("cViscous", "wheel", "scalar", "N m s", "wheel viscous friction", positive=True, minimum=0.0, inclusive=True),
         _f("fCoulomb", "wheel", "scalar", "N m", "wheel Coulomb friction", positive=True, minimum=0.0, inclusive=True),
+        # the attitude controller (`"control.<field>"`, `[control]`)
+        _f("K", "control", "scalar", "N m", "MRP feedback gain", positive=True, minimum=0.0, inclusive=True),
+        _f("P", "control", "scalar", "N m s", "rate feedback gain", positive=True, minimum=0.0, inclusive=True),
+        _f("Ki", "control", "scalar", "1/s", "integral gain (<= 0: no integral term)", scale=1e-3),
+        _f("integralLimit", "control", "scalar", "1", "clip of each integral component", minimum=0.0,
+           inclusive=True, scale=0.01),
+        _f("control_dt", "control", "scalar", "s", "flight-software period (a whole multiple of dt)", positive=True,
+           minimum=0.0),
+        _f("ISCPntB_B", "control", "inertia", "1 (inertia scale factor)", "the controller's inertia model",
+           positive=True, minimum=0.0),
+        _f("sigma_R0N", "control", "vector", "1 (MRP)", "reference attitude", scale=0.1),
+        _f("knownTorquePntB_B", "control", "vector", "N m", "known external torque fed forward", scale=0.01),
         # sensor models of the telemetry fit (`"<column>.bias"`, `"<column>.scale"`, `"time_offset"`): a column
         # is measured as (1 + scale) * model(t + time_offset) + bias; bias is fitted in units of the column's sigma
         _f("bias", "sensor", "scalar", "the column's unit", "sensor bias of a telemetry column", scale=1.0),
@@ -129,6 +143,7 @@ INPUT_FIELDS: dict[str, Field] = dict(
 HUB_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "hub")
 PANEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "panel")
 WHEEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "wheel")
+CONTROL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "control")
 _INITIAL_ATTR = {"Omega": "OmegaInit"}  # registry name -> `InitialState` attribute, where they differ
 _ROOT_ONLY = ("r_HB_B", "dcm_HB")
 _INPUT_NAME = re.compile(r"^\s*inputs\.(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
@@ -170,6 +185,8 @@ def parameter_names(scenario: Scenario) -> tuple[str, ...]:
         names += [f"{nm}.{f}" for f in WHEEL_FIELDS]
     if scenario.loads.inputs is not None:
         names += [f"inputs.{c}.gain" for c in scenario.loads.inputs.columns] + ["inputs.time_offset"]
+    if scenario.control is not None:
+        names += [f"control.{f}" for f in CONTROL_FIELDS]
     return tuple(names)
 
 
@@ -207,10 +224,14 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
     owner, fld, comp = m.group(1), m.group(2), m.group(3)
     if owner == "hub":
         fields, panel = HUB_FIELDS, None
+    elif owner == "control" and scenario.control is not None:
+        fields, panel = CONTROL_FIELDS, None
     elif owner in labels:
         fields, panel = PANEL_FIELDS, labels.index(owner)
     elif owner in wheel_labels:
         fields, panel = WHEEL_FIELDS, wheel_labels.index(owner)
+    elif owner == "control":
+        raise ParameterError(f"{name!r}: the scenario has no attitude controller ([control] in the scenario file)")
     else:
         wheels = f" or a wheel name ({', '.join(wheel_labels)})" if wheel_labels else ""
         raise ParameterError(f"{name!r}: unknown owner {owner!r}{_did_you_mean(owner, ('hub', *labels, *wheel_labels))}"
@@ -261,6 +282,8 @@ def _base_value(scenario: Scenario, par: Parameter):
     if f.kind == "rotation":
         return jnp.zeros(3)
     sc, init = scenario.spacecraft, scenario.initial
+    if f.owner == "control":
+        return jnp.asarray(getattr(scenario.control, f.name), dtype=float)
     if f.owner == "input":
         inputs = scenario.loads.inputs
         return jnp.asarray(inputs.time_offset if par.panel is None else inputs.gain[par.panel], dtype=float)
@@ -298,6 +321,12 @@ def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
         get = lambda s: getattr(s.initial, _INITIAL_ATTR.get(f.name, f.name))
         old = get(scenario)
         return eqx.tree_at(get, scenario, value if i is None else old.at[i].set(value))
+    if f.owner == "control":
+        get = lambda s: getattr(s.control, f.name)
+        if f.kind == "inertia":
+            d = jnp.sqrt(value)
+            value = get(scenario) * d[:, None] * d[None, :]
+        return eqx.tree_at(get, scenario, value)
     if f.owner == "hub":
         get = lambda s: getattr(s.spacecraft.hub, f.name)
         old = get(scenario)

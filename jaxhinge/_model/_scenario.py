@@ -8,6 +8,7 @@ from jaxtyping import Array, Float
 
 from .._errors import ConfigError
 from .._format import fmt_value as _fmt
+from ._control import Control
 from ._loads import Loads
 from ._spacecraft import InitialState, Spacecraft, _f64, strip_labels
 
@@ -76,13 +77,15 @@ class Tolerances(eqx.Module):
 class Scenario(eqx.Module):
     """Everything one run needs. `spacecraft`, `initial` and `loads` are pytrees of array leaves;
     `simulation` is static. Hinge vectors (`initial.thetaInit`, outputs) follow the order of
-    `spacecraft.panels`. `tolerances` is set by `compile_key` only (None: `simulation`'s values)."""
+    `spacecraft.panels`. `tolerances` is set by `compile_key` only (None: `simulation`'s values). `control`:
+    an attitude controller in the loop (`Control`), or None (open loop)."""
 
     spacecraft: Spacecraft
     initial: InitialState
     loads: Loads = eqx.field(default_factory=Loads)
     simulation: SimulationConfig = eqx.field(static=True, default_factory=SimulationConfig)
     tolerances: Tolerances | None = None
+    control: Control | None = None
 
     @property
     def adaptive_settings(self) -> Tolerances:
@@ -94,7 +97,7 @@ class Scenario(eqx.Module):
 
     def with_simulation(self, **changes) -> "Scenario":
         """A copy with some simulation settings changed, e.g. `s.with_simulation(integrator="dopri8")`."""
-        return Scenario(self.spacecraft, self.initial, self.loads, dataclasses.replace(self.simulation, **changes))
+        return dataclasses.replace(self, simulation=dataclasses.replace(self.simulation, **changes), tolerances=None)
 
 
 _CANONICAL = {"rtol": 1e-10, "atol": 1e-12, "dt": 1e-3}
@@ -110,5 +113,4 @@ def compile_key(scenario: Scenario) -> Scenario:
     if cfg.integrator == "rk4" or scenario.tolerances is not None:
         return scenario
     tol = Tolerances(cfg.rtol, cfg.atol, cfg.dt)
-    return Scenario(scenario.spacecraft, scenario.initial, scenario.loads,
-                    dataclasses.replace(cfg, **_CANONICAL), tol)
+    return dataclasses.replace(scenario, simulation=dataclasses.replace(cfg, **_CANONICAL), tolerances=tol)

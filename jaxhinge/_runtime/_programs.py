@@ -148,6 +148,13 @@ def _key_base() -> str:
     return "\n".join(parts)
 
 
+def _debug(message: str) -> None:
+    """Why a program is not kept, on stderr when `JAXHINGE_DEBUG_PROGRAMS` is set (otherwise silent: a program
+    that is not kept runs as an ordinary one)."""
+    if os.environ.get("JAXHINGE_DEBUG_PROGRAMS"):
+        print(f"jaxhinge: program cache: {message}", file=sys.stderr)
+
+
 def _warn(what: str, detail: str) -> None:
     if what not in _WARNED:
         _WARNED.add(what)
@@ -236,8 +243,9 @@ def program(fn):
         try:
             text, arrays, leaves, dynamic, td = _split(args, kwargs)
             key = hashlib.sha256(f"{_key_base()}\n{_qualified(fn)}\n{text}".encode()).hexdigest()
-        except _Uncacheable:
+        except _Uncacheable as e:
             STATS["ordinary"] += 1
+            _debug(f"{fn.__name__}: not kept ({e})")
             return jitted(*args, **kwargs)
         if (_FOLDER, key) not in loaded:
             loaded[_FOLDER, key] = _load(key, fn) or _store(key, fn, leaves, dynamic, td)
@@ -284,7 +292,8 @@ def _store(key: str, fn, leaves, dynamic, td) -> "_Loaded | None":
         exported, template = _export(fn, leaves, dynamic, td)
         blob = exported.serialize()
         payload = pickle.dumps((blob, template), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 (not exportable: a host callback, outputs that cannot be stored): run plain
+    except Exception as e:  # noqa: BLE001 (not exportable: a host callback, outputs that cannot be stored): run plain
+        _debug(f"{fn.__name__}: not exportable ({type(e).__name__}: {str(e)[:300]})")
         return None
     tmp = None
     try:

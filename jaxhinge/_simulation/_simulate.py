@@ -19,6 +19,7 @@ from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_
 from .._dynamics._energy import diagnostics, initial_state
 from .._errors import ScenarioError
 from .._math import mrp_shadow
+from .._model._control import Control, ControlState, control_update, initial_control_state, sub_mrp
 from .._model._loads import rk4_silent_pulse
 from .._model._rules import model_ok, model_problems
 from .._model._scenario import Scenario, SimulationConfig, compile_key
@@ -33,12 +34,14 @@ from ._trajectory import (
 
 
 class _Solution(NamedTuple):
-    """What `simulate_unjitted` needs from a solve: save times, states there, result code, steps taken."""
+    """What `simulate_unjitted` needs from a solve: save times, states there, result code, steps taken, and with
+    a controller the command held from each save time on (`ControlState`, stacked)."""
 
     ts: Float[Array, " T"]
     ys: State
     result: Int[Array, ""]
     num_steps: Int[Array, ""]
+    control: ControlState | None = None
 
 
 def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int]:
@@ -66,6 +69,23 @@ def _unflat(v: Float[Array, "*batch state"], n: int, wheels: bool = False) -> St
 def _layout(spacecraft) -> tuple[int, bool]:
     """`(panels, has wheels)`: how a flat state vector of this model splits (`_unflat`)."""
     return spacecraft.panels.count, spacecraft.wheels is not None
+
+
+def _with_command(loads_t0, control: Control | None, cs: ControlState | None):
+    """The loads of a step plus the controller's held command (a hub torque or wheel torques)."""
+    if control is None:
+        return loads_t0
+    f_b, f_n, tq, u, u_w = loads_t0
+    if control.actuator == "torque":
+        return f_b, f_n, tq + cs.Lr, u, u_w
+    return f_b, f_n, tq, u, u_w + cs.u
+
+
+def _is_sample(control: Control, j, dt: float):
+    """Whether the rk4 step j (starting at j dt) starts on a control sample, k `control_dt` (a whole multiple of
+    `dt`: the file layer checks it). Traced: `control_dt` stays an array leaf (sweeps and batches over it)."""
+    periods = j * dt / control.control_dt
+    return jnp.abs(periods - jnp.round(periods)) < 1e-6
 
 
 def _rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " state"]:
@@ -105,32 +125,50 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
     """Fixed-step rk4 as nested `lax.scan`s (outer: save intervals, checkpointed for reverse mode unless `store`
     (`stores_steps`); inner: the m steps of one interval). Same grid and semantics as the diffrax path: steps
     between exact multiples of dt, the last one ending at t_end; loads zero-order held; MRP switch after each
-    step."""
+    step. With a controller, the flight software runs at the start of every step that starts on a control
+    sample (every `control_dt`), from the state there, and its command is held over the steps until the next."""
     cfg = scenario.simulation
-    sc, loads = scenario.spacecraft, scenario.loads
+    sc, loads, ctrl = scenario.spacecraft, scenario.loads, scenario.control
     K, m, n = blocks
     dt, t_end = cfg.dt, cfg.t_end
     y0 = _flat(initial_state(sc, scenario.initial))
+    cs0 = None if ctrl is None else initial_control_state(0 if sc.wheels is None else sc.wheels.count, y0.dtype)
 
-    def step(y, j):
+    def fsw(y, cs, j):
+        """The controller's state after the flight software's call at step j's start (when it is a sample)."""
+        st = _unflat(y, *_layout(sc))
+        new = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
+        return jax.tree.map(lambda a, b: jnp.where(_is_sample(ctrl, j, dt), a, b), new, cs)
+
+    def step(carry, j):
+        y, cs = carry
         jf = j.astype(y.dtype)
         t0 = jf * dt
         t1 = jnp.where(j + 1 == n, t_end, (jf + 1.0) * dt)
-        return _rk4_step(sc, y, t1 - t0, loads.at(t0)), None
+        if ctrl is not None:
+            cs = fsw(y, cs, j)
+        return (_rk4_step(sc, y, t1 - t0, _with_command(loads.at(t0), ctrl, cs)), cs), None
 
-    def block(y, i):
-        y, _ = jax.lax.scan(step, y, i * m + jnp.arange(m))
-        return y, y
+    def block(carry, i):
+        carry, _ = jax.lax.scan(step, carry, i * m + jnp.arange(m))
+        return carry, carry
 
-    y_end, ys = jax.lax.scan(block if store else jax.checkpoint(block), y0, jnp.arange(K))
+    carry0 = (y0, cs0)
+    end, (ys, css) = jax.lax.scan(block if store else jax.checkpoint(block), carry0, jnp.arange(K))
     if n > K * m:  # steps after the last save time (they change no output, but are part of the run)
-        y_end, _ = jax.lax.scan(step, y_end, jnp.arange(K * m, n))
-    del y_end
+        end, _ = jax.lax.scan(step, end, jnp.arange(K * m, n))
+    del end
+    held = None
+    if ctrl is not None:  # the command held from each save time on: the call made there, if it is a sample
+        css = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), cs0, css)
+        yy = jnp.concatenate([y0[None], ys])
+        held = jax.vmap(fsw)(yy, css, jnp.arange(K + 1) * m)
     return _Solution(
         jnp.asarray(save_times(cfg)),
         _unflat(jnp.concatenate([y0[None], ys]), *_layout(sc)),
         jnp.asarray(diffrax.RESULTS.successful._value),
         jnp.asarray(n),
+        held,
     )
 
 
@@ -158,18 +196,24 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     use_shadow = jnp.sum((shadow1 - y0[:, 6:9]) ** 2, -1) < jnp.sum((sig1 - y0[:, 6:9]) ** 2, -1)
     y1 = y1.at[:, 6:9].set(jnp.where(use_shadow[:, None], shadow1, sig1))
 
-    def slope(y, t_hold):
-        return _flat(state_derivative_held(sc, _unflat(y, *_layout(sc)), *loads.at(t_hold)))
+    ctrl = scenario.control
+    cs = None if ctrl is None else jax.tree.map(lambda a: jnp.concatenate([a[i], a[i]]), full.control)
 
-    # both ends' slopes in one vmapped vector field (one copy of it in the compiled program)
-    f0, f1 = jnp.split(jax.vmap(slope)(jnp.concatenate([y0, y1]), jnp.concatenate([t0, t0])), 2)
+    def slope(y, t_hold, c):
+        loads_t = _with_command(loads.at(t_hold), ctrl, c)
+        return _flat(state_derivative_held(sc, _unflat(y, *_layout(sc)), *loads_t))
+
+    # both ends' slopes in one vmapped vector field (one copy of it in the compiled program); the step's loads
+    # and held command at both ends
+    f0, f1 = jnp.split(jax.vmap(slope)(jnp.concatenate([y0, y1]), jnp.concatenate([t0, t0]), cs), 2)
     s, hh = s[:, None], h[:, None]
     h00 = (1 + 2 * s) * (1 - s) ** 2
     h10 = s * (1 - s) ** 2
     h01 = s**2 * (3 - 2 * s)
     h11 = s**2 * (s - 1)
     y = h00 * y0 + h10 * hh * f0 + h01 * y1 + h11 * hh * f1
-    return _Solution(ts, _unflat(y, *_layout(sc)), full.result, full.num_steps)
+    held = None if ctrl is None else jax.tree.map(lambda a: a[i], full.control)
+    return _Solution(ts, _unflat(y, *_layout(sc)), full.result, full.num_steps, held)
 
 
 def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
@@ -220,7 +264,7 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
     )
 
 
-def _wheel_outputs(scenario: Scenario, ts, ys: State) -> dict:
+def _wheel_outputs(scenario: Scenario, ts, ys: State, control: ControlState | None = None) -> dict:
     """`Omega` and the motor torque `u_current` applied at each sample time (T, W) (the command held from that time
     on, after the `u_max` limit); (T, 0) without wheels."""
     wheels = scenario.spacecraft.wheels
@@ -228,8 +272,23 @@ def _wheel_outputs(scenario: Scenario, ts, ys: State) -> dict:
     if wheels is None:
         empty = jnp.zeros((T, 0), ys.theta.dtype)
         return {"Omega": empty, "u_current": empty}
-    u, _ = jax.vmap(lambda t, Om: wheel_torques(wheels, Om, scenario.loads.at(t)[4]))(ts, ys.Omega)
+    extra = jnp.zeros_like(ys.Omega)
+    if control is not None and scenario.control.actuator == "wheels":
+        extra = control.u
+    u, _ = jax.vmap(lambda t, Om, e: wheel_torques(wheels, Om, scenario.loads.at(t)[4] + e))(ts, ys.Omega, extra)
     return {"Omega": ys.Omega, "u_current": u}
+
+
+def _control_outputs(scenario: Scenario, ys: State, control: ControlState | None) -> dict:
+    """`sigma_BR`, `omega_BR_B` (attTrackingError's, from the state) and the torque request `Lr` held from each
+    sample time on (T, 3); (T, 0) without a controller."""
+    T = ys.theta.shape[0]
+    if control is None:
+        empty = jnp.zeros((T, 0), ys.theta.dtype)
+        return {"sigma_BR": empty, "omega_BR_B": empty, "Lr": empty}
+    ref = scenario.control.sigma_R0N
+    return {"sigma_BR": jax.vmap(lambda s: sub_mrp(s, ref))(ys.sigma_BN), "omega_BR_B": ys.omega_BN_B,
+            "Lr": control.Lr}
 
 
 def refuse_invalid(scenario: Scenario, source: str) -> None:
@@ -237,6 +296,13 @@ def refuse_invalid(scenario: Scenario, source: str) -> None:
     (`_model._rules.model_problems`; a batch: member by member): a `ScenarioError` naming the member, the field,
     the value and the rule. Traced scenarios are checked inside the program (`model_ok`, per member)."""
     sc, pulses = scenario.spacecraft, scenario.loads.pulses
+    if scenario.control is not None and scenario.simulation.integrator != "rk4":
+        raise ScenarioError.bad(source, "simulation.integrator", scenario.simulation.integrator,
+                                "a controller in the loop ([control]) runs with \"rk4\" (its samples on the step "
+                                "grid); the adaptive integrators do not take one yet")
+    if scenario.control is not None and scenario.control.actuator == "wheels" and sc.wheels is None:
+        raise ScenarioError.bad(source, "control.actuator", "wheels", "the spacecraft has no [[wheels]]; use "
+                                "actuator = \"torque\" (a hub torque) or add wheels")
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((sc, pulses))):
         return
     if pulses is not None and scenario.simulation.integrator == "rk4" and np.ndim(pulses.t_start) == 1:
@@ -271,7 +337,8 @@ def simulate_unjitted(
         omega_BN_B=ys.omega_BN_B,
         theta=ys.theta,
         thetaDot=ys.thetaDot,
-        **_wheel_outputs(scenario, sol.ts, ys),
+        **_wheel_outputs(scenario, sol.ts, ys, sol.control),
+        **_control_outputs(scenario, ys, sol.control),
         **diag._asdict(),
     )
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(fields)]))

@@ -13,6 +13,7 @@ OUTPUT_UNITS = {  # every trajectory output, in order, and its SI unit
     "t": "s", "r_BN_N": "m", "v_BN_N": "m/s", "r_CN_N": "m", "v_CN_N": "m/s", "sigma_BN": "1 (MRP)",
     "omega_BN_B": "rad/s", "theta": "rad", "thetaDot": "rad/s", "totOrbEnergy": "J", "totRotEnergy": "J",
     "totOrbAngMomPntN_N": "kg m^2/s", "totRotAngMomPntC_N": "kg m^2/s", "Omega": "rad/s", "u_current": "N m",
+    "sigma_BR": "1 (MRP)", "omega_BR_B": "rad/s", "Lr": "N m",
 }
 OUTPUT_NAMES = tuple(OUTPUT_UNITS)
 DRIFT_RTOL = 1e-4  # largest relative drift of a conserved output in a valid run (`Trajectory.drift_warning`)
@@ -28,7 +29,9 @@ class Trajectory(eqx.Module):
     `panel_r_SN_N`, `panel_v_SN_N`, `panel_sigma_SN`, `panel_omega_SN_S` (T, N, 3): panel inertial states;
     `panel_r_HN_N` (T, N, 3): hinge points in N; `Omega` (T, W) [rad/s]: wheel speeds relative to the hub,
     `u_current` (T, W) [N m]: the motor torque applied to each wheel (after the `u_max` limit); W = 0 without
-    wheels.
+    wheels. With a controller (`Scenario.control`): `sigma_BR` (T, 3) the attitude error (MRP of B relative to
+    the reference), `omega_BR_B` (T, 3) [rad/s] the rate error, `Lr` (T, 3) [N m, B] the torque requested on the
+    hub, held from each sample on (`mrpFeedback`'s `torqueRequestBody`); (T, 0) without one.
     `result`: diffrax result code (0 = success); `success`: solver succeeded and every output is finite;
     `num_steps`: accepted steps (rk4: the steps of the grid to `t_end`).
     """
@@ -53,6 +56,9 @@ class Trajectory(eqx.Module):
     panel_r_HN_N: Float[Array, "T panels 3"]
     Omega: Float[Array, "T wheels"]
     u_current: Float[Array, "T wheels"]
+    sigma_BR: Float[Array, "T c"]
+    omega_BR_B: Float[Array, "T c"]
+    Lr: Float[Array, "T c"]
     result: Int[Array, ""]
     success: Bool[Array, ""]
     num_steps: Int[Array, ""]

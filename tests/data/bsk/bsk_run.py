@@ -108,6 +108,9 @@ OUTPUT_KEYS = (
     "bsk_version",
 )
 WHEEL_OUTPUT_KEYS = ("Omega", "rw_u_current")  # saved only when the scenario has wheels
+CONTROL_OUTPUT_KEYS = ("sigma_BR", "omega_BR_B", "Lr")  # saved only when the scenario has [control]
+CONTROL_KEYS = {"sigma_R0N", "K", "P", "Ki", "integralLimit", "control_dt", "actuator", "controlAxes_B", "ISCPntB_B",
+                "knownTorquePntB_B"}
 WHEEL_KEYS = {"name", "gsHat_B", "Js", "Omega", "u", "u_max", "cViscous", "fCoulomb"}
 
 
@@ -297,6 +300,80 @@ def _add_wheels(sc, wheels):
     return eff, pls
 
 
+def _add_control(sim, scenario, sc, rw_eff, dt_ns, keep):
+    """Basilisk's attitude-control chain for `[control]` (basilisk.md section 9): `simpleNav` (no noise) in the
+    dynamics task after the spacecraft; `inertial3D`, `attTrackingError`, `mrpFeedback` and `rwMotorTorque` (or
+    `extForceTorque` fed by `mrpFeedback`) in a flight-software task of period `control_dt` in a process of lower
+    priority than the dynamics, as `scenarioAttitudeFeedbackRW.py` lays them out. Returns `(task name, the
+    modules to record: attTrackingError, mrpFeedback, the hub-torque effector or None)`."""
+    from Basilisk.architecture import messaging
+    from Basilisk.fswAlgorithms import attTrackingError, inertial3D, mrpFeedback, rwMotorTorque
+    from Basilisk.simulation import extForceTorque, simpleNav
+    from Basilisk.utilities import fswSetupRW
+
+    c = scenario["control"]
+    unknown = set(c) - CONTROL_KEYS
+    if unknown:
+        raise ValueError(f"control: unknown keys {sorted(unknown)}")
+    ctl_ns = _ns(c["control_dt"], "control.control_dt", dt_ns)
+    fsw_proc = sim.CreateNewProcess("fswProc", 100)  # below the dynamics process (200)
+    fsw_proc.addTask(sim.CreateNewTask("fswTask", ctl_ns))
+
+    nav = simpleNav.SimpleNav()
+    nav.ModelTag = "simpleNav"
+    nav.scStateInMsg.subscribeTo(sc.scStateOutMsg)
+    ref = inertial3D.inertial3D()
+    ref.ModelTag = "inertial3D"
+    ref.sigma_R0N = [float(x) for x in c.get("sigma_R0N", [0.0, 0.0, 0.0])]
+    err = attTrackingError.attTrackingError()
+    err.ModelTag = "attTrackingError"
+    err.attRefInMsg.subscribeTo(ref.attRefOutMsg)
+    err.attNavInMsg.subscribeTo(nav.attOutMsg)
+    mrp = mrpFeedback.mrpFeedback()
+    mrp.ModelTag = "mrpFeedback"
+    mrp.guidInMsg.subscribeTo(err.attGuidOutMsg)
+    mrp.K = float(c["K"])
+    mrp.P = float(c["P"])
+    mrp.Ki = float(c.get("Ki", -1.0))
+    mrp.integralLimit = float(c.get("integralLimit", 0.0))
+    mrp.knownTorquePntB_B = [float(x) for x in c.get("knownTorquePntB_B", [0.0, 0.0, 0.0])]
+    veh = messaging.VehicleConfigMsgPayload()
+    veh.ISCPntB_B = [float(x) for row in c["ISCPntB_B"] for x in row]
+    veh_msg = messaging.VehicleConfigMsg().write(veh)
+    mrp.vehConfigInMsg.subscribeTo(veh_msg)
+    keep += [veh, veh_msg, nav, ref, err, mrp]
+    wheels = scenario.get("wheels", [])
+    if wheels:  # mrpFeedback's gyroscopic term sees the wheels, whatever the actuator
+        fswSetupRW.clearSetup()
+        for w in wheels:
+            u_max = float(w.get("u_max", 0.0))
+            fswSetupRW.create([float(x) for x in w["gsHat_B"]], float(w["Js"]), u_max if u_max > 0 else -1.0)
+        rw_params = fswSetupRW.writeConfigMessage()
+        mrp.rwParamsInMsg.subscribeTo(rw_params)
+        mrp.rwSpeedsInMsg.subscribeTo(rw_eff.rwSpeedOutMsg)
+        keep.append(rw_params)
+    torque_eff = None
+    sim.AddModelToTask("fswTask", ref)
+    sim.AddModelToTask("fswTask", err)
+    sim.AddModelToTask("fswTask", mrp)
+    if c.get("actuator", "wheels") == "wheels":
+        mot = rwMotorTorque.rwMotorTorque()
+        mot.ModelTag = "rwMotorTorque"
+        mot.controlAxes_B = [float(x) for row in c.get("controlAxes_B", np.eye(3).tolist()) for x in row]
+        mot.vehControlInMsg.subscribeTo(mrp.cmdTorqueOutMsg)
+        mot.rwParamsInMsg.subscribeTo(rw_params)
+        rw_eff.rwMotorCmdInMsg.subscribeTo(mot.rwMotorTorqueOutMsg)
+        sim.AddModelToTask("fswTask", mot)
+        keep.append(mot)
+    else:
+        torque_eff = extForceTorque.ExtForceTorque()
+        torque_eff.ModelTag = "controlTorque"
+        torque_eff.cmdTorqueInMsg.subscribeTo(mrp.cmdTorqueOutMsg)
+        sc.addDynamicEffector(torque_eff)
+        keep.append(torque_eff)
+    return nav, (err, mrp, torque_eff)
+
+
 def read_inputs(scenario, base_dir, dt_ns, t_end_ns):
     """The `[inputs]` CSV as [(t_ns, {wheel name: u})] rows (wheel columns only); [] without `[inputs]`."""
     inputs = scenario.get("inputs")
@@ -456,8 +533,8 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
         proc.addTask(sim.CreateNewTask("task", dt_ns))
         fsw_proc = sim.CreateNewProcess("fsw", 100)
         fsw_proc.addTask(sim.CreateNewTask("fswTask", dt_ns))
-    else:
-        proc = sim.CreateNewProcess("proc")
+    else:  # with [control], the flight-software process ("fswProc", 100) runs after this one at each time
+        proc = sim.CreateNewProcess("proc", 200) if scenario.get("control") else sim.CreateNewProcess("proc")
         proc.addTask(sim.CreateNewTask("task", dt_ns))
 
     sc = spacecraft.Spacecraft()
@@ -509,7 +586,10 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
     if rows and not wheels:
         raise ValueError("inputs: a CSV without [[wheels]]: nothing to apply")
     wheel_cmd = None
-    if rw_eff is not None:
+    control = scenario.get("control")
+    if control is not None and (rows or any(float(w.get("u", 0.0)) != 0.0 for w in wheels)):
+        raise ValueError("control: the wheel command message is the controller's; no [inputs] or wheel u with it")
+    if rw_eff is not None and control is None:
         cmd_pl = messaging.ArrayMotorTorqueMsgPayload()
         cmd_msg = messaging.ArrayMotorTorqueMsg()
         rw_eff.rwMotorCmdInMsg.subscribeTo(cmd_msg)
@@ -543,6 +623,12 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
         ft.ModelTag = "extForceTorque"
         sc.addDynamicEffector(ft)
 
+    nav = fsw_rec = None
+    if control is not None:
+        nav, fsw_rec = _add_control(sim, scenario, sc, rw_eff, dt_ns, keep)
+        if fsw_rec[2] is not None:
+            sim.AddModelToTask("task", fsw_rec[2])
+
     # Task order: loads, wheels (read the command, set u_current for the step [t_{k-1}, t_k]), spacecraft
     # (integrates to t_k, then computes energy/momentum and the MRP switch), panels (write their messages from
     # the post-step state), then the recorders.
@@ -557,6 +643,8 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
         sim.AddModelToTask("task", e)
     for e, _, _ in chain_states:
         sim.AddModelToTask("task", e)
+    if nav is not None:  # the navigation message holds the state at the end of each step
+        sim.AddModelToTask("task", nav)
 
     if not record:
         wall, cpu = _execute(sim, ft, segments, wheel_cmd)
@@ -605,6 +693,11 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
         ]
         for r in rw_recs:
             sim.AddModelToTask("task", r)
+    ctl_recs = []
+    if fsw_rec is not None:  # in the flight-software task, after its modules: the values written at each call
+        ctl_recs = [fsw_rec[0].attGuidOutMsg.recorder(save_ns), fsw_rec[1].cmdTorqueOutMsg.recorder(save_ns)]
+        for r in ctl_recs:
+            sim.AddModelToTask("fswTask", r)
     em_names = ["totOrbEnergy", "totRotEnergy", "totOrbAngMomPntN_N", "totRotAngMomPntC_N"]
     em_log = sc.logger(em_names, save_ns)
     sim.AddModelToTask("task", em_log)
@@ -616,7 +709,9 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
     expected = np.arange(0, t_end_ns + 1, save_ns, dtype=np.int64)
     for name, rec_t in [("scStateOutMsg", times), ("logger", np.asarray(em_log.times(), dtype=np.int64))] + [
         (f"panel {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(th_recs + cfg_recs)
-    ] + [(f"wheel recorder {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(rw_recs)]:
+    ] + [(f"wheel recorder {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(rw_recs)] + [
+        (f"control recorder {i}", np.asarray(r.times(), dtype=np.int64)) for i, r in enumerate(ctl_recs)
+    ]:
         if rec_t.shape != expected.shape or np.any(rec_t != expected):
             raise RuntimeError(f"{name} recorder sample times do not match k*save_dt: {rec_t[:5]}...")
     T, N = len(expected), len(panels)
@@ -668,6 +763,10 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
         out["rw_u_current"] = np.stack(
             [np.asarray(r.u_current, dtype=float).reshape(T) for r in rw_recs[1:]], axis=1
         )
+    if ctl_recs:
+        out["sigma_BR"] = np.asarray(ctl_recs[0].sigma_BR, dtype=float).reshape(T, 3)
+        out["omega_BR_B"] = np.asarray(ctl_recs[0].omega_BR_B, dtype=float).reshape(T, 3)
+        out["Lr"] = np.asarray(ctl_recs[1].torqueRequestBody, dtype=float).reshape(T, 3)
     for k in ("r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N", "sigma_BN", "omega_BN_B"):
         if out[k].shape != (T, 3):
             raise RuntimeError(f"{k}: unexpected shape {out[k].shape}")
@@ -676,7 +775,8 @@ def run(scenario, *, record=True, base_dir=None, wheels_after_spacecraft=False, 
 
 
 def save(out, path):
-    np.savez_compressed(path, **{k: out[k] for k in OUTPUT_KEYS + WHEEL_OUTPUT_KEYS if k in out})
+    keys = OUTPUT_KEYS + WHEEL_OUTPUT_KEYS + CONTROL_OUTPUT_KEYS
+    np.savez_compressed(path, **{k: out[k] for k in keys if k in out})
 
 
 def main(argv=None):

@@ -88,6 +88,8 @@ def to_toml(header, scen):
         _table(lines, "[inputs]", scen["inputs"])
     if "gravity" in scen:
         _table(lines, "[gravity]", scen["gravity"])
+    if "control" in scen:
+        _table(lines, "[control]", scen["control"])
     _table(lines, "[simulation]", scen["simulation"])
     return "\n".join(lines)
 

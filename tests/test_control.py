@@ -1,0 +1,80 @@
+"""The attitude controller in the loop ([control]: Basilisk's inertial3D, attTrackingError, mrpFeedback,
+rwMotorTorque / extForceTorque): its file table and refusals, its parameters in the registry and in batches, the
+wheel-momentum bookkeeping of its commands. Against Basilisk: tests/test_basilisk_reference.py (control_*.npz,
+made by tests/data/bsk/make_control_references.py: every output to round-off)."""
+
+import copy
+import os
+
+import numpy as np
+import pytest
+from conftest import DATA
+
+import jaxhinge as jh
+
+REF = os.path.join(DATA, "bsk", "control_wheels.toml")
+
+
+def _small(**control):
+    """One panel, three orthogonal wheels, 10 degrees off, 2 s at 10 ms: cheap programs."""
+    d = {"hub": {"mHub": 500.0, "IHubPntBc_B": [[400.0, 0, 0], [0, 300.0, 0], [0, 0, 200.0]],
+                 "sigma_BNInit": [0.0436609, 0.0, 0.0]},
+         "panels": [{"name": "p0", "mass": 20.0, "IPntS_S": [[5.0, 0, 0], [0, 4.0, 0], [0, 0, 3.0]], "d": 1.0,
+                     "k": 50.0, "c": 1.0, "r_HB_B": [0.0, 0.5, 0.0], "dcm_HB": [[0, -1, 0], [1, 0, 0], [0, 0, 1]]}],
+         "wheels": [{"name": f"rw{i + 1}", "gsHat_B": g, "Js": 0.1, "Omega": 100.0 * (i + 1)}
+                    for i, g in enumerate(np.eye(3).tolist())],
+         "control": {"K": 10.0, "P": 60.0, "control_dt": 0.1, **control},
+         "simulation": {"t_end": 2.0, "save_dt": 0.1, "integrator": "rk4", "dt": 0.01}}
+    return d
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"control": {"control_dt": 0.015}}, r"control\.control_dt = 0\.015: must be a whole multiple of simulation\.dt"),
+    ({"control": {"K": -1.0}}, r"control\.K = -1\.0: must be >= 0"),
+    ({"control": {"P": -2.0}}, r"control\.P = -2\.0: must be >= 0"),
+    ({"control": {"actuator": "thrusters"}}, r"control\.actuator = \"thrusters\": allowed values are \"wheels\", \"torque\""),
+    ({"wheels": None}, r"control\.actuator = \"wheels\": the spacecraft has no \[\[wheels\]\]"),
+    ({"wheels": "one"}, r"control\.controlAxes_B = .*the wheels' spin axes do not span these 3 control axes"),
+    ({"simulation": {"integrator": "tsit5"}}, r"simulation\.integrator = \"tsit5\": a controller in the loop"),
+    ({"control": {"controlAxes_B": [[0.0, 0.0, 0.0]]}}, r"control\.controlAxes_B\[1\] = \[0\.0, 0\.0, 0\.0\]: must not be zero"),
+])
+def test_bad_control_tables_are_refused(change, match):
+    """One line each, naming the field, the value and the rule, before anything is built."""
+    d = _small()
+    for key, value in change.items():
+        if value is None:
+            d.pop(key)
+        elif value == "one":
+            d[key] = d[key][:1]
+        else:
+            d[key].update(value)
+    with pytest.raises(jh.ScenarioError, match=r"^c\.toml: " + match):
+        jh.scenario_from_dict(d, "c.toml")
+
+
+def test_controller_parameters_batches_and_file_round_trip():
+    """`control.K`, `control.P`, ... are registry parameters: a batch over `control.P` equals one run per member
+    (1e-13), `apply_parameters` sets them, the scenario file round-trips (with the default controller inertia:
+    the spacecraft's about B at the initial hinge angles). The controller drives the wheels through
+    rwMotorTorque: each wheel's inertial spin momentum changes by exactly its held command over each control
+    period (1e-12 N m s); the first command is -K sigma_BR (the spacecraft starts at rest), and the hub turns
+    toward the reference."""
+    s = jh.scenario_from_dict(_small())
+    assert {"control.K", "control.P", "control.Ki", "control.control_dt"} <= set(jh.parameter_names(s))
+    I = np.asarray(s.control.ISCPntB_B)
+    assert I[0, 0] > 400.0 and np.allclose(I, I.T)  # hub + panel about B
+    back = jh.scenario_from_dict(jh.scenario_to_dict(s))
+    np.testing.assert_array_equal(np.asarray(back.control.ISCPntB_B), I)
+    batch = jh.simulate_batch(s, {"control.P": np.array([40.0, 60.0])})
+    one = jh.simulate(jh.apply_parameters(s, {"control.P": 40.0}))
+    np.testing.assert_allclose(np.asarray(batch.sigma_BR)[0], np.asarray(one.sigma_BR), rtol=0, atol=1e-13)
+    tr = jh.simulate(s)
+    h = 0.1 * (np.asarray(tr.Omega) + np.asarray(tr.omega_BN_B))  # Js (Omega + gsHat . omega), gsHat = b_i
+    u = np.asarray(tr.u_current)
+    np.testing.assert_allclose(np.diff(h, axis=0), 0.1 * u[:-1], rtol=0, atol=1e-12)
+    # the first command, from the initial state (at rest, sigma_BR = sigma_BNInit): Lr = -K sigma_BR exactly
+    np.testing.assert_allclose(np.asarray(tr.Lr)[0], -10.0 * np.asarray(tr.sigma_BR)[0], rtol=1e-15)
+    assert np.linalg.norm(np.asarray(tr.sigma_BR)[-1]) < np.linalg.norm(np.asarray(tr.sigma_BR)[0])
+    with pytest.raises(jh.ParameterError, match=r"no attitude controller"):
+        jh.apply_parameters(jh.scenario_from_dict({k: v for k, v in _small().items() if k != "control"}),
+                            {"control.K": 1.0})
