@@ -21,6 +21,7 @@ _PUBLIC = {
     "PointMassGravity": ("_model._spacecraft", "PointMassGravity"),
     "Spacecraft": ("_model._spacecraft", "Spacecraft"),
     "Wheels": ("_model._spacecraft", "Wheels"),
+    "Control": ("_model._control", "Control"),
     "InitialState": ("_model._spacecraft", "InitialState"),
     "State": ("_model._spacecraft", "State"),
     "Loads": ("_model._loads", "Loads"),
@@ -159,6 +160,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._model._spacecraft import PointMassGravity as PointMassGravity
     from ._model._spacecraft import Spacecraft as Spacecraft
     from ._model._spacecraft import Wheels as Wheels
+    from ._model._control import Control as Control
     from ._model._spacecraft import State as State
     from ._report._fit import plot_fit as plot_fit
     from ._report._identify import plot_identify as plot_identify

@@ -50,7 +50,7 @@ VECTOR = {"r_BN_N", "r_CN_N", "panel_r_SN_N", "v_BN_N", "v_CN_N", "panel_v_SN_N"
 # there the comparison is absolute, tolerance x floor.
 # quantity: (relative tolerance, floor, unit, measured largest relative error)
 REL = {
-    "totOrbEnergy": (3e-14, 1.0, "J", "2.2e-15"),
+    "totOrbEnergy": (1e-13, 1.0, "J", "5.1e-14 (control_wheels: 60 000 steps; 2.2e-15 in the shorter open-loop cases)"),
     "totRotEnergy": (3e-14, 1.0, "J", "3.6e-15"),
     # r_C x m v_C: the product of position and velocity round-off, relative to a vector that can be much
     # shorter than m |r_C| |v_C| (random3d_04: 4e-12 N m s of 67 N m s)

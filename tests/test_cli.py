@@ -28,9 +28,17 @@ EXPECTED = {
 }  # fmt: skip
 
 
+def _default_sigint():
+    """In the child: Ctrl-C handled by default, as in a shell. A pytest worker may ignore SIGINT (a notebook's
+    IPython shell, xdist), and an ignored signal is inherited: `jaxhinge` then leaves Ctrl-C to its caller and runs
+    as a library call (no worker thread, no program cache)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(*args, cwd, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
+        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env,
+        preexec_fn=_default_sigint,
     )
 
 
@@ -314,7 +322,7 @@ def _tiny_trajectory(T=3, n=2):
 
     from jaxhinge._simulation._trajectory import Trajectory
 
-    dims = {"T": T, "panels": n, "wheels": 0, "3": 3}
+    dims = {"T": T, "panels": n, "wheels": 0, "control": 0, "3": 3}
     return Trajectory(**{f.name: jnp.asarray(np.full([dims[d] for d in f.type.dim_str.split()], 0.5))
                          for f in dataclasses.fields(Trajectory)
                          if f.name not in ("result", "success", "num_steps")},

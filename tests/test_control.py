@@ -3,7 +3,6 @@ rwMotorTorque / extForceTorque): its file table and refusals, its parameters in 
 wheel-momentum bookkeeping of its commands. Against Basilisk: tests/test_basilisk_reference.py (control_*.npz,
 made by tests/data/bsk/make_control_references.py: every output to round-off)."""
 
-import copy
 import os
 
 import numpy as np
