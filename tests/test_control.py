@@ -51,22 +51,19 @@ def test_bad_control_tables_are_refused(change, match):
         jh.scenario_from_dict(d, "c.toml")
 
 
-def test_controller_parameters_batches_and_file_round_trip():
-    """`control.K`, `control.P`, ... are registry parameters: a batch over `control.P` equals one run per member
-    (1e-13), `apply_parameters` sets them, the scenario file round-trips (with the default controller inertia:
-    the spacecraft's about B at the initial hinge angles). The controller drives the wheels through
-    rwMotorTorque: each wheel's inertial spin momentum changes by exactly its held command over each control
-    period (1e-12 N m s); the first command is -K sigma_BR (the spacecraft starts at rest), and the hub turns
-    toward the reference."""
+def test_controller_parameters_and_file_round_trip():
+    """`control.K`, `control.P`, ... are registry parameters (`apply_parameters` sets them); the scenario file
+    round-trips, with the default controller inertia (the spacecraft's about B at the initial hinge angles). The
+    controller drives the wheels through rwMotorTorque: each wheel's inertial spin momentum changes by exactly its
+    held command over each control period (1e-12 N m s); the first command is -K sigma_BR (the spacecraft starts
+    at rest), and the hub turns toward the reference."""
     s = jh.scenario_from_dict(_small())
     assert {"control.K", "control.P", "control.Ki", "control.control_dt"} <= set(jh.parameter_names(s))
+    assert float(jh.apply_parameters(s, {"control.P": 40.0}).control.P) == 40.0
     I = np.asarray(s.control.ISCPntB_B)
     assert I[0, 0] > 400.0 and np.allclose(I, I.T)  # hub + panel about B
     back = jh.scenario_from_dict(jh.scenario_to_dict(s))
     np.testing.assert_array_equal(np.asarray(back.control.ISCPntB_B), I)
-    batch = jh.simulate_batch(s, {"control.P": np.array([40.0, 60.0])})
-    one = jh.simulate(jh.apply_parameters(s, {"control.P": 40.0}))
-    np.testing.assert_allclose(np.asarray(batch.sigma_BR)[0], np.asarray(one.sigma_BR), rtol=0, atol=1e-13)
     tr = jh.simulate(s)
     h = 0.1 * (np.asarray(tr.Omega) + np.asarray(tr.omega_BN_B))  # Js (Omega + gsHat . omega), gsHat = b_i
     u = np.asarray(tr.u_current)
@@ -77,3 +74,31 @@ def test_controller_parameters_batches_and_file_round_trip():
     with pytest.raises(jh.ParameterError, match=r"no attitude controller"):
         jh.apply_parameters(jh.scenario_from_dict({k: v for k, v in _small().items() if k != "control"}),
                             {"control.K": 1.0})
+
+
+def test_gradient_of_the_pointing_error_through_the_loop_equals_finite_differences():
+    """d(integrated pointing error, sum |sigma_BR|^2 save_dt)/d(control.K, control.P, p0.k, p0.c), reverse mode
+    through the sampled loop (held commands, the flight software's calls), equals central differences to 1e-6
+    relative (h = 1e-3 relative: truncation ~1e-8, round-off of the differences ~1e-8 of the smallest derivative,
+    d/dc, which is 1e-6 of the metric; no wheel saturation here, so the metric is smooth). The differences come
+    from one batch over the four controller and hinge parameters, whose nominal member equals a single run
+    (1e-13)."""
+    import jax
+    import jax.numpy as jnp
+
+    s = jh.scenario_from_dict(_small())
+    names = ["control.K", "control.P", "p0.k", "p0.c"]
+    x0 = np.array([10.0, 60.0, 50.0, 1.0])
+
+    def metric(x):
+        tr = jh.simulate(jh.apply_parameters(s, dict(zip(names, x))))
+        return jnp.sum(tr.sigma_BR**2) * 0.1
+
+    g = np.asarray(jax.grad(metric)(jnp.asarray(x0)))
+    X = np.concatenate([x0[None], x0 + np.diag(1e-3 * x0), x0 - np.diag(1e-3 * x0)])  # nominal, +h_i, -h_i
+    batch = jh.simulate_batch(s, {n: X[:, i] for i, n in enumerate(names)})
+    m = np.sum(np.asarray(batch.sigma_BR) ** 2, axis=(1, 2)) * 0.1
+    fd = (m[1:5] - m[5:9]) / (2e-3 * x0)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    assert np.all(np.abs(fd) > 0)
+    np.testing.assert_allclose(np.asarray(batch.sigma_BR)[0], np.asarray(jh.simulate(s).sigma_BR), rtol=0, atol=1e-13)
