@@ -28,17 +28,16 @@ EXPECTED = {
 }  # fmt: skip
 
 
-def _default_sigint():
-    """In the child: Ctrl-C handled by default, as in a shell. A pytest worker may ignore SIGINT (a notebook's
-    IPython shell, xdist), and an ignored signal is inherited: `jaxhinge` then leaves Ctrl-C to its caller and runs
-    as a library call (no worker thread, no program cache)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# `python -m jaxhinge` with Python's default Ctrl-C handling, as started from a shell. A pytest worker may ignore
+# SIGINT (a notebook's IPython shell, xdist) and an ignored signal is inherited: `jaxhinge` would then leave Ctrl-C
+# to its caller and run as a library call (no worker thread, no program cache).
+_AS_FROM_A_SHELL = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                    "runpy.run_module('jaxhinge', run_name='__main__', alter_sys=True)")
 
 
 def run(*args, cwd, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "jaxhinge", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env,
-        preexec_fn=_default_sigint,
+        [sys.executable, "-c", _AS_FROM_A_SHELL, *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
     )
 
 

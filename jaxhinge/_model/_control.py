@@ -84,11 +84,16 @@ def initial_control_state(n_wheels: int, dtype=jnp.float64) -> ControlState:
     return ControlState(z3, jnp.zeros((), dtype), z3, jnp.zeros(n_wheels, dtype))
 
 
-def control_update(control: Control, wheels, sigma_BN, omega_BN_B, Omega, cs: ControlState) -> ControlState:
+def control_update(control: Control, wheels, sigma_BN, omega_BN_B, Omega, cs: ControlState, omega_RN_B=None,
+                   domega_RN_B=None) -> ControlState:
     """One flight-software call at a sample time: the new integral state and the command held until the next
-    sample (module docstring)."""
+    sample (module docstring). `omega_RN_B`, `domega_RN_B`: a rotating reference's rate and acceleration in B
+    (`mrpFeedback`'s full law; zero for `inertial3D`, the only reference in the loop so far)."""
     sigma_BR = sub_mrp(sigma_BN, control.sigma_R0N)
-    omega_BR = omega_BN_B  # inertial reference: omega_RN = 0
+    z3 = jnp.zeros_like(omega_BN_B)
+    omega_RN = z3 if omega_RN_B is None else omega_RN_B
+    domega_RN = z3 if domega_RN_B is None else domega_RN_B
+    omega_BR = omega_BN_B - omega_RN
     I = control.ISCPntB_B
     dt = jnp.where(cs.calls >= 2, control.control_dt, 0.0)
     on = control.Ki > 0
@@ -103,7 +108,8 @@ def control_update(control: Control, wheels, sigma_BN, omega_BN_B, Omega, cs: Co
     if wheels is not None:
         gs = wheels.gsHat_B
         h = h + jnp.sum((wheels.Js * (gs @ omega_BN_B + Omega))[:, None] * gs, 0)
-    Lr = control.K * sigma_BR + control.P * omega_BR + control.P * Kiz - cross3(Kiz, h) + control.knownTorquePntB_B
+    Lr = (control.K * sigma_BR + control.P * omega_BR + control.P * Kiz - cross3(omega_RN + Kiz, h)
+          + mv3(I, cross3(omega_BN_B, omega_RN) - domega_RN) + control.knownTorquePntB_B)
     request = -Lr
     u = cs.u
     if control.actuator == "wheels":
