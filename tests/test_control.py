@@ -51,12 +51,13 @@ def test_bad_control_tables_are_refused(change, match):
         jh.scenario_from_dict(d, "c.toml")
 
 
-def test_controller_parameters_and_file_round_trip():
+def test_controller_parameters_and_file_round_trip(tmp_path):
     """`control.K`, `control.P`, ... are registry parameters (`apply_parameters` sets them); the scenario file
     round-trips, with the default controller inertia (the spacecraft's about B at the initial hinge angles). The
     controller drives the wheels through rwMotorTorque: each wheel's inertial spin momentum changes by exactly its
     held command over each control period (1e-12 N m s); the first command is -K sigma_BR (the spacecraft starts
-    at rest), and the hub turns toward the reference."""
+    at rest), and the hub turns toward the reference. The trajectory plot adds the attitude error and the held
+    torque request."""
     s = jh.scenario_from_dict(_small())
     assert {"control.K", "control.P", "control.Ki", "control.control_dt"} <= set(jh.parameter_names(s))
     assert float(jh.apply_parameters(s, {"control.P": 40.0}).control.P) == 40.0
@@ -71,6 +72,8 @@ def test_controller_parameters_and_file_round_trip():
     # the first command, from the initial state (at rest, sigma_BR = sigma_BNInit): Lr = -K sigma_BR exactly
     np.testing.assert_allclose(np.asarray(tr.Lr)[0], -10.0 * np.asarray(tr.sigma_BR)[0], rtol=1e-15)
     assert np.linalg.norm(np.asarray(tr.sigma_BR)[-1]) < np.linalg.norm(np.asarray(tr.sigma_BR)[0])
+    jh.plot_trajectory(tr.as_dict(), s.spacecraft.panels.labels, tmp_path / "c.png", wheel_names=("rw1", "rw2", "rw3"))
+    assert (tmp_path / "c.png").stat().st_size > 20_000
     with pytest.raises(jh.ParameterError, match=r"no attitude controller"):
         jh.apply_parameters(jh.scenario_from_dict({k: v for k, v in _small().items() if k != "control"}),
                             {"control.K": 1.0})

@@ -42,12 +42,14 @@ def legend_outside(ax, **kw) -> None:
 
 def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None,
                     wheel_names=None) -> None:
-    """Hinge angles, hub rates, the wheels' speed changes (with wheels), and energy/momentum drift of a trajectory
-    dict (`Trajectory.as_dict()`)."""
+    """Hinge angles, hub rates, the wheels' speed changes (with wheels), the attitude error and the controller's
+    torque request (with a controller), and energy/momentum drift of a trajectory dict (`Trajectory.as_dict()`)."""
     plt = pyplot()
     t = traj["t"]
     wheels = traj.get("Omega") is not None and np.shape(traj["Omega"])[-1] > 0
-    fig, axes = plt.subplots(4 if wheels else 3, 1, figsize=(10, 11.5 if wheels else 9), sharex=True)
+    control = traj.get("sigma_BR") is not None and np.shape(traj["sigma_BR"])[-1] > 0
+    rows = 3 + int(wheels) + 2 * int(control)
+    fig, axes = plt.subplots(rows, 1, figsize=(10, 3 + 2.9 * rows), sharex=True)
     ax_theta, ax_rate, ax = axes[0], axes[1], axes[-1]
     if wheels:  # the speed change of each wheel (their speeds are hundreds of rad/s)
         ax_w = axes[2]
@@ -57,6 +59,18 @@ def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | N
         ax_w.set_ylabel("wheel speed change\nOmega - Omega(0) [rad/s]")
         legend_outside(ax_w)
         ax_w.grid(alpha=0.3)
+    if control:  # the pointing error (principal angle 4 atan|sigma_BR|) and the torque requested on the hub
+        ax_e, ax_l = axes[2 + int(wheels)], axes[3 + int(wheels)]
+        ax_e.semilogy(t, np.maximum(np.degrees(4 * np.arctan(np.linalg.norm(traj["sigma_BR"], axis=-1))), 1e-12),
+                      label="4 atan|sigma_BR|")
+        ax_e.set_ylabel("attitude error [deg]")
+        legend_outside(ax_e)
+        ax_e.grid(alpha=0.3, which="both")
+        for j in range(3):
+            ax_l.step(t, traj["Lr"][:, j], where="post", label=f"Lr_{j + 1}")
+        ax_l.set_ylabel("torque request on the hub\nLr [N m] (held)")
+        legend_outside(ax_l)
+        ax_l.grid(alpha=0.3)
     for i, name in enumerate(panel_names):
         ax_theta.plot(t, np.degrees(traj["theta"][:, i]), label=name)
     ax_theta.set_ylabel("hinge angle theta [deg]")
