@@ -138,3 +138,23 @@ def test_basilisks_own_mrp_feedback_test():
                                 np.asarray(x["wheelSpeeds"][:n]), cs, omega_RN, np.asarray(x["domega_RN_B"]))
             got.append(np.asarray(cs.Lr))
         np.testing.assert_allclose(got, case["torqueRequestBody"], rtol=1e-14, atol=1e-14, err_msg=str(case))
+
+
+def test_basilisks_own_rw_motor_torque_test():
+    """Basilisk's `test_rwMotorTorque.py`: a torque request [1.0, -0.5, 0.7] N m on the hub, three orthogonal
+    wheels and a fourth along (1, 1, 1)/sqrt(3), control axes b1, b2, b3: its truth value, the wheel torques
+    [-0.8, 0.7, -0.5, -0.3464101615137755] N m, at its tolerance 1e-12 (the request is fed through
+    `knownTorquePntB_B` with K = P = 0: Lr = knownTorquePntB_B, request = -Lr)."""
+    import jax.numpy as jnp
+
+    from jaxhinge._model._control import Control, ControlState, control_update
+
+    gs = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.5773502691896258] * 3]
+    wheels = jh.Wheels(gs, [0.1] * 4)
+    request = np.array([1.0, -0.5, 0.7])
+    ctl = Control(np.zeros(3), 0.0, 0.0, -1.0, 0.0, np.eye(3), -request, np.eye(3), 0.5, "wheels")
+    cs = control_update(ctl, wheels, np.zeros(3), np.zeros(3), np.zeros(4),
+                        ControlState(jnp.zeros(3), jnp.asarray(0.0), jnp.zeros(3), jnp.zeros(4)))
+    np.testing.assert_allclose(np.asarray(cs.Lr), request, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(cs.u), [-0.8, 0.7000000000000001, -0.5, -0.3464101615137755], rtol=0,
+                               atol=1e-12)
