@@ -48,6 +48,8 @@ _PUBLIC = {
     "Linearization": ("_analysis._linearize", "Linearization"),
     "linearize": ("_analysis._linearize", "linearize"),
     "Modes": ("_analysis._modes", "Modes"),
+    "ClosedLoopPoles": ("_analysis._closed_loop", "ClosedLoopPoles"),
+    "closed_loop_poles": ("_analysis._closed_loop", "closed_loop_poles"),
     "modes": ("_analysis._modes", "modes"),
     "ModeMeasurement": ("_analysis._measure", "ModeMeasurement"),
     "measure_modes": ("_analysis._measure", "measure_modes"),
@@ -161,6 +163,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._model._spacecraft import Spacecraft as Spacecraft
     from ._model._spacecraft import Wheels as Wheels
     from ._model._control import Control as Control
+    from ._analysis._closed_loop import ClosedLoopPoles as ClosedLoopPoles
+    from ._analysis._closed_loop import closed_loop_poles as closed_loop_poles
     from ._model._spacecraft import State as State
     from ._report._fit import plot_fit as plot_fit
     from ._report._identify import plot_identify as plot_identify

@@ -1,0 +1,161 @@
+r"""Closed-loop poles of the spacecraft with its attitude controller (`Scenario.control`).
+
+**The sampled loop** (what flies, and what `simulate` integrates): the flight software reads the state every
+`control_dt` and holds its command until the next call. One control period is a map
+$x_{k+1} = \Phi(x_k)$ of the rotational state $x = (\sigma_{BN}, \omega_{BN}, \theta, \dot\theta, \Omega,
+\int\!\sigma)$ (the integral only with $K_i > 0$; the translation is left out: without gravity it does not feed
+back), built from the simulator itself: the controller's call at the period start (`control_update`, as a call
+after the first two) and the `control_dt / dt` rk4 steps with the command held. Its Jacobian at the equilibrium
+(forward-mode autodiff) has eigenvalues $z$; the poles are $\lambda = \ln z / T$, $T$ = `control_dt`.
+
+**The continuous law** (on request): the same controller applied continuously, $\dot x = f(x, u(x))$, the
+integral as $\dot{\int\!\sigma} = K\sigma_{BR}$; the poles are the eigenvalues of $\partial f/\partial x$.
+
+The equilibrium: B at the reference ($\sigma_{BN} = \sigma_{R0N}$), at rest, hinges at `thetaRef`, wheels at the
+scenario's initial speeds held by their motors (as `linearize`), no loads, no hinge motor torque.
+
+Each pole: `frequency_hz` $= |\lambda|/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda|$ (MATLAB `damp`),
+`neutral` where $|\lambda| < 10^{-9}$ s$^{-1}$ (a wheel's speed without friction: not controlled, not a
+mode); `margin`: the smallest damping ratio of the other poles (negative: unstable). Derivatives with respect to
+every array leaf (gains, k, c, inertias) through a custom JVP of the eigenvalues (left and right eigenvectors,
+`_modes`).
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Complex, Float
+
+from .._dynamics._backsub import state_derivative_held
+from .._errors import ScenarioError
+from .._model._control import ControlState, control_update, sub_mrp
+from .._model._scenario import Scenario
+from .._model._spacecraft import State, strip_labels
+from .._runtime._programs import program
+from .._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
+from ._linearize import _rest_spacecraft, wheel_speeds
+from ._modes import _eigvals, _first_order_clusters, _poles_first_order
+
+_NEUTRAL = 1e-9  # |lambda| [1/s] below this: a neutral pole (uncontrolled wheel speed)
+
+
+class ClosedLoopPoles(eqx.Module):
+    """The closed-loop poles (module docstring), in ascending `frequency_hz`.
+
+    - `eigenvalue` [1/s]; `frequency_hz`, `damping_ratio` (`damp` definitions); `neutral`: $|\\lambda| < 10^{-9}$.
+    - `margin`: the smallest `damping_ratio` of the poles that are not neutral (< 0: the loop is unstable).
+    - `sampled` (static): the sampled loop (True) or the continuous law (False)."""
+
+    eigenvalue: Complex[Array, " poles"]
+    frequency_hz: Float[Array, " poles"]
+    damping_ratio: Float[Array, " poles"]
+    neutral: Bool[Array, " poles"]
+    margin: Float[Array, ""]
+    sampled: bool = eqx.field(static=True)
+
+
+def _parts(scenario: Scenario):
+    """The rest model, the equilibrium state vector and its layout `(panels, wheels, integral)`."""
+    if scenario.control is None:
+        raise ScenarioError.fail(None, "control", "closed-loop poles need a controller ([control])")
+    ctrl = scenario.control
+    sc = _rest_spacecraft(scenario.spacecraft, wheel_speeds(scenario))
+    n = sc.panels.count
+    W = 0 if sc.wheels is None else sc.wheels.count
+    integral = not isinstance(ctrl.Ki, jax.core.Tracer) and float(ctrl.Ki) > 0
+    dtype = jnp.result_type(sc.hub.mHub)
+    parts = [jnp.asarray(ctrl.sigma_R0N, dtype), jnp.zeros(3, dtype), sc.panels.thetaRef, jnp.zeros(n, dtype)]
+    if W:
+        parts.append(wheel_speeds(scenario))
+    if integral:
+        parts.append(jnp.zeros(3, dtype))
+    return sc, jnp.concatenate(parts), (n, W, integral)
+
+
+def _split(x, layout):
+    n, W, integral = layout
+    z3 = jnp.zeros(3, x.dtype)
+    st = State(z3, z3, x[0:3], x[3:6], x[6:6 + n], x[6 + n:6 + 2 * n], x[6 + 2 * n:6 + 2 * n + W] if W else None)
+    return st, (x[6 + 2 * n + W:] if integral else z3)
+
+
+def _join(st: State, int_sigma, layout):
+    n, W, integral = layout
+    parts = [st.sigma_BN, st.omega_BN_B, st.theta, st.thetaDot] + ([st.Omega] if W else [])
+    return jnp.concatenate(parts + ([int_sigma] if integral else []))
+
+
+def _steps(scenario: Scenario) -> int:
+    """rk4 steps per control period (`control_dt` a whole multiple of `dt`: the file layer checks it)."""
+    return max(1, round(float(scenario.control.control_dt) / scenario.simulation.dt))
+
+
+def period_map(scenario: Scenario, steps: int | None = None):
+    """`(f, x0, T)`: one control period of the sampled loop as a function of the rotational state vector, its
+    equilibrium, and `control_dt` [s] (module docstring; `steps`: rk4 steps per period, from `control_dt`)."""
+    sc, x0, layout = _parts(scenario)
+    ctrl, dt = scenario.control, scenario.simulation.dt
+    steps = _steps(scenario) if steps is None else steps
+    W = layout[1]
+
+    def f(x):
+        st, int_sigma = _split(x, layout)
+        cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
+        cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
+        zero = jnp.zeros(3, x.dtype)
+        loads = _with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs)
+        y = jax.lax.fori_loop(0, steps, lambda i, y: _rk4_step(sc, y, dt, loads), _flat(st))
+        return _join(_unflat(y, *_layout(sc)), cs.int_sigma, layout)
+
+    return f, x0, ctrl.control_dt
+
+
+def closed_loop_field(scenario: Scenario):
+    """`(f, x0)`: the continuous-law closed loop $\\dot x = f(x)$ (module docstring) and its equilibrium."""
+    sc, x0, layout = _parts(scenario)
+    ctrl = scenario.control
+    W = layout[1]
+
+    def f(x):
+        st, int_sigma = _split(x, layout)
+        cs = ControlState(int_sigma, jnp.asarray(0.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
+        cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)  # dt = 0: no integration
+        zero = jnp.zeros(3, x.dtype)
+        d = state_derivative_held(sc, st, *_with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs))
+        return _join(d, ctrl.K * sub_mrp(st.sigma_BN, ctrl.sigma_R0N), layout)
+
+    return f, x0
+
+
+def _poles(A, T=None) -> ClosedLoopPoles:
+    A0 = jax.lax.stop_gradient(A)
+    ev = _eigvals(A0)
+    proj, _ = _first_order_clusters(ev, A0)
+    ev = _poles_first_order(A, ev, proj)
+    lam = ev if T is None else jnp.log(ev) / T
+    mag = jnp.abs(lam)
+    neutral = mag < _NEUTRAL
+    zeta = jnp.where(neutral, 1.0, -jnp.real(lam) / jnp.where(neutral, 1.0, mag))
+    order = jnp.argsort(mag)
+    lam, mag, zeta, neutral = lam[order], mag[order], zeta[order], neutral[order]
+    margin = jnp.min(jnp.where(neutral, jnp.inf, zeta))
+    return ClosedLoopPoles(lam, mag / (2 * jnp.pi), jnp.where(neutral, jnp.nan, zeta), neutral, margin, T is not None)
+
+
+@program
+def _closed_loop_jit(scenario: Scenario, steps: int, sampled: bool) -> ClosedLoopPoles:
+    if sampled:
+        f, x0, T = period_map(scenario, steps)
+        return _poles(jax.jacfwd(f)(x0), T)
+    f, x0 = closed_loop_field(scenario)
+    return _poles(jax.jacfwd(f)(x0))
+
+
+def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPoles:
+    r"""The poles of the spacecraft with its controller (module docstring): the sampled loop (default) or the
+    continuous law. Compiled once per model structure and steps per control period; differentiable with respect
+    to every array leaf (`control_dt` through $\lambda = \ln z / T$ only: the number of rk4 steps per period is
+    fixed by its value)."""
+    if scenario.control is None:
+        raise ScenarioError.fail(None, "control", "closed-loop poles need a controller ([control])")
+    return _closed_loop_jit(strip_labels(scenario), _steps(scenario) if sampled else 0, sampled)
