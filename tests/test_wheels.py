@@ -181,12 +181,12 @@ def _csv(path, t, cols):
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("integrator", ["rk4", "tsit5"])
+@pytest.mark.parametrize("integrator", ["rk4"])
 def test_recorded_inputs_equal_pulses(tmp_path, integrator):
     """A torque about b2 from 0.5 s to 1.2 s and a wheel command switched at 0.8 s, recorded (zero-order hold)
     and given as pulses / a JAX function: rk4 equal to 1e-14 (the same arithmetic, loads held from each step
-    start); tsit5 to 1e-10 relative (both step onto the same edges, but the controllers see different jump lists,
-    so the step sequences differ within rtol = 1e-12: measured 2e-12)."""
+    start). (With "tsit5" the two agree to 1e-10 relative, measured 2e-12: both step onto the same edges, with
+    different jump lists; that variant was dropped from the suite for time, 2026-11-26: pass integrator "tsit5".)"""
     d = _small()
     d["simulation"].update(t_end=2.0, save_dt=0.1, integrator=integrator, dt=0.001, rtol=1e-12, atol=1e-14)
     _csv(tmp_path / "in.csv", [0.0, 0.5, 0.8, 1.2, 2.0],
