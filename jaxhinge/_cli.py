@@ -136,12 +136,36 @@ def cmd_modes(args) -> int:
     from ._report._modes import modes_cli_json, modes_table_lines
 
     scenario = load_scenario(args.scenario)
+    if args.continuous and not args.closed_loop:
+        raise CLIError("--continuous: only with --closed-loop (the continuous law of the closed loop)")
+    if args.closed_loop:
+        return _closed_loop_modes(args, scenario)
     boundary = "clamped" if args.clamped else "free"
     m = modes(scenario, boundary)
     if args.json:
         print(json.dumps(modes_cli_json(m, args.scenario, boundary), allow_nan=False))
     else:
         print("\n".join(modes_table_lines(m, args.scenario)))
+    return 0
+
+
+def _closed_loop_modes(args, scenario) -> int:
+    import json
+
+    from ._analysis._closed_loop import closed_loop_poles
+    from ._report._modes import closed_loop_json, closed_loop_table_lines
+
+    if args.clamped:
+        raise CLIError("--clamped: the closed loop flies free (the controller turns the hub); leave out "
+                         "--clamped with --closed-loop")
+    if scenario.control is None:
+        raise CLIError(f"--closed-loop: {args.scenario} has no [control] table (the attitude controller the loop "
+                         "is closed with: docs/scenario-files.md, Attitude control)")
+    p = closed_loop_poles(scenario, sampled=not args.continuous)
+    if args.json:
+        print(json.dumps(closed_loop_json(p, args.scenario), allow_nan=False))
+    else:
+        print("\n".join(closed_loop_table_lines(p, args.scenario)))
     return 0
 
 
@@ -273,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hub fixed (FEA fixture, test stand) instead of free (as flown)")
     m.add_argument("--json", action="store_true",
                    help='print one JSON object {"modes": [...], ...} instead of the table')
+    m.add_argument("--closed-loop", action="store_true",
+                   help="the poles of the spacecraft with its attitude controller ([control]) in the loop, sampled "
+                   "every control_dt with a zero-order hold: frequency, damping, kind (flexible or rigid), which "
+                   "body moves, and the stability margins")
+    m.add_argument("--continuous", action="store_true",
+                   help="with --closed-loop: the controller's law applied continuously instead of sampled")
     m.set_defaults(func=cmd_modes)
     f = add(
         "fit",

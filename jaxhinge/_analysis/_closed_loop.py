@@ -19,7 +19,20 @@ Each pole: `frequency_hz` $= |\lambda|/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\
 mode); `margin`: the smallest damping ratio of the other poles (negative: unstable). Derivatives with respect to
 every array leaf (gains, k, c, inertias) through a custom JVP of the eigenvalues (left and right eigenvectors,
 `_modes`).
+
+**Which body moves** in each pole: the kinetic energy of its eigenvector split over the structure as `modes`
+does, hub translation (zero total momentum), hub rotation (the wheels' spin inertia taken out of the hub) and
+each panel, the shares summing to 1 (`energy_fraction`, `participants` as `modes`), and the wheels' spin energy
+$\sum\tfrac12 J_s(\hat g_s^T\omega + \Omega)^2$ as a fraction of the whole kinetic energy (`wheel_energy`:
+small rotors exchanging momentum with the hub hold most of the energy of the wheel-controlled attitude poles).
+The `flexible` poles are the $2N$ whose eigenvectors hold the largest share of hinge strain energy
+$\tfrac12 k|\delta\theta|^2$ against strain plus the structure's kinetic energy (1/2 for a lightly damped
+flexible mode; small for the attitude and wheel poles, whose hinges follow quasi-statically);
+`flexible_margin` is their smallest damping ratio, the number a control-structure-interaction requirement
+("every flexible mode damped by at least 2 %") is written on.
 """
+
+import dataclasses
 
 import equinox as eqx
 import jax
@@ -30,28 +43,47 @@ from .._dynamics._backsub import state_derivative_held
 from .._errors import ScenarioError
 from .._model._control import ControlState, control_update, sub_mrp
 from .._model._scenario import Scenario
+from .._math import mrp_bmat
 from .._model._spacecraft import State, strip_labels
 from .._runtime._programs import program
 from .._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
-from ._linearize import _rest_spacecraft, wheel_speeds
+from ._linearize import _labels, _rest_spacecraft, body_jacobians, mass_matrix, structure, wheel_speeds
 from ._modes import _eigvals, _first_order_clusters, _poles_first_order
 
 _NEUTRAL = 1e-9  # |lambda| [1/s] below this: a neutral pole (uncontrolled wheel speed)
 
 
 class ClosedLoopPoles(eqx.Module):
-    """The closed-loop poles (module docstring), in ascending `frequency_hz`.
+    """The closed-loop poles (module docstring), in ascending `frequency_hz` (complex poles in conjugate pairs).
 
     - `eigenvalue` [1/s]; `frequency_hz`, `damping_ratio` (`damp` definitions); `neutral`: $|\\lambda| < 10^{-9}$.
-    - `margin`: the smallest `damping_ratio` of the poles that are not neutral (< 0: the loop is unstable).
-    - `sampled` (static): the sampled loop (True) or the continuous law (False)."""
+    - `energy_fraction` (poles, participants): each pole's kinetic-energy split over the structure (module
+      docstring); rows sum to 1 (NaN for neutral poles). `wheel_energy`: the wheels' share of all kinetic energy.
+    - `flexible`: the $2N$ poles of the panels' flexible modes (largest hinge strain-energy share).
+    - `margin`: the smallest `damping_ratio` of the poles that are not neutral (< 0: the loop is unstable);
+      `flexible_margin`: the smallest of the flexible poles (inf without panels).
+    - `growth_rate` [1/s]: the largest real part of the poles that are not neutral (> 0: unstable); for the
+      sampled loop $\\ln$ of its spectral radius $\\max|z|$ over `control_dt`.
+    - `control_dt` [s]: the period of the sampled loop (NaN for the continuous law).
+    - `sampled` (static): the sampled loop (True) or the continuous law (False); `participants` (static):
+      `("hub_translation", "hub_rotation", <panels>...)`.
+
+    Derivatives (`jax.grad`, `jax.jacfwd`) of `eigenvalue`, `frequency_hz`, `damping_ratio`, the margins and
+    `growth_rate`; `energy_fraction` and `flexible` describe the poles and carry no derivative."""
 
     eigenvalue: Complex[Array, " poles"]
     frequency_hz: Float[Array, " poles"]
     damping_ratio: Float[Array, " poles"]
     neutral: Bool[Array, " poles"]
+    energy_fraction: Float[Array, "poles participants"]
+    wheel_energy: Float[Array, " poles"]
+    flexible: Bool[Array, " poles"]
     margin: Float[Array, ""]
+    flexible_margin: Float[Array, ""]
+    growth_rate: Float[Array, ""]
+    control_dt: Float[Array, ""]
     sampled: bool = eqx.field(static=True)
+    participants: tuple[str, ...] = eqx.field(static=True, default=())
 
 
 def _parts(scenario: Scenario):
@@ -127,28 +159,83 @@ def closed_loop_field(scenario: Scenario):
     return f, x0
 
 
-def _poles(A, T=None) -> ClosedLoopPoles:
+def _energies(sc, X, layout):
+    """Kinetic energy of each body of the structure, of the wheels' spin, and the hinges' strain energy of
+    eigenvectors `X` (poles, state) (module docstring): `(parts (poles, participants), spin, strain)`."""
+    n, W, _ = layout
+    w, thd = X[:, 3:6], X[:, 6 + n:6 + 2 * n]
+    s = structure(sc)
+    M = mass_matrix(s).astype(X.dtype)
+    q = jnp.concatenate([w, thd], 1)  # (poles, 3 + n)
+    v = -jnp.linalg.solve(M[:3, :3], M[:3, 3:] @ q.T).T  # the hub translation of zero total momentum
+    u = jnp.concatenate([v, q], 1)
+    bj = body_jacobians(s)
+    vb = jnp.einsum("bia,pa->pbi", bj.J_v, u)
+    wb = jnp.einsum("bia,pa->pbi", bj.J_w, u)
+    e_t = 0.5 * bj.mass * jnp.sum(jnp.abs(vb) ** 2, -1)
+    e_r = 0.5 * jnp.real(jnp.einsum("pbi,bij,pbj->pb", jnp.conj(wb), bj.inertia, wb))
+    parts = jnp.concatenate([e_t[:, :1], e_r[:, :1], (e_t + e_r)[:, 1:]], 1)
+    spin = jnp.zeros(X.shape[0], e_t.dtype)
+    if W:
+        wh = sc.wheels
+        spin = 0.5 * jnp.sum(wh.Js * jnp.abs(w @ wh.gsHat_B.T + X[:, 6 + 2 * n:6 + 2 * n + W]) ** 2, -1)
+    strain = 0.5 * jnp.sum(sc.panels.k * jnp.abs(X[:, 6:6 + n]) ** 2, -1)
+    return parts, spin, strain
+
+
+def _branch(z, X, sigma_R, layout, T):
+    r"""The branch $k$ of $\lambda = (\ln z + 2\pi i k)/T$ of each sampled pole (no derivative): the one nearest
+    the rate its eigenvector (the state at a period start) moves at, $\hat\lambda = v^H p / p^H p$ with positions
+    $p = (\delta\sigma_{BN}, \delta\theta)$ and their rates $v = (\tfrac14 B(\sigma_{R0N})\,\delta\omega,
+    \delta\dot\theta)$. A flexible mode above the Nyquist frequency $1/(2T)$ aliases in $z$ (the principal
+    branch reads it below Nyquist); this reads it at its own frequency. Poles without position motion: $k = 0$."""
+    n = layout[0]
+    X = jax.lax.stop_gradient(X)
+    pos = jnp.concatenate([X[:, 0:3], X[:, 6:6 + n]], 1)
+    vel = jnp.concatenate([0.25 * X[:, 3:6] @ mrp_bmat(jax.lax.stop_gradient(sigma_R)).T, X[:, 6 + n:6 + 2 * n]], 1)
+    pp = jnp.sum(jnp.abs(pos) ** 2, 1)
+    est = jnp.sum(vel * jnp.conj(pos), 1) / jnp.where(pp > 0, pp, 1.0)
+    lam0 = jnp.log(jax.lax.stop_gradient(z)) / jax.lax.stop_gradient(T)
+    k = jnp.round((jnp.imag(est) - jnp.imag(lam0)) * jax.lax.stop_gradient(T) / (2 * jnp.pi))
+    return jnp.where(pp > 1e-12 * jnp.sum(jnp.abs(X) ** 2, 1), k, 0.0)
+
+
+def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
     A0 = jax.lax.stop_gradient(A)
     ev = _eigvals(A0)
-    proj, _ = _first_order_clusters(ev, A0)
+    proj, X = _first_order_clusters(ev, A0)
+    parts, spin, strain = _energies(jax.lax.stop_gradient(sc), X[:, :, -1], layout)
+    kinetic = jnp.sum(parts, 1)
     ev = _poles_first_order(A, ev, proj)
-    lam = ev if T is None else jnp.log(ev) / T
+    lam = ev if T is None else (jnp.log(ev) + 2j * jnp.pi * _branch(ev, X[:, :, -1], sigma_R, layout, T)) / T
     mag = jnp.abs(lam)
     neutral = mag < _NEUTRAL
     zeta = jnp.where(neutral, 1.0, -jnp.real(lam) / jnp.where(neutral, 1.0, mag))
-    order = jnp.argsort(mag)
+    order = jnp.argsort(mag, stable=True)
     lam, mag, zeta, neutral = lam[order], mag[order], zeta[order], neutral[order]
+    parts, spin, kinetic, strain = parts[order], spin[order], kinetic[order], strain[order]
+    n = layout[0]
+    rank = jnp.argsort(-strain / jnp.maximum(strain + kinetic, 1e-300), stable=True)
+    flexible = jnp.zeros(lam.shape, bool).at[rank[: 2 * n]].set(True)
     margin = jnp.min(jnp.where(neutral, jnp.inf, zeta))
-    return ClosedLoopPoles(lam, mag / (2 * jnp.pi), jnp.where(neutral, jnp.nan, zeta), neutral, margin, T is not None)
+    flexible_margin = jnp.min(jnp.where(flexible & ~neutral, zeta, jnp.inf))
+    growth = jnp.max(jnp.where(neutral, -jnp.inf, jnp.real(lam)))
+    dt = jnp.asarray(jnp.nan if T is None else T, mag.dtype)
+    fraction = jnp.where(neutral[:, None], jnp.nan, parts / jnp.maximum(kinetic, 1e-300)[:, None])
+    wheel = jnp.where(neutral, jnp.nan, spin / jnp.maximum(kinetic + spin, 1e-300))
+    return ClosedLoopPoles(lam, mag / (2 * jnp.pi), jnp.where(neutral, jnp.nan, zeta), neutral, fraction, wheel,
+                           flexible, margin, flexible_margin, growth, dt, T is not None,
+                           _labels(sc)["participants"])
 
 
 @program
 def _closed_loop_jit(scenario: Scenario, steps: int, sampled: bool) -> ClosedLoopPoles:
+    sc, x0, layout = _parts(scenario)
     if sampled:
         f, x0, T = period_map(scenario, steps)
-        return _poles(jax.jacfwd(f)(x0), T)
+        return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3], T)
     f, x0 = closed_loop_field(scenario)
-    return _poles(jax.jacfwd(f)(x0))
+    return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3])
 
 
 def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPoles:
@@ -158,4 +245,5 @@ def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPol
     fixed by its value)."""
     if scenario.control is None:
         raise ScenarioError.fail(None, "control", "closed-loop poles need a controller ([control])")
-    return _closed_loop_jit(strip_labels(scenario), _steps(scenario) if sampled else 0, sampled)
+    poles = _closed_loop_jit(strip_labels(scenario), _steps(scenario) if sampled else 0, sampled)
+    return dataclasses.replace(poles, participants=_labels(scenario.spacecraft)["participants"])
