@@ -41,9 +41,9 @@ from jaxtyping import Array, Bool, Complex, Float
 
 from .._dynamics._backsub import state_derivative_held
 from .._errors import ScenarioError
+from .._math import mrp_bmat
 from .._model._control import ControlState, control_update, sub_mrp
 from .._model._scenario import Scenario
-from .._math import mrp_bmat
 from .._model._spacecraft import State, strip_labels
 from .._runtime._programs import program
 from .._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
@@ -112,7 +112,7 @@ def _split(x, layout):
 
 
 def _join(st: State, int_sigma, layout):
-    n, W, integral = layout
+    _, W, integral = layout
     parts = [st.sigma_BN, st.omega_BN_B, st.theta, st.thetaDot] + ([st.Omega] if W else [])
     return jnp.concatenate(parts + ([int_sigma] if integral else []))
 

@@ -132,10 +132,10 @@ def closed_loop_table_lines(p, path: str) -> list[str]:
     loop = (f"sampled every control_dt = {d['control_dt_s']:g} s, zero-order hold (poles ln(z)/control_dt)"
             if p.sampled else "continuous law (the controller applied continuously)")
     lines = [f"scenario            {path}",
-             f"closed loop         {loop}; linearised about the reference attitude, at rest, thetaRef, wheels at "
-             "OmegaInit",
-             f"poles               {len(d['poles'])} listed (a complex pair once), {d['neutral_poles']} neutral "
-             "(|lambda| < 1e-9 1/s: conserved momentum, wheel null motion) not listed", ""]
+             (f"closed loop         {loop}; linearised about the reference attitude, at rest, thetaRef, wheels at "
+              "OmegaInit"),
+             (f"poles               {len(d['poles'])} listed (a complex pair once), {d['neutral_poles']} neutral "
+              "(|lambda| < 1e-9 1/s: conserved momentum, wheel null motion) not listed"), ""]
     head = f"{'pole':>4}  {'freq [Hz]':>12}  {'damping':>10}  {'kind':>8}"
     head += "".join(f"  {label.get(q, q)[:12]:>12}" for q in d["participants"]) + f"  {'wheels':>8}"
     lines += ["kinetic energy share per pole (structure; wheels: their spin's share of all kinetic energy):", head]
@@ -152,8 +152,8 @@ def closed_loop_table_lines(p, path: str) -> list[str]:
             line += "  (real)"
         lines.append(line)
     state = "stable" if d["stable"] else "UNSTABLE"
-    lines += ["", f"margin              {d['margin']:.6f} (smallest damping ratio); flexible modes "
-              f"{d['flexible_margin']:.6f}",
+    lines += ["", (f"margin              {d['margin']:.6f} (smallest damping ratio); flexible modes "
+                   f"{d['flexible_margin']:.6f}"),
               f"growth rate         {d['growth_rate_per_s']:.6g} 1/s (largest Re lambda): {state}"
               + (f"; spectral radius max|z| = {d['spectral_radius']:.9f}" if p.sampled else ""),
               "freq = |lambda|/2pi, damping = -Re(lambda)/|lambda| (MATLAB damp)"]
