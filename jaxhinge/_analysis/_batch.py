@@ -27,6 +27,7 @@ What a sample means depends on the field (`PARAMETERS` lists them all):
 Sampling takes an explicit `jax.random` key or integer seed; there is no global random state.
 """
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -42,7 +43,7 @@ from .._model import _params
 from .._model._params import FIELDS, anonymous, apply_resolved, parameter_names, resolve
 from .._model._params import nominal as _nominal
 from .._model._rules import model_ok, model_problems
-from .._model._scenario import Scenario, compile_key
+from .._model._scenario import Scenario, compile_key, control_grid
 from .._model._spacecraft import strip_labels
 from .._runtime._programs import program
 from .._simulation._memory import check_memory
@@ -321,6 +322,15 @@ def simulate_batch(
             raise ValueError(f"simulate_batch: params: {e}") from None
         base = compile_key(scenario)
         batched = tuple(jnp.asarray(v) for v in params.values())
+    if scenario.control is not None and scenario.simulation.integrator != "rk4":  # enough control periods for
+        # the member with the shortest control_dt
+        cdt = [np.ravel(scenario.control.control_dt)] + [np.ravel(v) for k, v in (params or {}).items()
+                                                         if k == "control.control_dt"]
+        grid = control_grid(np.concatenate(cdt), scenario.simulation)
+        if params is None:
+            batched = dataclasses.replace(batched, control_grid=grid)
+        else:
+            base = dataclasses.replace(base, control_grid=grid)
     members = _batch_size(batched, None if params is None else list(params))
     check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
     _refuse_invalid_members(scenario, params)

@@ -492,12 +492,13 @@ def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs) -> 
         if problem:
             raise ck.bad("control.ISCPntB_B", table["ISCPntB_B"], problem)
         out["ISCPntB_B"] = inertia
-    if sim.integrator != "rk4":
-        raise ck.bad("simulation.integrator", sim.integrator, "a controller in the loop ([control]) runs with "
-                     "\"rk4\" (its samples on the step grid); the adaptive integrators do not take one yet")
     cdt = ck.positive(table["control_dt"], "control.control_dt", "s")
     n = round(cdt / sim.dt)
-    if n < 1 or abs(cdt - n * sim.dt) > TICK_RTOL * cdt:
+    if sim.integrator != "rk4":  # adaptive: each control period is one solve, the samples its boundaries
+        if cdt > sim.t_end:
+            raise ck.bad("control.control_dt", table["control_dt"], f"must be <= simulation.t_end = "
+                         f"{_fmt(sim.t_end)} s (the flight software runs every control_dt from t = 0)")
+    elif n < 1 or abs(cdt - n * sim.dt) > TICK_RTOL * cdt:
         raise ck.bad("control.control_dt", table["control_dt"], f"must be a whole multiple of simulation.dt = "
                      f"{_fmt(sim.dt)} s (the flight software runs at the start of an rk4 step)")
     out["control_dt"] = cdt

@@ -4,6 +4,8 @@ import dataclasses
 import math
 
 import equinox as eqx
+import jax
+import numpy as np
 from jaxtyping import Array, Float
 
 from .._errors import ConfigError
@@ -78,7 +80,9 @@ class Scenario(eqx.Module):
     """Everything one run needs. `spacecraft`, `initial` and `loads` are pytrees of array leaves;
     `simulation` is static. Hinge vectors (`initial.thetaInit`, outputs) follow the order of
     `spacecraft.panels`. `tolerances` is set by `compile_key` only (None: `simulation`'s values). `control`:
-    an attitude controller in the loop (`Control`), or None (open loop)."""
+    an attitude controller in the loop (`Control`), or None (open loop). `control_grid` (static) is set by
+    `compile_key` only, for an adaptive integrator with a controller: `(control periods to t_end, save times in
+    one period at most)`, the shapes of its period-by-period solve."""
 
     spacecraft: Spacecraft
     initial: InitialState
@@ -86,6 +90,7 @@ class Scenario(eqx.Module):
     simulation: SimulationConfig = eqx.field(static=True, default_factory=SimulationConfig)
     tolerances: Tolerances | None = None
     control: Control | None = None
+    control_grid: tuple[int, int] | None = eqx.field(static=True, default=None)
 
     @property
     def adaptive_settings(self) -> Tolerances:
@@ -113,4 +118,21 @@ def compile_key(scenario: Scenario) -> Scenario:
     if cfg.integrator == "rk4" or scenario.tolerances is not None:
         return scenario
     tol = Tolerances(cfg.rtol, cfg.atol, cfg.dt)
-    return dataclasses.replace(scenario, simulation=dataclasses.replace(cfg, **_CANONICAL), tolerances=tol)
+    grid = None if scenario.control is None else control_grid(scenario.control.control_dt, cfg)
+    return dataclasses.replace(scenario, simulation=dataclasses.replace(cfg, **_CANONICAL), tolerances=tol,
+                               control_grid=grid)
+
+
+def control_grid(control_dt, cfg: SimulationConfig) -> tuple[int, int]:
+    """`(periods, saves)`: the control periods to `t_end` for the shortest `control_dt` and the most save times
+    one period of the longest holds (a batch's members may differ; a member's periods past t_end do nothing).
+    Needs the values: under a caller's own `jax.jit`/`vmap` they are traced, and the adaptive integrators
+    refuse them there."""
+    if isinstance(control_dt, jax.core.Tracer):
+        raise ConfigError("control.control_dt", "a traced value", "an adaptive integrator with a controller "
+                          "integrates period by period, so it needs control_dt's value when it compiles (call "
+                          "jh.simulate / jh.simulate_batch, which take it from the scenario, or use integrator "
+                          "\"rk4\", whose control_dt may be traced)")
+    values = np.asarray(control_dt, dtype=float)
+    periods = max(1, math.ceil(cfg.t_end / float(np.min(values)) * (1.0 - 1e-12)))
+    return periods, int(np.floor(float(np.max(values)) / cfg.save_dt * (1.0 + 1e-12))) + 1

@@ -17,7 +17,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_torques
 from .._dynamics._energy import diagnostics, initial_state
-from .._errors import ScenarioError
+from .._errors import ConfigError, ScenarioError
 from .._math import mrp_shadow
 from .._model._control import Control, ControlState, control_update, initial_control_state, sub_mrp
 from .._model._loads import rk4_silent_pulse
@@ -223,10 +223,28 @@ def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None)
     if cfg.integrator == "rk4":
         store = stores_steps(adjoint, cfg)
         return _solve_rk4_scan(scenario, _save_blocks(cfg), store) if ts is None else _rk4_at(scenario, ts, store)
+    if scenario.control is not None:
+        return _solve_diffrax_control(scenario, adjoint, ts)
     sol = _solve_diffrax(scenario, adjoint, ts)
     return _Solution(
         sol.ts, sol.ys, jnp.asarray(sol.result._value), jnp.asarray(sol.stats["num_accepted_steps"])
     )
+
+
+def _adaptive_parts(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None):
+    """`(solver, step-size controller, adjoint kwargs)` of the adaptive integrators: Tsit5/Dopri8 in `MRPSwitch`,
+    PID control with `rtol`/`atol` (traced after `compile_key`), the loads' jump times as step boundaries."""
+    cfg = scenario.simulation
+    # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
+    # solvers; our wrapper sets it on the inner solver)
+    scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
+    inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
+    tol = scenario.adaptive_settings
+    controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
+    jumps = scenario.loads.jump_times
+    if jumps is not None:
+        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
+    return MRPSwitch(inner), controller, ({} if adjoint is None else {"adjoint": adjoint})
 
 
 def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None):
@@ -235,33 +253,91 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
     y0 = initial_state(sc, scenario.initial)
     # `ts`: optional output times in [0, t_end] (non-decreasing), from the solver's dense interpolation
     ts = jnp.asarray(save_times(cfg)) if ts is None else jnp.asarray(ts, dtype=float)
-    term = diffrax.ODETerm(state_derivative)
-    # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
-    # solvers; our wrapper sets it on the inner solver)
-    scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
-    inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
-    solver = MRPSwitch(inner)
-    tol = scenario.adaptive_settings  # traced after `compile_key`
-    controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
-    jumps = loads.jump_times
-    if jumps is not None:
-        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
-    dt0, max_steps = tol.dt0, cfg.max_steps
-    kwargs = {} if adjoint is None else {"adjoint": adjoint}
+    solver, controller, kwargs = _adaptive_parts(scenario, adjoint)
     return diffrax.diffeqsolve(
-        term,
+        diffrax.ODETerm(state_derivative),
         solver,
         t0=0.0,
         t1=cfg.t_end,
-        dt0=dt0,
+        dt0=scenario.adaptive_settings.dt0,
         y0=y0,
         args=(sc, loads),
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=controller,
-        max_steps=max_steps,
+        max_steps=cfg.max_steps,
         throw=False,
         **kwargs,
     )
+
+
+def _held_field(t, y: State, args) -> State:
+    """The vector field with the controller's command held (`args = (spacecraft, loads, control, state)`)."""
+    sc, loads, ctrl, cs = args
+    return state_derivative_held(sc, y, *_with_command(loads.at(t), ctrl, cs))
+
+
+def _solve_diffrax_control(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
+    """An adaptive integrator with the controller in the loop: one `diffeqsolve` per control period, so every
+    sample instant k `control_dt` is a step boundary (the command jumps there), the flight software called
+    at each period's start from the state there (as on the rk4 path) and its command held to the next sample.
+    Outputs on the save grid: each period saves the save times in $[t_k, t_{k+1})$ (the last one up to and
+    including t_end), at most `saves` of them (`Scenario.control_grid`, static). The step size restarts from
+    the first step `dt` every period. Result: the first failure of any period; steps: their sum."""
+    if ts is not None:
+        raise ConfigError("ts", "output times", "an adaptive integrator with a controller saves on its save grid "
+                          "(k save_dt) only; for outputs at given times use integrator \"rk4\"")
+    if scenario.control_grid is None:
+        raise ConfigError("control_grid", None, "an adaptive run with a controller is shaped by compile_key "
+                          "(jh.simulate, jh.batch and the analyses call it)")
+    cfg = scenario.simulation
+    sc, loads, ctrl = scenario.spacecraft, scenario.loads, scenario.control
+    periods, saves = scenario.control_grid
+    times = jnp.asarray(save_times(cfg))
+    T = times.shape[0]
+    y0 = initial_state(sc, scenario.initial)
+    dtype = y0.sigma_BN.dtype
+    cs0 = initial_control_state(0 if sc.wheels is None else sc.wheels.count, dtype)
+    solver, controller, kwargs = _adaptive_parts(scenario, adjoint)
+    t_end, cdt = jnp.asarray(cfg.t_end, dtype), ctrl.control_dt
+    eps = 1e-9 * jnp.maximum(cdt, cfg.save_dt)
+
+    def period(carry, k):
+        y, cs, failed, steps = carry
+        kf = k.astype(dtype)
+        t0 = jnp.minimum(kf * cdt, t_end)
+        t1 = jnp.minimum((kf + 1.0) * cdt, t_end)
+        last = (kf + 1.0) * cdt >= t_end - eps
+        cs = control_update(ctrl, sc.wheels, y.sigma_BN, y.omega_BN_B, y.Omega, cs)
+        first = jnp.searchsorted(times, t0 - eps, side="left")
+        idx = first + jnp.arange(saves)
+        t_save = times[jnp.minimum(idx, T - 1)]
+        inside = (idx < T) & (t0 < t_end - eps) & jnp.where(last, t_save <= t_end + eps, t_save < t1 - eps)
+        inside = inside | ((k == 0) & (idx == 0))  # t = 0
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(_held_field), solver, t0=t0, t1=t1, dt0=jnp.minimum(scenario.adaptive_settings.dt0, cdt),
+            y0=y, args=(sc, loads, ctrl, cs), saveat=diffrax.SaveAt(ts=jnp.clip(t_save, t0, t1), t1=True),
+            stepsize_controller=controller, max_steps=cfg.max_steps, throw=False, **kwargs)
+        ys = jax.tree.map(lambda a: a[:-1], sol.ys)
+        end = jax.tree.map(lambda a: a[-1], sol.ys)
+        code = jnp.asarray(sol.result._value)
+        failed = jnp.where(failed == diffrax.RESULTS.successful._value, code, failed)
+        return (end, cs, failed, steps + sol.stats["num_accepted_steps"]), (ys, cs, jnp.where(inside, idx, T))
+
+    ok = jnp.asarray(diffrax.RESULTS.successful._value)
+    (y_end, cs_end, result, steps), (ys, css, where) = jax.lax.scan(
+        period, (y0, cs0, ok, jnp.asarray(0)), jnp.arange(periods))
+    where = where.reshape(-1)
+
+    def place(a, per_period: bool):  # (periods, saves, ...) or (periods, ...) -> (T, ...) at the save indices
+        a = jnp.repeat(a, saves, axis=0) if per_period else a.reshape(-1, *a.shape[2:])
+        return jnp.zeros((T, *a.shape[1:]), a.dtype).at[where].set(a, mode="drop")
+
+    held = jax.tree.map(lambda a: place(a, True), css)
+    # a save at t_end on a sample instant reports the call made there (the rk4 path's convention)
+    on_sample = (jnp.abs(t_end / cdt - jnp.round(t_end / cdt)) < 1e-6) & (times[-1] >= t_end - eps)
+    final = control_update(ctrl, sc.wheels, y_end.sigma_BN, y_end.omega_BN_B, y_end.Omega, cs_end)
+    held = jax.tree.map(lambda h, f: h.at[-1].set(jnp.where(on_sample, f, h[-1])), held, final)
+    return _Solution(times, jax.tree.map(lambda a: place(a, False), ys), result, steps, held)
 
 
 def _wheel_outputs(scenario: Scenario, ts, ys: State, control: ControlState | None = None) -> dict:
@@ -296,10 +372,6 @@ def refuse_invalid(scenario: Scenario, source: str) -> None:
     (`_model._rules.model_problems`; a batch: member by member): a `ScenarioError` naming the member, the field,
     the value and the rule. Traced scenarios are checked inside the program (`model_ok`, per member)."""
     sc, pulses = scenario.spacecraft, scenario.loads.pulses
-    if scenario.control is not None and scenario.simulation.integrator != "rk4":
-        raise ScenarioError.bad(source, "simulation.integrator", scenario.simulation.integrator,
-                                "a controller in the loop ([control]) runs with \"rk4\" (its samples on the step "
-                                "grid); the adaptive integrators do not take one yet")
     if scenario.control is not None and scenario.control.actuator == "wheels" and sc.wheels is None:
         raise ScenarioError.bad(source, "control.actuator", "wheels", "the spacecraft has no [[wheels]]; use "
                                 "actuator = \"torque\" (a hub torque) or add wheels")
