@@ -80,27 +80,34 @@ def test_controller_parameters_and_file_round_trip(tmp_path):
                             {"control.K": 1.0})
 
 
-def test_gradient_of_the_pointing_error_through_the_loop_equals_finite_differences():
-    """d(integrated pointing error, sum |sigma_BR|^2 save_dt)/d(control.K, control.P, p0.k, p0.c), reverse mode
-    through the sampled loop (held commands, the flight software's calls), equals central differences to 1e-6
-    relative (h = 1e-3 relative: truncation ~1e-8, round-off of the differences ~1e-8 of the smallest derivative,
-    d/dc, which is 1e-6 of the metric; no wheel saturation here, so the metric is smooth). A batch over a
-    controller gain equals one run per member (1e-13)."""
-    import jax
-    import jax.numpy as jnp
-
+def test_gradient_of_slew_metrics_through_the_loop_equals_finite_differences():
+    """`jh.sensitivity` of the slew metrics of a controlled run, `pointing_error` (the integrated squared attitude
+    error) and `settling_time` of the attitude error (threshold 0.1733 rad, crossed at 1.6 s), with respect to
+    control.K, control.P, p0.k, p0.c: the values equal a NumPy evaluation of the simulated sigma_BR (trapezoid;
+    linear interpolation of the last crossing; 1e-12), reverse-mode derivatives through the sampled loop (held
+    commands, the flight software's calls) equal central differences of that evaluation to 1e-6 relative (h =
+    1e-3 relative: truncation ~1e-8, round-off of the differences ~1e-8 of the smallest derivative, d/dc, 1e-6
+    of the metric; no wheel saturation here, so the metrics are smooth). A batch over a controller gain equals
+    one run per member (1e-13)."""
     s = jh.scenario_from_dict(_small())
     names = ["control.K", "control.P", "p0.k", "p0.c"]
     x0 = np.array([10.0, 60.0, 50.0, 1.0])
+    thr = 0.1733
+    outputs = ["pointing_error", {"name": "settling_time", "signal": "attitude_error", "threshold": thr}]
+    r = jh.sensitivity(s, outputs, names, mode="reverse")
+    assert r.success and not r.notes
 
-    def metric(x):
+    def metrics(x):
         tr = jh.simulate(jh.apply_parameters(s, dict(zip(names, x))))
-        return jnp.sum(tr.sigma_BR**2) * 0.1
+        t, phi = np.asarray(tr.t), 4 * np.arctan(np.linalg.norm(np.asarray(tr.sigma_BR), axis=1))
+        k = np.nonzero(phi > thr)[0][-1]
+        return np.array([np.trapezoid(phi**2, t), t[k] + (phi[k] - thr) / (phi[k] - phi[k + 1]) * (t[k + 1] - t[k])])
 
-    g = np.asarray(jax.grad(metric)(jnp.asarray(x0)))
+    np.testing.assert_allclose(r.output_values, metrics(x0), rtol=1e-12)
+    assert 1.5 < r.output_values[1] < 1.7
     h = 1e-3 * x0
-    fd = [(float(metric(x0 + e)) - float(metric(x0 - e))) / (2 * h[i]) for i, e in enumerate(np.diag(h))]
-    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    fd = np.stack([(metrics(x0 + e) - metrics(x0 - e)) / (2 * h[i]) for i, e in enumerate(np.diag(h))], 1)
+    np.testing.assert_allclose(r.jacobian, fd, rtol=1e-6)
     assert np.all(np.abs(fd) > 0)
     # a batch over a controller gain equals one run per member
     batch = jh.simulate_batch(s, {"control.P": np.array([60.0, 66.0])})

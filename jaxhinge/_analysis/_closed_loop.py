@@ -86,15 +86,21 @@ class ClosedLoopPoles(eqx.Module):
     participants: tuple[str, ...] = eqx.field(static=True, default=())
 
 
-def _parts(scenario: Scenario):
-    """The rest model, the equilibrium state vector and its layout `(panels, wheels, integral)`."""
+def loop_shape(scenario: Scenario) -> tuple[int, bool]:
+    """`(steps, integral)`, static: the rk4 steps of one control period (`control_dt / dt`, at least 1; the
+    program's loop length) and whether the integral term is on ($K_i > 0$: its state joins the loop's)."""
     if scenario.control is None:
         raise ScenarioError.fail(None, "control", "closed-loop poles need a controller ([control])")
+    ctrl = scenario.control
+    return max(1, round(float(ctrl.control_dt) / scenario.simulation.dt)), bool(float(ctrl.Ki) > 0)
+
+
+def _parts(scenario: Scenario, integral: bool):
+    """The rest model, the equilibrium state vector and its layout `(panels, wheels, integral)`."""
     ctrl = scenario.control
     sc = _rest_spacecraft(scenario.spacecraft, wheel_speeds(scenario))
     n = sc.panels.count
     W = 0 if sc.wheels is None else sc.wheels.count
-    integral = not isinstance(ctrl.Ki, jax.core.Tracer) and float(ctrl.Ki) > 0
     dtype = jnp.result_type(sc.hub.mHub)
     parts = [jnp.asarray(ctrl.sigma_R0N, dtype), jnp.zeros(3, dtype), sc.panels.thetaRef, jnp.zeros(n, dtype)]
     if W:
@@ -117,17 +123,15 @@ def _join(st: State, int_sigma, layout):
     return jnp.concatenate(parts + ([int_sigma] if integral else []))
 
 
-def _steps(scenario: Scenario) -> int:
-    """rk4 steps per control period (`control_dt` a whole multiple of `dt`: the file layer checks it)."""
-    return max(1, round(float(scenario.control.control_dt) / scenario.simulation.dt))
-
-
-def period_map(scenario: Scenario, steps: int | None = None):
+def period_map(scenario: Scenario, shape: tuple[int, bool] | None = None):
     """`(f, x0, T)`: one control period of the sampled loop as a function of the rotational state vector, its
-    equilibrium, and `control_dt` [s] (module docstring; `steps`: rk4 steps per period, from `control_dt`)."""
-    sc, x0, layout = _parts(scenario)
-    ctrl, dt = scenario.control, scenario.simulation.dt
-    steps = _steps(scenario) if steps is None else steps
+    equilibrium, and `control_dt` [s] (module docstring; `shape`: `loop_shape`, from the scenario's values when
+    not given). The period is `steps` rk4 steps of `control_dt / steps` (the simulation's `dt` when `control_dt`
+    is a multiple of it), so derivatives with respect to `control_dt` are complete."""
+    steps, integral = loop_shape(scenario) if shape is None else shape
+    sc, x0, layout = _parts(scenario, integral)
+    ctrl = scenario.control
+    dt = ctrl.control_dt / steps
     W = layout[1]
 
     def f(x):
@@ -142,9 +146,10 @@ def period_map(scenario: Scenario, steps: int | None = None):
     return f, x0, ctrl.control_dt
 
 
-def closed_loop_field(scenario: Scenario):
-    """`(f, x0)`: the continuous-law closed loop $\\dot x = f(x)$ (module docstring) and its equilibrium."""
-    sc, x0, layout = _parts(scenario)
+def closed_loop_field(scenario: Scenario, integral: bool | None = None):
+    """`(f, x0)`: the continuous-law closed loop $\\dot x = f(x)$ (module docstring) and its equilibrium
+    (`integral`: `loop_shape`'s, from the scenario's value when not given)."""
+    sc, x0, layout = _parts(scenario, loop_shape(scenario)[1] if integral is None else integral)
     ctrl = scenario.control
     W = layout[1]
 
@@ -228,22 +233,27 @@ def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
                            _labels(sc)["participants"])
 
 
-@program
-def _closed_loop_jit(scenario: Scenario, steps: int, sampled: bool) -> ClosedLoopPoles:
-    sc, x0, layout = _parts(scenario)
+def closed_loop_unjitted(scenario: Scenario, shape: tuple[int, bool], sampled: bool) -> ClosedLoopPoles:
+    """`closed_loop_poles` inside a caller's own program: `shape` from `loop_shape` (static), `sampled` as
+    there."""
+    sc, x0, layout = _parts(scenario, shape[1])
     if sampled:
-        f, x0, T = period_map(scenario, steps)
+        f, x0, T = period_map(scenario, shape)
         return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3], T)
-    f, x0 = closed_loop_field(scenario)
+    f, x0 = closed_loop_field(scenario, shape[1])
     return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3])
+
+
+_closed_loop_jit = program(closed_loop_unjitted)
 
 
 def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPoles:
     r"""The poles of the spacecraft with its controller (module docstring): the sampled loop (default) or the
     continuous law. Compiled once per model structure and steps per control period; differentiable with respect
-    to every array leaf (`control_dt` through $\lambda = \ln z / T$ only: the number of rk4 steps per period is
-    fixed by its value)."""
+    to every array leaf (`control_dt` too: the period is a fixed number of rk4 steps, `loop_shape`, of
+    `control_dt / steps` each)."""
     if scenario.control is None:
         raise ScenarioError.fail(None, "control", "closed-loop poles need a controller ([control])")
-    poles = _closed_loop_jit(strip_labels(scenario), _steps(scenario) if sampled else 0, sampled)
+    steps, integral = loop_shape(scenario)
+    poles = _closed_loop_jit(strip_labels(scenario), (steps if sampled else 0, integral), sampled)
     return dataclasses.replace(poles, participants=_labels(scenario.spacecraft)["participants"])

@@ -79,20 +79,26 @@ from .._simulation._memory import check_memory, save_times
 from .._simulation._simulate import simulate_unjitted
 from .._simulation._trajectory import OUTPUT_NAMES, OUTPUT_UNITS
 from ._linearize import check_boundary
+from ._closed_loop import closed_loop_unjitted, loop_shape
 from ._modes import modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
-SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time")
-MODAL_OUTPUTS = ("modal_frequencies", "damping_ratios")
+SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time", "pointing_error")
+CLOSED_LOOP_OUTPUTS = ("closed_loop_damping", "closed_loop_margin")
+MODAL_OUTPUTS = ("modal_frequencies", "damping_ratios", *CLOSED_LOOP_OUTPUTS)  # no simulation
 HISTORY_OUTPUTS = tuple(n for n in OUTPUT_NAMES if n != "t")
 OUTPUTS = SCALAR_OUTPUTS + MODAL_OUTPUTS + HISTORY_OUTPUTS
-SETTLING_SIGNALS = ("theta", "hub_rate")
+SETTLING_SIGNALS = ("theta", "hub_rate", "attitude_error")
+_CONTROLLED = ("pointing_error", *CLOSED_LOOP_OUTPUTS, "sigma_BR", "omega_BR_B", "Lr")  # need [control]
 _OPTIONS = {
     "final_attitude_error": ("sigma_R",),
     "settling_time": ("signal", "threshold"),
     "modal_frequencies": ("boundary",),
     "damping_ratios": ("boundary",),
+    "closed_loop_damping": ("loop",),
+    "closed_loop_margin": ("loop",),
 }
+LOOPS = ("sampled", "continuous")
 _UNDEFINED_RTOL = 1e-12
 
 
@@ -171,6 +177,12 @@ def parse_outputs(
             raise _fail(source, f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; "
                         f"allowed: {', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: "
                         f"{', '.join(HISTORY_OUTPUTS)}")
+        if (name in _CONTROLLED or opts.get("signal") == "attitude_error") and scenario.control is None:
+            what = "signal = \"attitude_error\"" if name == "settling_time" else name
+            raise _fail(source, f"{where}: {what} needs an attitude controller in the loop ([control] in the "
+                        "scenario)")
+        if name in ("Omega", "u_current") and scenario.spacecraft.wheels is None:
+            raise _fail(source, f"{where} = {name!r}: the spacecraft has no [[wheels]]")
         allowed = _OPTIONS.get(name, ())
         for key in opts:
             if key not in allowed:
@@ -203,6 +215,14 @@ def parse_outputs(
                     raise _fail(source, f"{where}.sigma_R = {_fmt(opts['sigma_R'])}: must be 3 finite numbers "
                                 "(an MRP)")
                 clean = {"sigma_R": tuple(float(v) for v in s)}
+        elif name in CLOSED_LOOP_OUTPUTS:
+            loop = opts.get("loop", "sampled")
+            if loop not in LOOPS:
+                raise _fail(source, f"{where}.loop = {_fmt(loop)}: allowed values are {', '.join(LOOPS)}")
+            # the rk4 steps of one control period and the integral term: static (the program's shape), from
+            # the nominal values
+            steps, integral = loop_shape(scenario)
+            clean = {"loop": loop, "shape": (steps if loop == "sampled" else 0, integral)}
         elif name in MODAL_OUTPUTS:
             boundary = opts.get("boundary", "free")
             try:
@@ -272,10 +292,22 @@ def _evaluate(scenario, x, params, outputs, adjoint):
         elif o.name == "settling_time":
             if o.opt("signal") == "theta":
                 sig = jnp.max(jnp.abs(traj.theta - scn.spacecraft.panels.thetaRef), axis=1)
+            elif o.opt("signal") == "attitude_error":
+                sig = jax.vmap(attitude_error, in_axes=(0, None))(traj.sigma_BN, scn.control.sigma_R0N)
             else:
                 sig = safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1))
             ts, st = settling_time(traj.t, sig, o.opt("threshold"))
             y = ts[None]
+        elif o.name == "pointing_error":
+            phi = jax.vmap(attitude_error, in_axes=(0, None))(traj.sigma_BN, scn.control.sigma_R0N)
+            y = jnp.sum(0.5 * (phi[1:] ** 2 + phi[:-1] ** 2) * jnp.diff(traj.t))[None]
+        elif o.name in CLOSED_LOOP_OUTPUTS:
+            cl = closed_loop_unjitted(scn, o.opt("shape"), o.opt("loop") == "sampled")
+            if o.name == "closed_loop_margin":
+                y = cl.flexible_margin[None]
+            else:  # one value per flexible mode (every other pole of the 2N, in ascending frequency)
+                n = scn.spacecraft.panels.count
+                y = cl.damping_ratio[jnp.argsort(~cl.flexible, stable=True)[: 2 * n : 2]]
         else:
             m = modes_unjitted(scn, o.opt("boundary"))
             y = m.frequency_hz if o.name == "modal_frequencies" else m.damping_ratio
@@ -396,12 +428,13 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
             labels = panels if o.name in ("theta", "thetaDot") else () if energy else ("0", "1", "2")
             shape = (T, len(labels)) if labels else (T,)
             kind, unit = "history", OUTPUT_UNITS[o.name]
-        elif o.name in MODAL_OUTPUTS:
+        elif o.name in MODAL_OUTPUTS and o.name != "closed_loop_margin":
             labels, shape, kind = tuple(f"mode {i + 1}" for i in range(N)), (N,), "modal"
             unit = "Hz" if o.name == "modal_frequencies" else "1"
         else:
             labels, shape, kind = (), (), "scalar"
-            unit = {"peak_hub_rate": "rad/s", "final_attitude_error": "rad", "settling_time": "s"}[o.name]
+            unit = {"peak_hub_rate": "rad/s", "final_attitude_error": "rad", "settling_time": "s",
+                    "pointing_error": "rad^2 s", "closed_loop_margin": "1"}[o.name]
         size = int(np.prod(shape))
         out.append(OutputBlock(o.name, kind, start, start + size, shape, labels, unit, dict(o.options)))
         start += size

@@ -32,12 +32,14 @@ import re
 from collections.abc import Mapping, Sequence
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._errors import ParameterError
 from .._format import did_you_mean as _did_you_mean
+from .._format import fmt_value as _fmt_value
 from ._scenario import Scenario
 
 
@@ -361,7 +363,13 @@ def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike | Sequen
     a component name one number). Pure and traceable: `vmap` it over a batch. **Raises:** `ParameterError`."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"apply_parameters: scenario must be a jaxhinge Scenario, got {type(scenario).__name__}")
-    return apply_resolved(scenario, tuple(resolve(scenario, n) for n in params), tuple(params.values()))
+    pars = tuple(resolve(scenario, n) for n in params)
+    for par, value in zip(pars, params.values()):  # a value given (not traced) of the wrong shape: say so
+        if not isinstance(value, jax.core.Tracer) and np.shape(value) != par.shape:
+            what = {"inertia": "3 scale factors of the inertia (I' = D I D, D = diag(sqrt(s)))",
+                    "rotation": "a rotation vector of 3 numbers"}.get(par.field.kind, f"shape {par.shape}")
+            raise ParameterError(f"{par.name} = {_fmt_value(value)}: must be {what}, got shape {np.shape(value)}")
+    return apply_resolved(scenario, pars, tuple(params.values()))
 
 
 def anonymous(pars: Sequence[Parameter]) -> tuple[Parameter, ...]:
