@@ -49,7 +49,8 @@ def pytest_unconfigure(config):
 # end; a module not listed here runs after the listed ones. The order changes only the wall time, never a result.
 _LONGEST_FIRST = (
     "test_identify.py", "test_chains.py", "test_wheels.py", "test_simulate.py", "test_modes.py",
-    "test_basilisk_reference.py", "test_kane.py", "test_fit.py", "test_control.py", "test_fea_fit.py",
+    "test_basilisk_reference.py", "test_kane.py", "test_fit.py", "test_control.py", "test_closed_loop.py",
+    "09_closed_loop.ipynb", "test_fea_fit.py",
     "03_identify_from_telemetry.ipynb", "test_batch.py", "test_sensitivity.py", "test_cli.py",
     "08_wheels_flight_record.ipynb", "test_rk4_scan.py", "01_quickstart.ipynb", "test_distributed.py",
     "06_folding_array.ipynb", "test_wheel_modes.py", "05_monte_carlo.ipynb", "02_fit_fea_frequencies.ipynb",
