@@ -1,6 +1,6 @@
 """The one entry point of the benchmarks: run them in one process, print one table, write benchmarks/results.json.
 
-    python benchmarks/run_all.py [--quick] [--only a,b,m,c,d,e,i,h,f,g,t] [--write-md]
+    python benchmarks/run_all.py [--quick] [--only a,b,m,c,d,e,i,h,f,g,t,w,k] [--write-md]
 
 Rows, by letter (every benchmark script is one or more of them; each script also runs alone):
 
@@ -14,11 +14,14 @@ Rows, by letter (every benchmark script is one or more of them; each script also
 - (f) steps for a given energy drift, rk4 against the adaptive integrators (`bench_drift.py`);
 - (g) XLA:CPU options A/B/C, each setting in its own processes (`bench_codegen.py`);
 - (t) the long-record telemetry study (`bench_telemetry.py`);
-- (w) four reaction wheels: one trajectory with and without them, Basilisk with them (here: `wheel_trajectory`).
+- (w) four reaction wheels: one trajectory with and without them, Basilisk with them (here: `wheel_trajectory`);
+- (k) attitude control in the loop: per step against open loop, one trajectory and a 1024-member batch against
+  Basilisk with its flight-software modules (`bench_control.py`).
 
 By default every row but (g) and (t), which take longest (`--only g,t` runs them; `--only abcdefghimt` all).
 `--write-md` also replaces the measured table between the markers of benchmarks/RESULTS.md (the text around it
-is hand-written).
+is hand-written). With `--only`, the rows measured replace their namesakes in benchmarks/results.json and the
+table (the others are kept from their earlier run, and the table's heading says which rows are newer).
 
 Basilisk (`pip install bsk`, the optional `bsk` extra) is timed in the same process when importable, else its
 columns say n/a; so is MuJoCo (`pip install mujoco`; rows (m)). XLA compiles with `jaxhinge.configure_cpu()`'s
@@ -35,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_batch
 import bench_cli
 import bench_codegen
+import bench_control
 import bench_compile_grad
 import bench_drift
 import bench_kernels
@@ -55,7 +59,7 @@ from _common import (
     write_json,
 )
 
-DEFAULT = "abcdefhimw"
+DEFAULT = "abcdefhimwk"
 ALL = DEFAULT + "gt"
 
 
@@ -107,6 +111,17 @@ def wheel_trajectory(quick=False):
     ]
 
 
+def _merge(full, partial, letters):
+    """The earlier run's results with this partial run's rows in place of their namesakes (new rows after the
+    others); the machine line notes the partial run."""
+    new = {r["name"]: r for r in partial["rows"]}
+    rows = [new.pop(r["name"], r) for r in full["rows"]] + list(new.values())
+    machine = dict(full["machine"])
+    machine["date_utc"] = f"{machine['date_utc']} (rows {letters}: {partial['machine']['date_utc']}, same machine)"
+    return {**full, **{k: v for k, v in partial.items() if k not in ("machine", "rows")}, "machine": machine,
+            "rows": rows}
+
+
 def _sim(sc):
     import jaxhinge as jh
 
@@ -128,12 +143,19 @@ def main(argv=None):
     info = machine()
     rows, extra = [], {}
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json")
+    previous = None
+    if "--only" in argv and os.path.exists(out):  # read before this run's partial writes replace it
+        import json
+
+        with open(out) as f:
+            previous = json.load(f)
 
     def section(title, new):
         print_table(new, title)
         sys.stdout.flush()
         rows.extend(new)
-        write_json(out, {"machine": info, "rows": rows, **extra})  # partial results survive an interruption
+        now = {"machine": info, "rows": rows, **extra}  # partial results survive an interruption
+        write_json(out, now if previous is None else _merge(previous, now, "".join(sorted(only))))
 
     ours = {}
     if "a" in only:
@@ -157,6 +179,8 @@ def main(argv=None):
         section("(i) kernels per step", bench_kernels.run(quick))
     if "h" in only:
         section("(h) CLI runs: first vs later (fresh cache folder)", bench_cli.run(quick))
+    if "k" in only:
+        section("(k) attitude control in the loop", bench_control.run(quick, members=256 if quick else 1024))
     if "f" in only:
         r, extra["drift"] = bench_drift.run(quick)
         section("(f) energy drift", r)
@@ -173,11 +197,14 @@ def main(argv=None):
           f"{info['date_utc']}; {info['versions']}")
     print_table(rows, "jaxhinge benchmarks (ratio = reference / jaxhinge)")
     print(f"\ntotal {info['total_wall_s']:.0f} s")
-    write_json(out, {"machine": info, "rows": rows, **extra})
+    payload = {"machine": info, "rows": rows, **extra}
+    if previous is not None:  # a partial run: merged into the earlier results
+        payload = _merge(previous, payload, "".join(sorted(only)))
+    write_json(out, payload)
     print(f"wrote {out}")
     if "--write-md" in argv:
         md = os.path.join(os.path.dirname(out), "RESULTS.md")
-        update_results_md({"machine": info, "rows": rows}, md)
+        update_results_md(payload, md)
         print(f"updated {md}")
 
 

@@ -197,15 +197,18 @@ def test_basilisks_own_rw_motor_torque_test():
 
 
 def test_closed_loop_poles_equal_finite_difference_linearisations():
-    """Closed-loop poles (`_analysis._closed_loop`): the sampled loop's are the eigenvalues of a central-difference
-    Jacobian of the one-control-period map (the simulator's own rk4 steps with the command held), the
+    """Closed-loop poles (`_analysis._closed_loop`): the sampled loop's (from `period_matrix`, the one-period
+    Jacobian in closed form: rk4 of the linearised plant with the command held, powers by repeated squaring) are
+    the eigenvalues of a central-difference Jacobian of the one-control-period map (the simulator's own nonlinear
+    rk4 steps with the command held), and the closed form equals forward-mode autodiff of that map to 1e-12
+    relative, with the integral term on too; the
     continuous law's those of a central-difference Jacobian of the closed-loop vector field, each to 1e-6 relative
     (h = 1e-6: differences of a smooth map); the two formulations differ by the zero-order hold's first-order
     effect, between 1e-4 and 2e-2 relative at control_dt = 0.1 s (they converge linearly in control_dt: 1.3e-3 at
     most at 10 ms, measured)."""
     import jax
 
-    from jaxhinge._analysis._closed_loop import closed_loop_field, closed_loop_poles, period_map
+    from jaxhinge._analysis._closed_loop import closed_loop_field, closed_loop_poles, period_map, period_matrix
 
     s = jh.scenario_from_dict(_small())
 
@@ -220,6 +223,15 @@ def test_closed_loop_poles_equal_finite_difference_linearisations():
     lam = np.asarray(p.eigenvalue)
     err = [np.min(np.abs(np.log(z) / T - x)) / max(abs(x), 1e-12) for x in lam[~np.asarray(p.neutral)]]
     assert max(err) < 1e-6, err
+    si = jh.scenario_from_dict(_small(Ki=0.01, integralLimit=0.1))
+    f2, x2, _ = period_map(si)
+    J = np.asarray(jax.jit(jax.jacfwd(f2))(x2))
+    assert J.shape == (14, 14)  # sigma, omega, theta, thetaDot, Omega, the integral
+    from jaxhinge._analysis._closed_loop import loop_shape
+
+    shape = loop_shape(si)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda sc: period_matrix(sc, shape)[0])(si)), J, rtol=0,
+                               atol=1e-12 * np.abs(J).max())
     fc, xc = closed_loop_field(s)
     ev = fd_eigs(fc, xc)
     c = closed_loop_poles(s, sampled=False)

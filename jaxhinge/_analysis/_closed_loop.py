@@ -5,14 +5,19 @@ r"""Closed-loop poles of the spacecraft with its attitude controller (`Scenario.
 $x_{k+1} = \Phi(x_k)$ of the rotational state $x = (\sigma_{BN}, \omega_{BN}, \theta, \dot\theta, \Omega,
 \int\!\sigma)$ (the integral only with $K_i > 0$; the translation is left out: without gravity it does not feed
 back), built from the simulator itself: the controller's call at the period start (`control_update`, as a call
-after the first two) and the `control_dt / dt` rk4 steps with the command held. Its Jacobian at the equilibrium
-(forward-mode autodiff) has eigenvalues $z$; the poles are $\lambda = \ln z / T$, $T$ = `control_dt`.
+after the first two) and the `control_dt / dt` rk4 steps with the command held (`period_map`). Its Jacobian at
+the equilibrium (`period_matrix`: in closed form, rk4 of the linearised plant, equal to forward-mode autodiff of
+`period_map` to round-off and much cheaper) has eigenvalues $z$; the poles are $\lambda = \ln z / T$,
+$T$ = `control_dt`, on the branch the eigenvector's own motion picks (`_branch`: a mode above the Nyquist
+frequency is not read at its alias).
 
 **The continuous law** (on request): the same controller applied continuously, $\dot x = f(x, u(x))$, the
 integral as $\dot{\int\!\sigma} = K\sigma_{BR}$; the poles are the eigenvalues of $\partial f/\partial x$.
 
 The equilibrium: B at the reference ($\sigma_{BN} = \sigma_{R0N}$), at rest, hinges at `thetaRef`, wheels at the
-scenario's initial speeds held by their motors (as `linearize`), no loads, no hinge motor torque.
+scenario's initial speeds held by their motors (as `linearize`), no loads, no hinge motor torque. (A
+`knownTorquePntB_B` other than zero leaves no equilibrium; the poles are then those of the linearised motion
+about that state. Wheel saturation, `u_max`, is not in the linearisation.)
 
 Each pole: `frequency_hz` $= |\lambda|/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda|$ (MATLAB `damp`),
 `neutral` where $|\lambda| < 10^{-9}$ s$^{-1}$ (a wheel's speed without friction: not controlled, not a
@@ -146,6 +151,70 @@ def period_map(scenario: Scenario, shape: tuple[int, bool] | None = None):
     return f, x0, ctrl.control_dt
 
 
+def _power_sum(R, m: int):
+    """`(R^m, sum_{i<m} R^i)` by repeated squaring of the block matrix [[R, I], [0, I]] (m static)."""
+    k = R.shape[0]
+    eye = jnp.eye(k, dtype=R.dtype)
+    Z = jnp.block([[R, eye], [jnp.zeros_like(R), eye]])
+    out = jnp.eye(2 * k, dtype=R.dtype)
+    while m:
+        if m & 1:
+            out = out @ Z
+        m >>= 1
+        if m:
+            Z = Z @ Z
+    return out[:k, :k], out[:k, k:]
+
+
+def period_matrix(scenario: Scenario, shape: tuple[int, bool] | None = None):
+    r"""`(Phi, T)`: the Jacobian of `period_map` at the equilibrium, assembled in closed form. At the equilibrium
+    every rk4 stage sits at the fixed point, so the linearised rk4 step is rk4 applied to the linearised plant
+    $\dot z = A z + B u$ with the command $u$ held: $z_{j+1} = R z_j + h\,Q B u$, $R = \sum_{i\le 4}(hA)^i/i!$,
+    $Q = \sum_{i\le 3}(hA)^i/(i+1)!$; over the `steps` steps of a period $z_{k+1} = R^m z_k + S\,hQB\,u_k$ with
+    $S = \sum_{i<m} R^i$, and the flight software's call at the period start gives $u_k = G x_k$ (and the new
+    integral state). $A$, $B$, $G$ are forward-mode Jacobians of the simulator's own vector field and control
+    law; the powers by repeated squaring. The same matrix as `jax.jacfwd(period_map)` (round-off), at a fraction
+    of its cost to compile and run, and to differentiate (closed-loop sensitivities)."""
+    steps, integral = loop_shape(scenario) if shape is None else shape
+    sc, x0, layout = _parts(scenario, integral)
+    ctrl = scenario.control
+    n, W, _ = layout
+    nz = 6 + 2 * n + W
+    h = ctrl.control_dt / steps
+    zero = jnp.zeros(3, x0.dtype)
+
+    def held(cmd):
+        return ControlState(zero, jnp.asarray(2.0, x0.dtype), cmd if ctrl.actuator == "torque" else zero,
+                            cmd if ctrl.actuator == "wheels" else jnp.zeros(W, x0.dtype))
+
+    def plant(z, cmd):
+        st, _ = _split(jnp.concatenate([z, zero]) if integral else z, layout)
+        d = state_derivative_held(sc, st, *_with_command((zero, zero, zero, 0.0, 0.0), ctrl, held(cmd)))
+        return _join(d, zero, layout)[:nz]
+
+    def law(x):
+        st, int_sigma = _split(x, layout)
+        cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), zero, jnp.zeros(W, x.dtype))
+        cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
+        return (cs.Lr if ctrl.actuator == "torque" else cs.u), cs.int_sigma
+
+    cmd0, _ = law(x0)
+    z0 = x0[:nz]
+    A = jax.jacfwd(plant, 0)(z0, cmd0)
+    B = jax.jacfwd(plant, 1)(z0, cmd0)
+    G, Gi = jax.jacfwd(law)(x0)
+    hA = h * A
+    eye = jnp.eye(nz, dtype=A.dtype)
+    hA2 = hA @ hA
+    hA3 = hA2 @ hA
+    R = eye + hA + hA2 / 2 + hA3 / 6 + hA3 @ hA / 24
+    Q = eye + hA / 2 + hA2 / 6 + hA3 / 24
+    Rm, S = _power_sum(R, steps)
+    top = S @ (h * Q @ B) @ G  # (nz, full state)
+    top = top.at[:, :nz].add(Rm)
+    return (jnp.concatenate([top, Gi], 0) if integral else top), ctrl.control_dt
+
+
 def closed_loop_field(scenario: Scenario, integral: bool | None = None):
     """`(f, x0)`: the continuous-law closed loop $\\dot x = f(x)$ (module docstring) and its equilibrium
     (`integral`: `loop_shape`'s, from the scenario's value when not given)."""
@@ -238,8 +307,8 @@ def closed_loop_unjitted(scenario: Scenario, shape: tuple[int, bool], sampled: b
     there."""
     sc, x0, layout = _parts(scenario, shape[1])
     if sampled:
-        f, x0, T = period_map(scenario, shape)
-        return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3], T)
+        Phi, T = period_matrix(scenario, shape)
+        return _poles(Phi, sc, layout, x0[:3], T)
     f, x0 = closed_loop_field(scenario, shape[1])
     return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3])
 
