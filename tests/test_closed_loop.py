@@ -141,3 +141,39 @@ def test_closed_loop_damping_derivatives_equal_finite_differences():
             cols.append(np.array([m, *f]))
         fd = (cols[0] - cols[1]) / (2 * h)
         np.testing.assert_allclose(r.jacobian[:4, j], fd, rtol=1e-6, atol=1e-14 / h, err_msg=str(j))
+
+
+def test_fit_controller_gain_to_closed_loop_targets(tmp_path, capsys):
+    """`jaxhinge fit` with `[modes] loop = "closed"` on a one-panel spacecraft whose controller torques the hub
+    every 0.1 s: the rate gain and the hinge stiffness that put the panel's closed-loop mode at 0.25 Hz with 3 %
+    damping (two targets, two free parameters: reached to 1e-10; the nominal is 0.2467 Hz, 2.06 %). The fitted
+    scenario file, loaded back, has that closed-loop pole (`closed_loop_poles`, 1e-10); result.json says loop =
+    "closed". Refused in one line: a controller gain free with the open loop, loop = "closed" on a scenario
+    without [control] or with FEA modes."""
+    import shutil
+
+    from test_control import _small
+
+    jh.dump_scenario(jh.scenario_from_dict(_small(actuator="torque")), tmp_path / "sc.toml")
+    fit = tmp_path / "FIT.toml"
+    body = ('scenario = "sc.toml"\n[modes]\nloop = "closed"\ntargets_hz = [0.25]\ndamping_ratios = [0.03]\n'
+            '[fit]\nfree = ["control.P", "p0.k"]\n')
+    fit.write_text(body)
+    assert main(["fit", str(fit)]) == 0
+    res = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert res["loop"] == "closed" and res["converged"] and res["targets_reached"]
+    p = jh.closed_loop_poles(jh.load_scenario(str(tmp_path / "out" / "fitted_scenario.toml")))
+    flex = np.asarray(p.flexible)
+    f, z = np.asarray(p.frequency_hz)[flex][0], np.asarray(p.damping_ratio)[flex][0]
+    assert f == pytest.approx(0.25, rel=1e-10) and z == pytest.approx(0.03, rel=1e-10)
+    assert res["parameters"]["control.P"]["value"] > 60.0  # more rate gain than nominal damps the panel more
+    capsys.readouterr()
+    shutil.copy(jh.example_path("two_panel.toml"), tmp_path / "two.toml")
+    for text, msg in ((body.replace('loop = "closed"\n', ""), 'control.P is a controller parameter, which does not '
+                       'enter the structure\'s modes; fit closed-loop targets with modes.loop = "closed"'),
+                      (body.replace("sc.toml", "two.toml"), "has no [control] table"),
+                      (body.replace("targets_hz = [0.25]\n", 'fea = "x.dat"\n'), "FEA modes are the open")):
+        fit.write_text(text)
+        assert main(["fit", str(fit)]) == 2
+        errors = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
+        assert len(errors) == 1 and msg in errors[0], errors

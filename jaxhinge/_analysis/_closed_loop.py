@@ -326,3 +326,37 @@ def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPol
     steps, integral = loop_shape(scenario)
     poles = _closed_loop_jit(strip_labels(scenario), (steps if sampled else 0, integral), sampled)
     return dataclasses.replace(poles, participants=_labels(scenario.spacecraft)["participants"])
+
+
+def closed_loop_modes_unjitted(scenario: Scenario, shape: tuple[int, bool], reference_point=None):
+    """The flexible modes of the sampled closed loop as a `Modes` (what the modal fit with `loop = "closed"`
+    fits): frequency, damping ratio, damped frequency, pole and overdamped flag of each of the N flexible
+    pole pairs in ascending frequency, and their energy shares; the undamped frequencies, shapes, participation
+    factors and effective masses are those of the open-loop free-free modes in the same frequency order (the
+    structure the controller acts on). Inside a caller's program: `shape` from `loop_shape` (static)."""
+    from ._modes import modes_unjitted
+
+    cl = closed_loop_unjitted(scenario, shape, True)
+    ref = modes_unjitted(scenario, "free", reference_point)
+    n = scenario.spacecraft.panels.count
+    order = jnp.argsort(~cl.flexible, stable=True)[: 2 * n]  # the flexible poles, ascending |lambda|
+    lam = cl.eigenvalue[order]
+    a, b = lam[0::2], lam[1::2]
+    rep = jnp.where(jnp.imag(a) >= 0, a, b)
+    overdamped = jnp.abs(jnp.imag(rep)) <= 1e-12 * jnp.abs(rep)
+    return dataclasses.replace(
+        ref, frequency_hz=cl.frequency_hz[order][0::2], damping_ratio=cl.damping_ratio[order][0::2],
+        damped_frequency_hz=jnp.abs(jnp.imag(rep)) / (2 * jnp.pi), eigenvalue=rep, overdamped=overdamped,
+        energy_fraction=cl.energy_fraction[order][0::2])
+
+
+_closed_loop_modes_jit = program(closed_loop_modes_unjitted)
+
+
+def closed_loop_modes(scenario: Scenario, reference_point=None):
+    """`closed_loop_modes_unjitted` of a scenario with a controller, compiled (one program per structure)."""
+    from ._modes import _point, _relabel
+
+    poles_shape = loop_shape(scenario)
+    m = _closed_loop_modes_jit(strip_labels(scenario), poles_shape, _point(reference_point))
+    return _relabel(m, scenario.spacecraft)

@@ -64,6 +64,7 @@ from .._model._params import Parameter
 from .._model._rules import model_ok
 from .._model._scenario import Scenario, SimulationConfig
 from .._model._spacecraft import strip_labels
+from ._closed_loop import closed_loop_modes, closed_loop_modes_unjitted, loop_shape
 from ._linearize import check_boundary
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields, to_numpy
 from ._lsq_coords import Coordinates, apply_coordinates, parse_free
@@ -87,6 +88,7 @@ SOLVERS = solvers_of("modal")
 _REACH_SCALE = 1e6  # free stiffnesses scaled by 1e-6 and 1e6 for the reachability bounds
 _REACH_MARGIN = 1e-3
 _NOT_IN_MODES = ("motorTorque", "thetaDotRef")  # besides the initial conditions
+LOOPS = ("open", "closed")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -109,6 +111,7 @@ class _ModalResiduals(AbstractResiduals):
     boundary: str = eqx.field(static=True)
     mode_index: tuple[int, ...] = eqx.field(static=True)
     track_signed: bool = eqx.field(static=True, default=True)
+    loop: tuple[int, bool] | None = eqx.field(static=True, default=None)  # closed loop: `loop_shape`; None: open
 
     def at(self, u) -> Scenario:
         return self.coordinates.apply(self.scenario, u)
@@ -124,9 +127,15 @@ class _ModalResiduals(AbstractResiduals):
             jnp.log(m.frequency_hz[None, :] / self.targets_hz[:, None]))
         return jnp.argmax(score, axis=1)
 
+    def modes_at(self, model: Scenario) -> Modes:
+        """The modes the targets refer to: the open-loop structure's (`modes`) or the sampled closed loop's."""
+        if self.loop is None:
+            return modes_unjitted(model, self.boundary, self.reference_point)
+        return closed_loop_modes_unjitted(model, self.loop, self.reference_point)
+
     def __call__(self, u):
         model = self.at(u)
-        m = modes_unjitted(model, self.boundary, self.reference_point)
+        m = self.modes_at(model)
         idx = self.index(m)
         r = (m.frequency_hz[idx] - self.targets_hz) * self.w_f
         if self.damping_ratios.shape[0]:
@@ -197,9 +206,14 @@ def _fmt_hz(x: float) -> str:
     return f"{x:.6g} Hz"
 
 
-def _modal_scenario(scenario: Scenario) -> Scenario:
-    """What the modes depend on, without names, loads or simulation settings (one program per structure)."""
-    return Scenario(strip_labels(scenario.spacecraft), scenario.initial, Loads(), SimulationConfig())
+def _modal_scenario(scenario: Scenario, closed: bool = False) -> Scenario:
+    """What the modes depend on, without names, loads or simulation settings (one program per structure); the
+    controller too for the closed loop."""
+    if not closed:
+        return Scenario(strip_labels(scenario.spacecraft), scenario.initial, Loads(), SimulationConfig())
+    # the closed loop: its rk4 step (steps per control period) from the scenario's simulation settings
+    return Scenario(strip_labels(scenario.spacecraft), scenario.initial, Loads(), scenario.simulation,
+                    control=scenario.control)
 
 
 def fit(
@@ -226,6 +240,7 @@ def fit(
     fea_modes: Sequence[int] | None = None,
     reference_point: Sequence[float] | None = None,
     effective_mass_sigma: float | None = None,
+    loop: str = "open",
 ) -> FitResult:
     """Fit model parameters so the model's modes match target frequencies (and damping ratios).
 
@@ -257,6 +272,10 @@ def fit(
       `reference_point`, i.e. the FEA origin at the origin of B).
     - `effective_mass_sigma`: also fit the paired modes' 6 effective masses, with this 1-sigma uncertainty
       relative to each component's total effective mass (default: not fitted, used for pairing only).
+    - `loop`: `"open"` (default: the structure's modes) or `"closed"`: the targets are the flexible modes of the
+      spacecraft with its attitude controller in the loop (`Scenario.control`, sampled every `control_dt`:
+      `closed_loop_modes`), and the controller's gains and inertia model (`control.K`, `control.P`, ...) may be
+      free, e.g. the rate gain that damps a panel mode by 2 %. Free-free only, no FEA modes, no simulation check.
 
     **Returns:** a `FitResult`.
 
@@ -267,14 +286,15 @@ def fit(
     _check_settings(scenario, boundary, solver, max_steps, rtol=rtol, atol=atol, learning_rate=learning_rate,
                     reach_rtol=reach_rtol, ident_rtol=ident_rtol, warn_rtol=warn_rtol,
                     frequency_sigma=frequency_sigma, damping_sigma=damping_sigma)
-    check = scenario.spacecraft.wheels is None if check is None else check
+    _check_loop(scenario, loop, boundary, fea, check)
+    check = scenario.spacecraft.wheels is None and loop == "open" if check is None else check
     if check and scenario.spacecraft.wheels is not None:
         raise FitError("check = True: the independent check (measure_modes) starts modes of a spacecraft without "
                        "reaction wheels; with wheels, fit with check = False (modes() is checked against the "
                        "simulator's Jacobian in the tests)", field="check", value=check)
     tg = _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
                   effective_mass_sigma)
-    pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say)
+    pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say, loop)
     say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}; compiling and solving...")
     sol = solve(pb.problem, jnp.zeros(len(pb.coords)), make_solver(solver, rtol, atol, learning_rate),
                 max_steps=max_steps, progress=None if progress is None else (lambda s: say(f"fit: {s}")))
@@ -286,7 +306,7 @@ def fit(
     options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "learning_rate": learning_rate,
                "reach_rtol": reach_rtol, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol,
                "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
-               "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist()}
+               "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist(), "loop": loop}
     return _result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol, warn_rtol,
                    wall=time.perf_counter() - t_start)
 
@@ -295,6 +315,27 @@ def fit(
 # The steps of `fit`: check the settings, the targets (and their pairing with FEA modes), build the problem,
 # solve, report
 # ------------------------------------------------------------------------------------------------------------
+
+
+def _check_loop(scenario, loop, boundary, fea, check) -> None:
+    """`loop = "closed"` needs a controller, the free-free boundary, targets given as numbers, no check."""
+    if loop not in LOOPS:
+        raise FitError(f"loop = {_fmt(loop)}: allowed values are {', '.join(map(repr, LOOPS))}", field="loop")
+    if loop == "open":
+        return
+    if scenario.control is None:
+        raise FitError("loop = 'closed': the scenario has no attitude controller ([control]) to close the loop "
+                       "with", field="loop")
+    if boundary != "free":
+        raise FitError(f"loop = 'closed' with boundary = {_fmt(boundary)}: the closed loop flies free (the "
+                       "controller turns the hub); use boundary = 'free'", field="boundary")
+    if fea is not None:
+        raise FitError("loop = 'closed' with FEA modes: an FEA's modes are the open structure's; fit them with "
+                       "loop = 'open', then the controller to closed-loop targets", field="loop")
+    if check:
+        raise FitError("check = True with loop = 'closed': the simulation check measures free responses of the "
+                       "open structure; fit with check = False (the closed-loop poles are checked against "
+                       "finite-difference linearisations and simulation in the tests)", field="check")
 
 
 def _check_settings(scenario, boundary, solver, max_steps, **positive) -> None:
@@ -421,7 +462,7 @@ class _Problem:
 
 
 def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigma, effective_mass_sigma,
-           say) -> _Problem:
+           say, loop: str = "open") -> _Problem:
     """The fitted coordinates (a free c at 0 seeded from the damping targets) and the residuals, refused when
     the targets cannot determine them, cannot be reached, or do not depend on one of them."""
     sc = scenario.spacecraft
@@ -442,6 +483,12 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
     coords = parse_free(scenario, free, seed=seed)
     for c in coords:
         f = c.targets[0].field
+        if f.owner == "control" and loop == "open":
+            raise FitError(f"free: {c.name} is a controller parameter, which does not enter the structure's modes; "
+                           "fit closed-loop targets with loop = \"closed\"", field="free")
+        if f.owner == "control" and f.name == "sigma_R0N":
+            raise FitError(f"free: {c.name} is the reference attitude, about which the loop is linearised: "
+                           "it does not move the closed-loop modes", field="free")
         if f.initial or f.name in _NOT_IN_MODES:
             what = "an initial condition" if f.initial else f"{f.name} ({f.description})"
             raise FitError(f"free: {c.name} is {what}, which does not enter the modes (linearised about "
@@ -458,14 +505,16 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
         raise FitError(f"free: {c_coords[0].name} is free but no damping_ratios are given: the damping c hardly "
                        "changes the frequencies, so it cannot be fitted to them; add [modes] damping_ratios or fix c",
                        field="free")
-    if len(zt) and "c" not in kinds:
+    damps = "c" in kinds or (loop == "closed" and any(c.targets[0].field.owner == "control" for c in coords))
+    if len(zt) and not damps:
         raise FitError("damping_ratios are given but no damping c is free: free at least one \"<panel>.c\" "
-                       "or drop the damping targets", field="damping_ratios")
+                       + ("(or a controller gain) " if loop == "closed" else "")
+                       + "or drop the damping targets", field="damping_ratios")
     notes = [f"{c.name} started at 0; seeded with 2 zeta sqrt(k I) = {c.x0:.6g}"
              for c in c_coords if any(float(sc.panels.c[t.panel]) <= 0 for t in c.targets)]
 
     problem = _ModalResiduals(
-        scenario=_modal_scenario(scenario),
+        scenario=_modal_scenario(scenario, loop == "closed"),
         coordinates=Coordinates(coords),
         targets_hz=jnp.asarray(ft),
         damping_ratios=jnp.asarray(zt),
@@ -478,13 +527,14 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
         fea.participation is not None,
         boundary=boundary,
         mode_index=idx,
+        loop=loop_shape(scenario) if loop == "closed" else None,
     )
     u0 = jnp.zeros(n_par)
 
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
-    m_init = to_numpy(_relabel(modes(problem.at(u0), boundary, ref), sc))
-    if kinds <= {"k", "c"} and not len(tg.track):  # (tracked modes may change their order with k)
+    m_init = to_numpy(_relabel(_modes_jit(problem, problem.at(u0)), sc))
+    if kinds <= {"k", "c"} and not len(tg.track) and loop == "open":  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
     # every free parameter must move the targets
@@ -497,6 +547,12 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
     return _Problem(tuple(coords), problem, n_res, m_init, notes)
 
 
+def _modes_jit(problem: "_ModalResiduals", model: Scenario) -> Modes:
+    """The modes the targets refer to (`_ModalResiduals.modes_at`), compiled: `modes` or `closed_loop_modes`."""
+    ref = problem.reference_point
+    return modes(model, problem.boundary, ref) if problem.loop is None else closed_loop_modes(model, ref)
+
+
 def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options, boundary, reach_rtol,
             ident_rtol, warn_rtol, wall) -> "FitResult":
     """The `FitResult`: the fitted modes, errors, covariance and identifiability, pairing, and the status in
@@ -505,7 +561,7 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
                                                      tg.zt, tg.ref, tg.fea)
     notes, n_par, n_res = list(pb.notes), len(pb.coords), pb.n_res
     r, J = sol.residuals, sol.jacobian
-    m_fit = to_numpy(_relabel(modes(problem.at(jnp.asarray(sol.u)), boundary, ref), sc))
+    m_fit = to_numpy(_relabel(_modes_jit(problem, problem.at(jnp.asarray(sol.u))), sc))
     converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
     idx = tuple(int(j) for j in np.asarray(problem.index(m_fit)))
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]

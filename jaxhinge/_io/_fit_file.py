@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._fit import SOLVERS, FitResult, fit
+from .._analysis._fit import LOOPS, SOLVERS, FitResult, fit
 from .._analysis._linearize import BOUNDARIES
 from .._analysis._measure import measure_modes
 from .._errors import ConfigError, FitError
@@ -32,7 +32,7 @@ from ._writers import write_json, write_output_files
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
           "fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma",
-          "fea_damping_ratios")
+          "fea_damping_ratios", "loop")
 _FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol")
 _CHECK = ("simulate", "periods", "amplitude_rad")
 _OUTPUT = ("dir", "plot")
@@ -108,7 +108,14 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
 
     kw: dict[str, Any] = {}
     kw["boundary"] = ck.choice(modes_t.get("boundary", "free"), "modes.boundary", BOUNDARIES)
+    kw["loop"] = ck.choice(modes_t.get("loop", "open"), "modes.loop", LOOPS)
     has_fea = "fea" in modes_t
+    if kw["loop"] == "closed" and has_fea:
+        raise ck.bad("modes.loop", "closed", "FEA modes are the open structure's: fit them with loop = \"open\", "
+                     "then the controller to closed-loop targets (targets_hz, damping_ratios)")
+    if kw["loop"] == "closed" and kw["boundary"] != "free":
+        raise ck.bad("modes.loop", "closed", f"the closed loop flies free; boundary = \"{kw['boundary']}\" is "
+                     "for the open structure")
     ck.keys(modes_t, "modes", _MODES, () if has_fea else ("targets_hz",))
     targets = modes_t.get("targets_hz")
     if has_fea and targets is not None:
@@ -188,6 +195,14 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
+    if kw["loop"] == "closed" and scenario.control is None:
+        raise ck.bad("modes.loop", "closed", f"the scenario {data['scenario']} has no [control] table (the "
+                     "attitude controller the loop is closed with)")
+    if kw["loop"] == "closed" and check is not None:  # the check measures the open structure's free responses
+        if "simulate" in check_t:
+            raise ck.bad("check.simulate", check_t["simulate"], "the simulation check measures the open "
+                         "structure's free responses; with loop = \"closed\" set it false (the default then)")
+        check = None
     if scenario.spacecraft.wheels is not None and check is not None:  # the check starts modes without wheels
         if "simulate" in check_t:
             raise ck.bad("check.simulate", check_t["simulate"], "the simulation check starts each mode of a "

@@ -83,6 +83,7 @@ def fit_json(result, spec=None) -> dict[str, Any]:
         "fit_file": spec.path if spec else None,
         "scenario": spec.scenario_name if spec else None,
         "boundary": result.boundary,
+        "loop": result.options.get("loop", "open"),
         "parameters": params,
         "targets": targets,
         "converged": bool(result.converged),
@@ -168,7 +169,9 @@ def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
 def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
     """The console report of a modal fit: status, parameters, targets, FEA pairing, timing, files written."""
     lines = [f"fit                 {data['fit_file']}",
-             f"scenario            {data['scenario']} (boundary {result.boundary}, solver {result.solver})",
+             f"scenario            {data['scenario']} (boundary {result.boundary}"
+             + (", closed loop: the modes of the spacecraft with its controller" if data.get("loop") == "closed" else "")
+             + f", solver {result.solver})",
              f"status              {result.message}", ""]
     lines.append(f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit")
     for i, name in enumerate(result.names):
