@@ -169,8 +169,8 @@ def test_fit_controller_gain_to_closed_loop_targets(tmp_path, capsys):
     assert res["parameters"]["control.P"]["value"] > 60.0  # more rate gain than nominal damps the panel more
     capsys.readouterr()
     shutil.copy(jh.example_path("two_panel.toml"), tmp_path / "two.toml")
-    for text, msg in ((body.replace('loop = "closed"\n', ""), 'control.P is a controller parameter, which does not '
-                       'enter the structure\'s modes; fit closed-loop targets with modes.loop = "closed"'),
+    for text, msg in ((body.replace('loop = "closed"\n', ""), ('control.P is a controller parameter, which does not '
+                       'enter the structure\'s modes; fit closed-loop targets with modes.loop = "closed"')),
                       (body.replace("sc.toml", "two.toml"), "has no [control] table"),
                       (body.replace("targets_hz = [0.25]\n", 'fea = "x.dat"\n'), "FEA modes are the open")):
         fit.write_text(text)

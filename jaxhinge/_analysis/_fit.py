@@ -557,8 +557,8 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
             ident_rtol, warn_rtol, wall) -> "FitResult":
     """The `FitResult`: the fitted modes, errors, covariance and identifiability, pairing, and the status in
     words."""
-    sc, coords, problem, m_init, ft, zt, ref, fea = (scenario.spacecraft, pb.coords, pb.problem, pb.m_init, tg.ft,
-                                                     tg.zt, tg.ref, tg.fea)
+    sc, coords, problem, m_init, ft, zt, fea = (scenario.spacecraft, pb.coords, pb.problem, pb.m_init, tg.ft,
+                                                tg.zt, tg.fea)
     notes, n_par, n_res = list(pb.notes), len(pb.coords), pb.n_res
     r, J = sol.residuals, sol.jacobian
     m_fit = to_numpy(_relabel(_modes_jit(problem, problem.at(jnp.asarray(sol.u))), sc))
