@@ -108,12 +108,14 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
 
     kw: dict[str, Any] = {}
     kw["boundary"] = ck.choice(modes_t.get("boundary", "free"), "modes.boundary", BOUNDARIES)
-    kw["loop"] = ck.choice(modes_t.get("loop", "open"), "modes.loop", LOOPS)
+    loop = ck.choice(modes_t.get("loop", "open"), "modes.loop", LOOPS)
+    if "loop" in modes_t:
+        kw["loop"] = loop
     has_fea = "fea" in modes_t
-    if kw["loop"] == "closed" and has_fea:
+    if loop == "closed" and has_fea:
         raise ck.bad("modes.loop", "closed", "FEA modes are the open structure's: fit them with loop = \"open\", "
                      "then the controller to closed-loop targets (targets_hz, damping_ratios)")
-    if kw["loop"] == "closed" and kw["boundary"] != "free":
+    if loop == "closed" and kw["boundary"] != "free":
         raise ck.bad("modes.loop", "closed", f"the closed loop flies free; boundary = \"{kw['boundary']}\" is "
                      "for the open structure")
     ck.keys(modes_t, "modes", _MODES, () if has_fea else ("targets_hz",))
@@ -195,10 +197,10 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
-    if kw["loop"] == "closed" and scenario.control is None:
+    if loop == "closed" and scenario.control is None:
         raise ck.bad("modes.loop", "closed", f"the scenario {data['scenario']} has no [control] table (the "
                      "attitude controller the loop is closed with)")
-    if kw["loop"] == "closed" and check is not None:  # the check measures the open structure's free responses
+    if loop == "closed" and check is not None:  # the check measures the open structure's free responses
         if "simulate" in check_t:
             raise ck.bad("check.simulate", check_t["simulate"], "the simulation check measures the open "
                          "structure's free responses; with loop = \"closed\" set it false (the default then)")
