@@ -87,8 +87,8 @@ def test_gradient_of_slew_metrics_through_the_loop_equals_finite_differences():
     linear interpolation of the last crossing; 1e-12), reverse-mode derivatives through the sampled loop (held
     commands, the flight software's calls) equal central differences of that evaluation to 1e-6 relative (h =
     1e-3 relative: truncation ~1e-8, round-off of the differences ~1e-8 of the smallest derivative, d/dc, 1e-6
-    of the metric; no wheel saturation here, so the metrics are smooth). A batch over a controller gain equals
-    one run per member (1e-13)."""
+    of the metric; no wheel saturation here, so the metrics are smooth). (Batches over controller parameters:
+    `test_adaptive_integrators_step_on_the_samples`, notebook 09.)"""
     s = jh.scenario_from_dict(_small())
     names = ["control.K", "control.P", "p0.k", "p0.c"]
     x0 = np.array([10.0, 60.0, 50.0, 1.0])
@@ -109,11 +109,6 @@ def test_gradient_of_slew_metrics_through_the_loop_equals_finite_differences():
     fd = np.stack([(metrics(x0 + e) - metrics(x0 - e)) / (2 * h[i]) for i, e in enumerate(np.diag(h))], 1)
     np.testing.assert_allclose(r.jacobian, fd, rtol=1e-6)
     assert np.all(np.abs(fd) > 0)
-    # a batch over a controller gain equals one run per member
-    batch = jh.simulate_batch(s, {"control.P": np.array([60.0, 66.0])})
-    np.testing.assert_allclose(np.asarray(batch.sigma_BR)[1],
-                               np.asarray(jh.simulate(jh.apply_parameters(s, {"control.P": 66.0})).sigma_BR),
-                               rtol=0, atol=1e-13)
 
 
 def test_adaptive_integrators_step_on_the_samples():
