@@ -186,6 +186,8 @@ def cmd_fit(args) -> int:
         f"{len(spec.targets_hz)} target(s)"
     _log(f"jaxhinge: {args.fit}: {n_t}, free: {', '.join(map(str, spec.fit_kwargs.get('free', [])))}")
     result, timing = run_fit(spec, progress=_log)
+    for w in result.warnings:
+        _log(f"jaxhinge: warning: {w}")
     written = write_outputs(result, spec, extra=timing)
     data = fit_json(result, spec)
     data["timing_s"].update(timing)

@@ -80,6 +80,7 @@ from ._pairing import (
     _unit_vectors,
     mac,
     pair_modes,
+    unclean_free_modes,
 )
 
 __all__ = ["SOLVERS", "FitError", "FitResult", "fit"]
@@ -165,6 +166,8 @@ class FitResult(LeastSquaresResult):
     - `pairing`: with FEA modes, one entry per pair (`pair_modes`): FEA mode number and frequency, model mode,
       initial and fitted model frequency, MAC at the start and at the solution, FEA and fitted model effective
       masses; `None` without FEA modes.
+    - `warnings`: what the user should know about the inputs (free-free FEA modes that carry effective mass:
+      `unclean_free_modes`); the CLI prints each as a warning and `result.json` lists them.
     """
 
     modes: Modes
@@ -179,6 +182,7 @@ class FitResult(LeastSquaresResult):
     boundary: str
     check: ModeMeasurement | None = None
     pairing: list[dict] | None = None
+    warnings: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -372,6 +376,7 @@ class _Targets:
     track_scale: np.ndarray
     ref: np.ndarray
     fea: FeaModes | None
+    warnings: tuple[str, ...] = ()
 
 
 def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
@@ -391,6 +396,14 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
                        "coordinates are not in the file: give reference_point (that grid's position in B [m])",
                        field="reference_point")
     em_t, pairs0, track, track_scale, by_hand = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6), False
+    warnings: tuple[str, ...] = ()
+    if fea is not None and boundary == "free":
+        if effective_mass_sigma is not None:
+            raise FitError("effective_mass_sigma with free-free FEA modes: free-free elastic modes carry no "
+                           "effective mass (the model's are zero), so there is nothing to fit; it applies to "
+                           "clamped modes", field="effective_mass_sigma")
+        unclean = unclean_free_modes(fea)
+        warnings = () if unclean is None else (unclean,)
     if fea is not None:
         if fea.boundary is not None and fea.boundary != boundary:
             raise FitError(f"boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
@@ -447,7 +460,7 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
                            field="mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
 
-    return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea)
+    return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -607,6 +620,7 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
         boundary=boundary,
         check=measured,
         pairing=pairing,
+        warnings=tg.warnings,
     )
 
 

@@ -3,7 +3,8 @@ r"""FEA modes and how they are paired with the model's modes.
 `FeaModes` holds the first modes of an FEA modal analysis in SI units (what the readers of `jaxhinge._io._fea`
 return). `pair_modes` pairs every model mode with one FEA mode by an assignment problem on
 $(1 - \mathrm{MAC}) + 0.1\,|\ln(f_{model}/f_{FEA})|$, the MAC of unit-free participation vectors; by frequency
-alone where the FEA modes carry no effective mass. `_pairs_by_hand` checks a pairing given by mode numbers.
+alone where the FEA modes carry no effective mass, and always free-free (whose elastic modes carry none:
+`unclean_free_modes` warns when an FEA's do). `_pairs_by_hand` checks a pairing given by mode numbers.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .._format import fmt_value as _fmt
 from .._math import assignment
 from ._modes import Modes
 
-__all__ = ["FeaModes", "mac", "pair_modes"]
+__all__ = ["FeaModes", "mac", "pair_modes", "unclean_free_modes"]
 
 _FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
 
@@ -68,8 +69,10 @@ def _totals(fea: FeaModes) -> np.ndarray:
 
 def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] | None:
     """Participation vectors made unit-free (each component over the square root of its total effective mass),
-    FEA and model; `None` where the FEA modes carry no effective mass (free-free, or not in the file)."""
-    if fea.effective_mass is None:
+    FEA and model; `None` where they cannot tell modes apart: the FEA modes carry no effective mass (not in the
+    file), or the modes are free-free, whose elastic modes carry none (the model's are zero; an FEA's that are
+    not are the residue of unclean rigid-body modes, `unclean_free_modes`, and would pair by noise)."""
+    if fea.effective_mass is None or model.boundary == "free":
         return None
     scale = np.sqrt(_totals(fea))
     if fea.participation is not None:
@@ -79,6 +82,27 @@ def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] 
     if np.sum(a * a) < 1e-9 * len(a):
         return None
     return a, b
+
+
+UNCLEAN_FRACTION = 1e-4  # free-free elastic modes whose effective mass exceeds this share of the total: warned
+
+
+def unclean_free_modes(fea: FeaModes) -> str | None:
+    """A warning when free-free FEA modes carry effective mass (more than `UNCLEAN_FRACTION` of a component's
+    total), which free-free elastic modes cannot: the FE run's rigid-body modes are not clean (a `*RIGID BODY`
+    hub, pins with spring elements). Names the modes and their largest fraction; `None` when clean or absent."""
+    if fea.effective_mass is None:
+        return None
+    frac = np.asarray(fea.effective_mass, float) / _totals(fea)
+    names = ("T1", "T2", "T3", "R1", "R2", "R3")
+    bad = [(int(fea.mode_numbers[i]), float(frac[i].max()), names[int(np.argmax(frac[i]))])
+           for i in range(frac.shape[0]) if frac[i].max() > UNCLEAN_FRACTION]
+    if not bad:
+        return None
+    listed = ", ".join(f"mode {m} ({100 * f:.3g} % of {c})" for m, f, c in bad)
+    return (f"{fea.source}: free-free elastic modes carry effective mass, which they cannot: {listed}; the "
+            "rigid-body modes of the FE run are not clean. The modes are paired by frequency, their effective "
+            "masses left out")
 
 
 def mac(a, b):

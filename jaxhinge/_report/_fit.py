@@ -84,6 +84,7 @@ def fit_json(result, spec=None) -> dict[str, Any]:
         "scenario": spec.scenario_name if spec else None,
         "boundary": result.boundary,
         "loop": result.options.get("loop", "open"),
+        "warnings": list(getattr(result, "warnings", ())),
         "parameters": params,
         "targets": targets,
         "converged": bool(result.converged),
