@@ -390,3 +390,29 @@ def test_cli_subprocess_contract(tmp_path):
     assert len(lines) == 1 and lines[0].startswith(expected), r.stderr
     assert r.stdout == "" and os.listdir(tmp_path) == ["s.toml"]
 
+
+
+def test_wheel_speed_history_with_four_wheels():
+    """A wheel history output (`Omega`, (T, W)) has one row per wheel and sample, labelled by the wheels' names,
+    for any number of wheels (four here, not three): its derivatives with respect to a wheel's motor torque equal
+    central differences of the simulated speeds (linear in u below u_max: 1e-7 relative); outputs that need a
+    controller are refused for a scenario without one."""
+    g = (np.array([[1, 1, 1], [-1, 1, 1], [-1, -1, 1], [1, -1, 1]]) / np.sqrt(3)).tolist()
+    d = {"hub": {"mHub": 500.0, "IHubPntBc_B": [[400.0, 0, 0], [0, 300.0, 0], [0, 0, 200.0]]},
+         "panels": [{"name": "p0", "mass": 20.0, "IPntS_S": [[5.0, 0, 0], [0, 4.0, 0], [0, 0, 3.0]], "d": 1.0,
+                     "k": 50.0, "c": 1.0, "r_HB_B": [0.0, 0.5, 0.0], "dcm_HB": [[0, -1, 0], [1, 0, 0], [0, 0, 1]]}],
+         "wheels": [{"name": f"rw{i + 1}", "gsHat_B": a, "Js": 0.1, "Omega": 100.0 * (i + 1), "u": 0.01 * i}
+                    for i, a in enumerate(g)],
+         "simulation": {"t_end": 0.5, "save_dt": 0.1, "integrator": "rk4", "dt": 0.01}}
+    s = jh.scenario_from_dict(d)
+    r = jh.sensitivity(s, ["Omega"], ["rw2.u"])
+    b = r.block("Omega")
+    assert b.shape == (6, 4) and b.labels == ("rw1", "rw2", "rw3", "rw4")
+    h = 1e-3
+    fd = (np.asarray(jh.simulate(jh.apply_parameters(s, {"rw2.u": 0.01 + h})).Omega)
+          - np.asarray(jh.simulate(jh.apply_parameters(s, {"rw2.u": 0.01 - h})).Omega)) / (2 * h)
+    np.testing.assert_allclose(r.output("Omega")[1][..., 0], fd, rtol=1e-7, atol=1e-9)
+    with pytest.raises(jh.SensitivityError, match=r"outputs\[0\]: Lr needs an attitude controller"):
+        jh.sensitivity(s, ["Lr"], ["rw2.u"])
+    with pytest.raises(jh.SensitivityError, match=r'signal = "attitude_error" needs an attitude controller'):
+        jh.sensitivity(s, [{"name": "settling_time", "signal": "attitude_error", "threshold": 0.1}], ["rw2.u"])

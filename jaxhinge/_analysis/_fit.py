@@ -546,7 +546,7 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
 
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
-    m_init = to_numpy(_relabel(_modes_jit(problem, problem.at(u0)), sc))
+    m_init = to_numpy(_relabel(_target_modes(problem, problem.at(u0)), sc))
     if kinds <= {"k", "c"} and not len(tg.track) and loop == "open":  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
@@ -560,7 +560,7 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
     return _Problem(tuple(coords), problem, n_res, m_init, notes)
 
 
-def _modes_jit(problem: "_ModalResiduals", model: Scenario) -> Modes:
+def _target_modes(problem: "_ModalResiduals", model: Scenario) -> Modes:
     """The modes the targets refer to (`_ModalResiduals.modes_at`), compiled: `modes` or `closed_loop_modes`."""
     ref = problem.reference_point
     return modes(model, problem.boundary, ref) if problem.loop is None else closed_loop_modes(model, ref)
@@ -574,7 +574,7 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
                                                 tg.zt, tg.fea)
     notes, n_par, n_res = list(pb.notes), len(pb.coords), pb.n_res
     r, J = sol.residuals, sol.jacobian
-    m_fit = to_numpy(_relabel(_modes_jit(problem, problem.at(jnp.asarray(sol.u))), sc))
+    m_fit = to_numpy(_relabel(_target_modes(problem, problem.at(jnp.asarray(sol.u))), sc))
     converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
     idx = tuple(int(j) for j in np.asarray(problem.index(m_fit)))
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]

@@ -177,8 +177,9 @@ def parse_outputs(
             raise _fail(source, f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; "
                         f"allowed: {', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: "
                         f"{', '.join(HISTORY_OUTPUTS)}")
-        if (name in _CONTROLLED or opts.get("signal") == "attitude_error") and scenario.control is None:
-            what = "signal = \"attitude_error\"" if name == "settling_time" else name
+        by_signal = name == "settling_time" and opts.get("signal") == "attitude_error"
+        if (name in _CONTROLLED or by_signal) and scenario.control is None:
+            what = "signal = \"attitude_error\"" if by_signal else name
             raise _fail(source, f"{where}: {what} needs an attitude controller in the loop ([control] in the "
                         "scenario)")
         if name in ("Omega", "u_current") and scenario.spacecraft.wheels is None:
@@ -276,7 +277,7 @@ def _evaluate(scenario, x, params, outputs, adjoint):
     """x (P,) -> (y (M,), (y, status, ok)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
     scn = apply_resolved(scenario, params, [x[j] for j in range(len(params))])
     traj = simulate_unjitted(scn, adjoint) if any(o.name not in MODAL_OUTPUTS for o in outputs) else None
-    ys, status = [], []
+    ys, status, loops = [], [], {}  # `loops`: each closed loop linearised once, whichever outputs read it
     for o in outputs:
         st = jnp.asarray(0)
         if o.name in HISTORY_OUTPUTS:
@@ -302,7 +303,10 @@ def _evaluate(scenario, x, params, outputs, adjoint):
             phi = jax.vmap(attitude_error, in_axes=(0, None))(traj.sigma_BN, scn.control.sigma_R0N)
             y = jnp.sum(0.5 * (phi[1:] ** 2 + phi[:-1] ** 2) * jnp.diff(traj.t))[None]
         elif o.name in CLOSED_LOOP_OUTPUTS:
-            cl = closed_loop_unjitted(scn, o.opt("shape"), o.opt("loop") == "sampled")
+            key = (o.opt("shape"), o.opt("loop"))
+            if key not in loops:
+                loops[key] = closed_loop_unjitted(scn, o.opt("shape"), o.opt("loop") == "sampled")
+            cl = loops[key]
             if o.name == "closed_loop_margin":
                 y = cl.flexible_margin[None]
             else:  # one value per flexible mode (every other pole of the 2N, in ascending frequency)
@@ -425,7 +429,9 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
     for o in outputs:
         if o.name in HISTORY_OUTPUTS:
             energy = o.name in ("totOrbEnergy", "totRotEnergy")
-            labels = panels if o.name in ("theta", "thetaDot") else () if energy else ("0", "1", "2")
+            wheels = () if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
+            labels = (panels if o.name in ("theta", "thetaDot") else wheels if o.name in ("Omega", "u_current")
+                      else () if energy else ("0", "1", "2"))
             shape = (T, len(labels)) if labels else (T,)
             kind, unit = "history", OUTPUT_UNITS[o.name]
         elif o.name in MODAL_OUTPUTS and o.name != "closed_loop_margin":

@@ -312,7 +312,6 @@ def _solve_diffrax_control(scenario: Scenario, adjoint: diffrax.AbstractAdjoint 
         idx = first + jnp.arange(saves)
         t_save = times[jnp.minimum(idx, T - 1)]
         inside = (idx < T) & (t0 < t_end - eps) & jnp.where(last, t_save <= t_end + eps, t_save < t1 - eps)
-        inside = inside | ((k == 0) & (idx == 0))  # t = 0
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_held_field), solver, t0=t0, t1=t1, dt0=jnp.minimum(scenario.adaptive_settings.dt0, cdt),
             y0=y, args=(sc, loads, ctrl, cs), saveat=diffrax.SaveAt(ts=jnp.clip(t_save, t0, t1), t1=True),
