@@ -78,8 +78,8 @@ from .._runtime._programs import program
 from .._simulation._memory import check_memory, save_times
 from .._simulation._simulate import simulate_unjitted
 from .._simulation._trajectory import OUTPUT_NAMES, OUTPUT_UNITS
-from ._linearize import check_boundary
 from ._closed_loop import closed_loop_unjitted, loop_shape
+from ._linearize import check_boundary
 from ._modes import modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
