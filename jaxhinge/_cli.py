@@ -197,6 +197,10 @@ def cmd_fit(args) -> int:
             f"reach its targets (fit.reach_rtol = {result.options['reach_rtol']:g}; outputs written, not a solution)")
         _log(f"jaxhinge: warning: the fit did not {what}: {result.message}")
         return 1
+    if result.ambiguous:
+        _log(f"jaxhinge: warning: the targets are reached by {len(result.solutions)} distinct parameter sets (all "
+             "in result.json \"solutions\"): the data cannot tell them apart")
+        return 3
     return 0
 
 

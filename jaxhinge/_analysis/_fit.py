@@ -50,7 +50,7 @@ import dataclasses
 import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -68,12 +68,17 @@ from ._closed_loop import closed_loop_modes, closed_loop_modes_unjitted, loop_sh
 from ._linearize import check_boundary
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields, to_numpy
 from ._lsq_coords import Coordinates, apply_coordinates, parse_free
-from ._lsq_solver import FAIL, AbstractResiduals, evaluate, make_solver, solve, solvers_of
+from ._lsq_solver import FAIL, AbstractResiduals, evaluate, make_solver, solve, solve_batch, solvers_of
 from ._measure import ModeMeasurement, measure_modes
 from ._modes import Modes, _relabel, modes, modes_unjitted
 from ._pairing import (
     _FREQ_WEIGHT,
     FeaModes,
+    SHAPE_FREQ_WEIGHT,
+    ShapeMap,
+    fea_shape_vectors,
+    model_shape_matrix,
+    shape_mac,
     _pairing_table,
     _pairs_by_hand,
     _totals,
@@ -86,6 +91,9 @@ from ._pairing import (
 __all__ = ["SOLVERS", "FitError", "FitResult", "fit"]
 
 SOLVERS = solvers_of("modal")
+DEFAULT_STARTS = 8  # modal fits: starts of the batched multi-start search ("lm")
+START_FACTOR = 3.0  # default start box: a factor 3 either side of a positive parameter's initial value
+_SAME = 1e-5  # two solutions closer than this in every fitted coordinate (log-ratio or scale units) are one
 _REACH_SCALE = 1e6  # free stiffnesses scaled by 1e-6 and 1e6 for the reachability bounds
 _REACH_MARGIN = 1e-3
 _NOT_IN_MODES = ("motorTorque", "thetaDotRef")  # besides the initial conditions
@@ -113,14 +121,25 @@ class _ModalResiduals(AbstractResiduals):
     mode_index: tuple[int, ...] = eqx.field(static=True)
     track_signed: bool = eqx.field(static=True, default=True)
     loop: tuple[int, bool] | None = eqx.field(static=True, default=None)  # closed loop: `loop_shape`; None: open
+    shape_fe: Float[Array, "stargets c"] | None = None  # unit FEA shape vectors of the paired modes (`ShapeMap`)
+    shape_w: Float[Array, ""] | None = None  # 1 / ShapeMap.sigma (shape residuals), 0: shapes pair only
+    shape_map: ShapeMap | None = eqx.field(static=True, default=None)
+
+    def shape_vectors(self, m: Modes, model: Scenario):
+        """Every model mode in the shape coordinates of `shape_map` (modes x c)."""
+        return m.shape @ model_shape_matrix(model.spacecraft, self.shape_map).T
 
     def at(self, u) -> Scenario:
         return self.coordinates.apply(self.scenario, u)
 
-    def index(self, m: Modes):
+    def index(self, m: Modes, model: Scenario):
         """The model mode of each target: fixed (`mode_index`), or tracked through the fit: the mode whose
         participation vector matches the paired FEA mode's best (MAC, then frequency), whatever the order of the
         model's frequencies at this point."""
+        if self.shape_map is not None:  # tracked by mode-shape MAC, then frequency
+            score = mac(self.shape_fe, self.shape_vectors(m, model)) - SHAPE_FREQ_WEIGHT * jnp.abs(
+                jnp.log(m.frequency_hz[None, :] / self.targets_hz[:, None]))
+            return jnp.argmax(score, axis=1)
         if not self.track.shape[0]:
             return np.array(self.mode_index)
         b = m.participation / self.track_scale
@@ -137,12 +156,17 @@ class _ModalResiduals(AbstractResiduals):
     def __call__(self, u):
         model = self.at(u)
         m = self.modes_at(model)
-        idx = self.index(m)
+        idx = self.index(m, model)
         r = (m.frequency_hz[idx] - self.targets_hz) * self.w_f
         if self.damping_ratios.shape[0]:
             r = jnp.concatenate([r, (m.damping_ratio[idx] - self.damping_ratios) * self.w_z])
         if self.mass_targets.shape[0]:
             r = jnp.concatenate([r, ((m.effective_mass[idx] - self.mass_targets) * self.w_m).ravel()])
+        if self.shape_map is not None and self.shape_map.sigma is not None:  # unit shapes, sign-aligned
+            v = self.shape_vectors(m, model)[idx]
+            v = v / jnp.linalg.norm(v, axis=1, keepdims=True)
+            sign = jnp.where(jnp.sum(v * self.shape_fe, axis=1, keepdims=True) < 0, -1.0, 1.0)
+            r = jnp.concatenate([r, ((sign * v - self.shape_fe) * self.shape_w).ravel()])
         return r, model_ok(model.spacecraft), m  # an iterate that breaks a physical rule is a failed evaluation
 
 
@@ -168,6 +192,13 @@ class FitResult(LeastSquaresResult):
       masses; `None` without FEA modes.
     - `warnings`: what the user should know about the inputs (free-free FEA modes that carry effective mass:
       `unclean_free_modes`); the CLI prints each as a warning and `result.json` lists them.
+    - `solutions`: every distinct parameter set the multi-start search (`starts`) found that reaches the targets,
+      the reported one first; each a dict: `values` (name -> value [unit]), `start` (index of the start it came
+      from, 0 = the initial guess), `initial` (that start's values), `steps`, `cost`, `frequency_error` (largest
+      relative), `mac` (the paired modes' mode-shape MAC, where shapes are given). Empty when none does.
+      `ambiguous`: more than one.
+    - `mac_matrix`: with mode shapes (`shapes`), the MAC of every FEA mode read (rows, `fea.mode_numbers`)
+      against every model mode at the solution (columns), the FEA mode numbers in `mac_fea_modes`; else None.
     """
 
     modes: Modes
@@ -183,6 +214,14 @@ class FitResult(LeastSquaresResult):
     check: ModeMeasurement | None = None
     pairing: list[dict] | None = None
     warnings: tuple[str, ...] = ()
+    solutions: tuple[dict, ...] = ()
+    mac_matrix: np.ndarray | None = None
+    mac_fea_modes: tuple[int, ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        """Several distinct parameter sets reach the targets (`solutions`): the data cannot tell them apart."""
+        return len(self.solutions) > 1
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -245,6 +284,9 @@ def fit(
     reference_point: Sequence[float] | None = None,
     effective_mass_sigma: float | None = None,
     loop: str = "open",
+    starts: int | None = None,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    shapes: ShapeMap | None = None,
 ) -> FitResult:
     """Fit model parameters so the model's modes match target frequencies (and damping ratios).
 
@@ -280,6 +322,18 @@ def fit(
       spacecraft with its attitude controller in the loop (`Scenario.control`, sampled every `control_dt`:
       `closed_loop_modes`), and the controller's gains and inertia model (`control.K`, `control.P`, ...) may be
       free, e.g. the rate gain that damps a panel mode by 2 %. Free-free only, no FEA modes, no simulation check.
+    - `shapes`: a `ShapeMap` (FEA grid points -> model coordinates) to pair the FEA modes by the MAC of their
+      mode shapes (read with the FEA modes: `FeaModes.shapes`), track the pairs through the fit, judge the
+      solutions (a solution whose paired shapes have a MAC below `ShapeMap.mac_min` does not count) and, with
+      `ShapeMap.sigma`, fit the shapes too. Hub-hinged panels only.
+    - `starts`: how many starting points the solver runs from, as one batched program (the first is the initial
+      guess, the others spread over `bounds` by a Halton sequence); every distinct parameter set that reaches
+      the targets is reported (`FitResult.solutions`). Default `DEFAULT_STARTS` for `"lm"`, 1 (the only choice)
+      for the optax solvers.
+    - `bounds`: `{name: [low, high]}` per free parameter (its name in `free`, or any member of a tie): the box
+      the extra starts are spread over [the parameter's unit]; default a factor `START_FACTOR` either side of
+      the initial value (positive parameters), +/- one scale unit (the others). Starts only: the solver is not
+      bounded.
 
     **Returns:** a `FitResult`.
 
@@ -296,12 +350,20 @@ def fit(
         raise FitError("check = True: the independent check (measure_modes) starts modes of a spacecraft without "
                        "reaction wheels; with wheels, fit with check = False (modes() is checked against the "
                        "simulator's Jacobian in the tests)", field="check", value=check)
+    n_starts = _check_starts(starts, solver)
     tg = _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
-                  effective_mass_sigma)
+                  effective_mass_sigma, shapes)
     pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say, loop)
-    say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}; compiling and solving...")
-    sol = solve(pb.problem, jnp.zeros(len(pb.coords)), make_solver(solver, rtol, atol, learning_rate),
-                max_steps=max_steps, progress=None if progress is None else (lambda s: say(f"fit: {s}")))
+    U0 = _start_points(pb.coords, n_starts, bounds)
+    pb = dataclasses.replace(pb, starts=U0)
+    say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}"
+        + (f", {n_starts} starts" if n_starts > 1 else "") + "; compiling and solving...")
+    slv, report = make_solver(solver, rtol, atol, learning_rate), (
+        None if progress is None else (lambda s: say(f"fit: {s}")))
+    sols = solve_batch(pb.problem, U0, slv, max_steps=max_steps, progress=report) if n_starts > 1 else \
+        [solve(pb.problem, U0[0], slv, max_steps=max_steps, progress=report)]
+    sol, solutions, multi_notes = _solutions(sols, pb, tg, frequency_sigma, damping_sigma, reach_rtol, ident_rtol)
+    pb = dataclasses.replace(pb, notes=pb.notes + multi_notes)
     fitted = apply_coordinates(scenario, pb.coords, jnp.asarray(sol.u))
     measured = None
     if check:
@@ -310,9 +372,24 @@ def fit(
     options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "learning_rate": learning_rate,
                "reach_rtol": reach_rtol, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol,
                "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
-               "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist(), "loop": loop}
-    return _result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol, warn_rtol,
-                   wall=time.perf_counter() - t_start)
+               "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist(), "loop": loop,
+               "starts": n_starts}
+    res = _result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol, warn_rtol,
+                  wall=time.perf_counter() - t_start)
+    low = [] if tg.shape_map is None else [p for p in res.pairing if not p["mac"] >= tg.shape_map.mac_min]
+    if low and res.targets_reached:
+        res = dataclasses.replace(res, targets_reached=False, message=(
+            "the target frequencies are reached but not the mode shapes: " + ", ".join(
+                f"FEA mode {p['fea_mode']} / model mode {p['model_mode']} MAC {p['mac']:.3f}" for p in low)
+            + f" < mac_min = {tg.shape_map.mac_min:g} (more starts, or bounds around the expected values, may find "
+            "the parameters whose shapes match); " + res.message))
+    if len(solutions) > 1:
+        listed = "; ".join(", ".join(f"{k} = {v:.6g}" for k, v in d["values"].items()) for d in solutions)
+        res = dataclasses.replace(res, message=(
+            f"targets reached by {len(solutions)} distinct parameter sets: the data cannot tell them apart ({listed}); "
+            "targets that tell them apart: mode shapes ([modes.shapes]), the hub-clamped modes, more modes; "
+            + res.message))
+    return dataclasses.replace(res, solutions=tuple(solutions))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -360,6 +437,116 @@ def _check_settings(scenario, boundary, solver, max_steps, **positive) -> None:
             raise FitError.bad(None, name, v, f"must be a finite number > 0{what}")
 
 
+def _check_starts(starts, solver: str) -> int:
+    """The number of starts: `DEFAULT_STARTS` for the least-squares solver, 1 for the optax ones."""
+    if starts is None:
+        return DEFAULT_STARTS if solver == "lm" else 1
+    if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or not 1 <= starts <= 1024:
+        raise FitError.bad(None, "starts", starts, "must be an integer between 1 and 1024")
+    if starts > 1 and solver != "lm":
+        raise FitError.bad(None, "starts", starts, f"the multi-start search runs the least-squares solver "
+                           f"(solver = \"lm\"); solver = {solver!r} runs from the initial guess only (starts = 1)")
+    return int(starts)
+
+
+def _halton(n: int, dims: int) -> np.ndarray:
+    """The first `n` points (after the origin) of the Halton sequence in [0, 1)^dims (bases: the primes)."""
+    primes = [p for p in range(2, 600) if all(p % q for q in range(2, int(p**0.5) + 1))][:dims]
+    out = np.zeros((n, dims))
+    for d, b in enumerate(primes):
+        for i in range(n):
+            f, k, x = 1.0, i + 1, 0.0
+            while k:
+                f /= b
+                x += f * (k % b)
+                k //= b
+            out[i, d] = x
+    return out
+
+
+def _start_points(coords, n: int, bounds) -> np.ndarray:
+    """(n, P) starting coordinates: the initial guess (zeros), then n - 1 Halton points of the start box
+    (`bounds`, in the fitted coordinates; default `START_FACTOR` either side of a log coordinate, +/- 1 scale
+    unit for a linear one)."""
+    lo = np.array([-math.log(START_FACTOR) if c.log else -1.0 for c in coords])
+    hi = -lo
+    by_name = {}
+    for j, c in enumerate(coords):
+        for name in (c.name, *c.members):
+            by_name[name.replace(" ", "")] = j
+    for key, pair in (bounds or {}).items():
+        field = f"bounds[{key!r}]"
+        j = by_name.get(str(key).replace(" ", ""))
+        if j is None:
+            raise FitError(f"{field}: not a free parameter (free: {', '.join(c.name for c in coords)})",
+                           field="bounds")
+        vals = _floats(pair, field, positive=coords[j].log)
+        if len(vals) != 2 or not vals[0] < vals[1]:
+            raise FitError(f"{field} = {_fmt(list(pair))}: must be [low, high] with low < high", field="bounds")
+        lo[j], hi[j] = (coords[j].coordinate(v) for v in vals)
+    U = np.zeros((n, len(coords)))
+    if n > 1:
+        U[1:] = lo + (hi - lo) * _halton(n - 1, len(coords))
+    return U
+
+
+def _solutions(sols, pb: "_Problem", tg: "_Targets", frequency_sigma, damping_sigma, reach_rtol, ident_rtol):
+    """The reported solution and every distinct parameter set that reaches the targets (`FitResult.solutions`).
+    A start reaches them when it converged with every frequency error within `reach_rtol` (damping: 100 x), a
+    Jacobian of full rank (a continuum of solutions along an undetermined direction is the identifiability
+    report's, not a list of points) and, with mode shapes, a MAC of every pair of at least `ShapeMap.mac_min`.
+    The start from the initial guess is reported when it reaches the targets, else the reaching start of lowest
+    cost, else the initial guess's. Points within `_SAME` of each other are one."""
+    nf, nz = len(tg.ft), len(tg.zt)
+    coords = pb.coords
+
+    def reaches_values(s) -> bool:
+        r = np.asarray(s.residuals)
+        if not (s.converged and np.all(np.isfinite(r)) and np.all(r != FAIL)):
+            return False
+        ok = np.all(np.abs(r[:nf]) * frequency_sigma <= reach_rtol) and \
+            np.all(np.abs(r[nf:nf + nz]) * damping_sigma <= 100 * reach_rtol)
+        sv = np.linalg.svd(np.asarray(s.jacobian), compute_uv=False)
+        return bool(ok and len(sv) and sv[-1] > ident_rtol * sv[0])
+
+    def distinct(indices) -> list[int]:
+        groups: list[int] = []
+        for i in indices:
+            if all(np.max(np.abs(sols[i].u - sols[g].u)) > _SAME for g in groups):
+                groups.append(i)
+        return groups
+
+    values_ok = [i for i, s in enumerate(sols) if reaches_values(s)]
+    macs = {i: _pair_macs(pb.problem, sols[i].u) for i in values_ok} if tg.shape_map is not None else {}
+    good = [i for i in values_ok if tg.shape_map is None or np.min(macs[i]) >= tg.shape_map.mac_min]
+    notes = []
+    say = lambda i: ", ".join(f"{c.name} = {float(c.value(sols[i].u[j])):.6g}" for j, c in enumerate(coords))
+    rejected = distinct([i for i in values_ok if i not in good])
+    if rejected:
+        notes.append("rejected by the mode shapes (every target frequency reached, but a paired mode's shape MAC "
+                     f"below mac_min = {tg.shape_map.mac_min:g}): " + "; ".join(
+                         f"{say(i)} (MAC {', '.join(f'{x:.3f}' for x in macs[i])})" for i in rejected))
+    if not good:
+        return sols[0], [], notes
+    first = 0 if 0 in good else min(good, key=lambda i: sols[i].chi2)
+    if first != 0:
+        why = "its mode shapes do not match" if 0 in values_ok else f"status {sols[0].status}"
+        notes.insert(0, f"the solver's run from the initial guess did not reach the targets ({why}); start "
+                     f"{first} of the multi-start search did, and is reported")
+    groups = distinct([first] + sorted((i for i in good if i != first), key=lambda i: sols[i].chi2))
+    out = []
+    for i in groups:
+        s = sols[i]
+        out.append({
+            "values": {c.name: float(c.value(s.u[j])) for j, c in enumerate(coords)},
+            "start": i, "initial": {c.name: float(c.value(pb.starts[i, j])) for j, c in enumerate(coords)},
+            "steps": int(s.steps), "cost": 0.5 * s.chi2,
+            "frequency_error": float(np.max(np.abs(np.asarray(s.residuals)[:nf])) * frequency_sigma),
+            "mac": None if tg.shape_map is None else macs[i].tolist(),
+        })
+    return sols[first], out, notes
+
+
 @dataclasses.dataclass(frozen=True)
 class _Targets:
     """What the fit aims at: frequency and damping targets `ft`, `zt`, the model mode index of each, the FEA
@@ -377,10 +564,12 @@ class _Targets:
     ref: np.ndarray
     fea: FeaModes | None
     warnings: tuple[str, ...] = ()
+    shape_map: ShapeMap | None = None  # panels by index
+    shape_fe: np.ndarray | None = None  # (FEA modes, c) the FEA modes in the shape coordinates
 
 
 def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
-             effective_mass_sigma) -> _Targets:
+             effective_mass_sigma, shapes=None) -> _Targets:
     """The targets from the arguments or the FEA modes (paired automatically or by hand), checked."""
     sc = scenario.spacecraft
     names = sc.panels.labels
@@ -391,7 +580,9 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
         if ref.shape != (3,):
             raise FitError(f"reference_point = {_fmt(reference_point)}: must be 3 numbers [m] in B",
                            field="reference_point")
-    elif fea is not None and fea.reference_grid and fea.effective_mass is not None:
+    if shapes is not None and fea is None:
+        raise FitError("shapes (a mode-shape map) need FEA modes with their shapes: give fea", field="shapes")
+    elif fea is not None and fea.reference_grid and fea.effective_mass is not None and reference_point is None:
         raise FitError(f"{fea.source}: its effective masses refer to grid {fea.reference_grid} (PARAM GRDPNT), whose "
                        "coordinates are not in the file: give reference_point (that grid's position in B [m])",
                        field="reference_point")
@@ -411,8 +602,11 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
         if targets_hz is not None:
             raise FitError("give either targets_hz or FEA modes (fea), not both", field="targets_hz")
         by_hand = mode_numbers is not None or fea_modes is not None
+        if shapes is not None:
+            smap, fe_vecs = _shape_setup(scenario, fea, shapes, boundary)
         fi, idx_f = _pairs_by_hand(fea, n, mode_numbers, fea_modes) if by_hand else \
-            pair_modes(fea, modes(scenario, boundary, ref))[:2]
+            pair_modes(fea, modes(scenario, boundary, ref), shapes=None if shapes is None else (
+                fe_vecs, model_shape_matrix(sc, smap)))[:2]
         pairs0 = (fi, idx_f)
         targets_hz, mode_numbers = fea.frequencies[fi], [j + 1 for j in idx_f]
         if fea.damping is not None:
@@ -427,7 +621,7 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
                                field="effective_mass_sigma")
             em_t = np.asarray(fea.effective_mass, float)[fi]
         vec = _unit_vectors(fea, modes(scenario, boundary, ref))
-        if vec is not None and not by_hand:  # tracked by participation; by hand: fixed model mode numbers
+        if vec is not None and not by_hand and shapes is None:  # tracked by participation; by hand: fixed
             track, track_scale = vec[0][fi], np.sqrt(_totals(fea))
     ft = _floats(targets_hz, "targets_hz", positive=True)
     if fea is None and np.any(np.diff(ft) < 0):
@@ -460,7 +654,59 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
                            field="mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
 
-    return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings)
+    if shapes is None:
+        return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings)
+    return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings, smap, fe_vecs)
+
+
+def _shape_setup(scenario, fea: FeaModes, shapes: ShapeMap, boundary: str):
+    """The shape map with panels by index, checked against the FEA file and the model, and the FEA modes in its
+    coordinates (`fea_shape_vectors`)."""
+    sc = scenario.spacecraft
+    if not isinstance(shapes, ShapeMap):
+        raise FitError(f"shapes: expected a ShapeMap, got {type(shapes).__name__}", field="shapes")
+    if fea.shapes is None:
+        raise FitError(f"shapes: {fea.source} has no mode shapes (CalculiX: *NODE PRINT or *NODE FILE of U in the "
+                       "*FREQUENCY step, the .dat or the .frd; NASTRAN: DISP(PRINT) = <set>): docs/modes-and-fea.md",
+                       field="shapes")
+    known = [int(x) for x in fea.shape_nodes]
+    for what, node in (("hub", shapes.hub), ("hub_rotation", shapes.hub_rotation),
+                       *((f"panels.{p}", nd) for p, nd, _ in shapes.panels)):
+        if node is not None and node not in known:
+            raise FitError(f"shapes.{what} = {_fmt(node)}: not a node with mode shapes in {fea.source} (nodes: "
+                           f"{', '.join(map(str, known))})", field="shapes")
+    if shapes.hub is None and shapes.hub_rotation is not None:
+        raise FitError("shapes.hub_rotation is given without shapes.hub", field="shapes")
+    if not shapes.panels:
+        raise FitError("shapes.panels: map at least one panel to a node", field="shapes")
+    labels = list(sc.panels.labels)
+    panels = []
+    for name, node, dist in shapes.panels:
+        if name not in labels:
+            raise FitError(f"shapes.panels.{name}: not a panel of the model (panels: {', '.join(labels)})",
+                           field="shapes")
+        j = labels.index(name)
+        if sc.panels.parent[j] != -1:
+            raise FitError(f"shapes.panels.{name}: a panel of a chain; mode shapes map panels hinged to the hub "
+                           "only", field="shapes")
+        if dist is not None and not (isinstance(dist, (int, float)) and math.isfinite(dist) and dist > 0):
+            raise FitError(f"shapes.panels.{name}.distance = {_fmt(dist)}: must be a distance > 0 [m] from the "
+                           "hinge line", field="shapes")
+        panels.append((j, int(node), None if dist is None else float(dist)))
+    smap = dataclasses.replace(shapes, panels=tuple(panels), hub_point=tuple(float(x) for x in shapes.hub_point))
+    if shapes.hub is not None and shapes.hub_rotation is None and not np.all(np.isfinite(
+            fea.shapes[:, known.index(shapes.hub), 3:])):
+        raise FitError(f"shapes.hub = {shapes.hub}: the file has no rotations at this node (CalculiX writes none): "
+                       "give hub_rotation, a node whose displacements are the hub's rotation (a *RIGID BODY ROT "
+                       "NODE)", field="shapes")
+    vecs = fea_shape_vectors(fea, smap, sc)
+    if not np.all(np.isfinite(vecs)):
+        raise FitError(f"shapes: {fea.source} lacks values of the mapped nodes' shapes (NaN)", field="shapes")
+    if shapes.sigma is not None and not (math.isfinite(shapes.sigma) and shapes.sigma > 0):
+        raise FitError(f"shapes.sigma = {_fmt(shapes.sigma)}: must be a finite number > 0", field="shapes")
+    if not 0 <= shapes.mac_min <= 1:
+        raise FitError(f"shapes.mac_min = {_fmt(shapes.mac_min)}: must be in [0, 1]", field="shapes")
+    return smap, vecs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -472,6 +718,7 @@ class _Problem:
     n_res: int
     m_init: Modes
     notes: list
+    starts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((1, 0)))
 
 
 def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigma, effective_mass_sigma,
@@ -507,7 +754,8 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
             raise FitError(f"free: {c.name} is {what}, which does not enter the modes (linearised about "
                            "rest); a modal fit frees model parameters such as k, c, mass, d, IPntS_S",
                            field="free")
-    n_par, n_res = len(coords), len(ft) + len(zt) + em_t.size
+    n_shape = 0 if tg.shape_map is None or tg.shape_map.sigma is None else len(ft) * tg.shape_fe.shape[1]
+    n_par, n_res = len(coords), len(ft) + len(zt) + em_t.size + n_shape
     if n_par > n_res:
         raise FitError(f"{n_par} free parameters but only {n_res} target{'s' if n_res != 1 else ''}: the parameters "
                        "cannot all be determined; "
@@ -541,13 +789,16 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
         boundary=boundary,
         mode_index=idx,
         loop=loop_shape(scenario) if loop == "closed" else None,
+        **({} if tg.shape_map is None else {
+            "shape_map": tg.shape_map, "shape_fe": jnp.asarray(_unit_rows(tg.shape_fe[tg.pairs0[0]])),
+            "shape_w": jnp.asarray(0.0 if tg.shape_map.sigma is None else 1.0 / tg.shape_map.sigma)}),
     )
     u0 = jnp.zeros(n_par)
 
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
     m_init = to_numpy(_relabel(_target_modes(problem, problem.at(u0)), sc))
-    if kinds <= {"k", "c"} and not len(tg.track) and loop == "open":  # (tracked modes may change their order with k)
+    if kinds <= {"k", "c"} and not len(tg.track) and tg.shape_map is None and loop == "open":  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
     # every free parameter must move the targets
@@ -558,6 +809,18 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
             raise FitError(f"free: {c.name} has no effect on the targeted modes (zero sensitivity at the "
                            "initial guess): fix it or target modes it takes part in", field="free")
     return _Problem(tuple(coords), problem, n_res, m_init, notes)
+
+
+def _pair_macs(problem: "_ModalResiduals", u) -> np.ndarray:
+    """The mode-shape MAC of each FEA-model pair at coordinates `u` (pairs as tracked there)."""
+    model = problem.at(jnp.asarray(u))
+    m = _target_modes(problem, model)
+    idx = np.asarray(problem.index(m, model))
+    return np.asarray(mac(problem.shape_fe, problem.shape_vectors(m, model)))[np.arange(len(idx)), idx]
+
+
+def _unit_rows(a: np.ndarray) -> np.ndarray:
+    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)
 
 
 def _target_modes(problem: "_ModalResiduals", model: Scenario) -> Modes:
@@ -576,7 +839,7 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
     r, J = sol.residuals, sol.jacobian
     m_fit = to_numpy(_relabel(_target_modes(problem, problem.at(jnp.asarray(sol.u))), sc))
     converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
-    idx = tuple(int(j) for j in np.asarray(problem.index(m_fit)))
+    idx = tuple(int(j) for j in np.asarray(problem.index(m_fit, problem.at(jnp.asarray(sol.u)))))
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]
     ferr = (f_fit - ft) / ft
     derr = (np.asarray(m_fit.damping_ratio)[list(idx)] - zt) / zt if len(zt) else np.zeros(0)
@@ -594,9 +857,17 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
     poor = [f"{c.name} is poorly determined by these targets (sigma = {100 * sigma[j] / abs(values[j]):.0f} % of "
             "its value): tie it to a similar parameter or add targets"
             for j, c in enumerate(coords) if c.log and np.isfinite(sigma[j]) and sigma[j] > 0.5 * abs(values[j])]
-    pairing = None
+    pairing = mac_matrix = None
+    mac_modes: tuple[int, ...] = ()
     if fea is not None:
-        pairing, swapped = _pairing_table(fea, tg.pairs0, list(idx), m_init, m_fit, auto=not tg.by_hand)
+        shp = None if tg.shape_map is None else (
+            tg.shape_fe, model_shape_matrix(problem.at(jnp.zeros(n_par)).spacecraft, tg.shape_map),
+            model_shape_matrix(problem.at(jnp.asarray(sol.u)).spacecraft, tg.shape_map))
+        pairing, swapped = _pairing_table(fea, tg.pairs0, list(idx), m_init, m_fit, auto=not tg.by_hand,
+                                          shapes=shp)
+        if shp is not None:
+            mac_matrix = np.asarray(shape_mac(shp[0], m_fit, shp[2]))
+            mac_modes = tuple(int(x) for x in fea.mode_numbers)
         notes += swapped
         if len(set(idx)) < len(idx):
             notes.append(f"two FEA modes ended up paired with one model mode ({[j + 1 for j in idx]}): fix the "
@@ -621,6 +892,8 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
         check=measured,
         pairing=pairing,
         warnings=tg.warnings,
+        mac_matrix=mac_matrix,
+        mac_fea_modes=mac_modes,
     )
 
 

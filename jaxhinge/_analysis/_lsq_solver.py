@@ -266,6 +266,19 @@ def _advance(solver, u, problem, dynamic, n):
     return u, dynamic, k, done, result, costs, f_info.residual, f_info.jac.as_matrix()
 
 
+@program
+def _start_batch(solver, U, problem):
+    """`_start` for each row of `U` (one program: the starts of a multi-start fit)."""
+    return eqx.filter_vmap(_start.__wrapped__, in_axes=(None, 0, None))(solver, U, problem)
+
+
+@program
+def _advance_batch(solver, U, problem, dynamic, n):
+    """`_advance` for each row of `U` and its state arrays `dynamic` (vmapped: the members step in lockstep,
+    each stops when it terminates; the call ends when every member has, or after `n` steps)."""
+    return eqx.filter_vmap(_advance.__wrapped__, in_axes=(None, 0, None, 0, None))(solver, U, problem, dynamic, n)
+
+
 def result_name(result) -> str:
     """The name of an `optimistix.RESULTS` value (`"successful"`, `"nonlinear_max_steps_reached"`, ...)."""
     for name in optx.RESULTS._name_to_item:
@@ -345,3 +358,74 @@ def solve(
     return Solution(u=np.asarray(u), status=result_name(result), steps=steps, residuals=np.asarray(r),
                     jacobian=np.asarray(J), history=np.asarray(history), wall_s=time.perf_counter() - t0,
                     initial_residuals=r0)
+
+
+def solve_batch(
+    problem: AbstractResiduals,
+    U0: Float[ArrayLike, "S P"],
+    solver: Any,
+    *,
+    max_steps: int,
+    progress: Callable[[str], None] | None = None,
+    every: float = 1.0,
+) -> list[Solution]:
+    """`solve` from each row of `U0` (S starts) as one batched program (`_advance_batch`, the solver vmapped over
+    the starts): one `Solution` per start, each with its own status, steps and history (a member that has
+    terminated stops stepping while the others go on). `progress` lines: `"step N: K of S starts running,
+    lowest cost C"`. Gauss-Newton family only (the optax minimisers are not batched)."""
+    t0 = time.perf_counter()
+    U = jnp.asarray(U0, dtype=float)
+    S = U.shape[0]
+    dynamic, done, result = _start_batch(solver, U, problem)
+    ok = lambda res: np.asarray(res._value) == np.asarray(optx.RESULTS.successful._value)
+    steps = np.zeros(S, dtype=int)
+    history: list[list[float]] = [[] for _ in range(S)]
+    chunk, last, total = 1, t0, 0
+    r = J = None
+    r0: list[np.ndarray | None] = [None] * S
+    while total < max_steps and np.any(~np.asarray(done) & ok(result)):
+        tc = time.perf_counter()
+        n = min(chunk, _CHUNK, max_steps - total)
+        U, dynamic, k, done, result, costs, r, J = _advance_batch(solver, U, problem, dynamic, jnp.asarray(n))
+        k, costs = np.asarray(k), np.asarray(costs)
+        for s in range(S):
+            if total == 0 and k[s] == 1 and r is not None:
+                r0[s] = np.asarray(r[s])
+            history[s].extend(costs[s, :k[s]].tolist())
+        steps += k
+        total += n
+        now = time.perf_counter()
+        if now - tc < every:
+            chunk *= 2
+        if progress is not None and now - last >= every:
+            last = now
+            running = int(np.sum(~np.asarray(done) & ok(result)))
+            best = min((h[-1] for h in history if h), default=float("nan"))
+            progress(f"step {total}: {running} of {S} starts running, lowest cost {best:.6e}")
+    done, good = np.asarray(done), ok(result)
+    if r is None:  # no step taken: evaluate at the starts
+        evs = [evaluate(U[s], problem) for s in range(S)]
+        r = np.stack([np.asarray(e.residuals) for e in evs])
+        J = np.stack([np.asarray(e.jacobian) for e in evs])
+    wall = time.perf_counter() - t0
+    out = []
+    for s in range(S):
+        if good[s] and not done[s]:
+            status = "nonlinear_max_steps_reached"
+        elif good[s]:
+            status = "successful"
+        else:
+            status = _batch_result_name(result, s)
+        out.append(Solution(u=np.asarray(U[s]), status=status, steps=int(steps[s]), residuals=np.asarray(r[s]),
+                            jacobian=np.asarray(J[s]), history=np.asarray(history[s]), wall_s=wall,
+                            initial_residuals=r0[s]))
+    return out
+
+
+def _batch_result_name(result, s: int) -> str:
+    """The name of member `s` of a batched `optimistix.RESULTS` value."""
+    value = np.asarray(result._value)[s]
+    for name in optx.RESULTS._name_to_item:
+        if value == np.asarray(getattr(optx.RESULTS, name)._value):
+            return name
+    return "unknown"

@@ -19,9 +19,12 @@ from .._format import fmt_value as _fmt
 from .._math import assignment
 from ._modes import Modes
 
-__all__ = ["FeaModes", "mac", "pair_modes", "unclean_free_modes"]
+__all__ = ["FeaModes", "ShapeMap", "mac", "pair_modes", "unclean_free_modes"]
 
 _FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
+# with mode shapes: a factor e weighs as much as the whole MAC range (an elastic mode of a flexible FE part, far in
+# frequency, can look like a hinge mode on the few shape coordinates that map the model)
+SHAPE_FREQ_WEIGHT = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +48,10 @@ class FeaModes:
         reference_grid: the FEA grid the rotations refer to (NASTRAN `PARAM,GRDPNT`) when the file names one and
             no `reference_point` was given: its coordinates are not in the file, so a fit asks for them.
         unread: why tables present in the file were not read (None: everything needed was read).
+        shape_nodes: (g,) the grid points (nodes) whose mode shapes were read; None where none were.
+        shapes: (n, g, 6) the mode shapes at `shape_nodes`: translations T1-T3 [m] and rotations R1-R3 [rad] in
+            B (the FEA axes rotated by `dcm_BF` where given), in the solver's scaling; NaN where the file has
+            no value (CalculiX nodes of solid elements carry no rotations).
     """
 
     frequencies: np.ndarray
@@ -58,6 +65,8 @@ class FeaModes:
     source: str = ""
     reference_grid: int | None = None
     unread: str | None = None
+    shape_nodes: np.ndarray | None = None
+    shapes: np.ndarray | None = None
 
 
 def _totals(fea: FeaModes) -> np.ndarray:
@@ -99,10 +108,103 @@ def unclean_free_modes(fea: FeaModes) -> str | None:
            for i in range(frac.shape[0]) if frac[i].max() > UNCLEAN_FRACTION]
     if not bad:
         return None
-    listed = ", ".join(f"mode {m} ({100 * f:.3g} % of {c})" for m, f, c in bad)
+    listed = ", ".join(f"mode {m} ({100 * f:.3g} % of {c})" for m, f, c in bad[:6]) + (
+        f" and {len(bad) - 6} more" if len(bad) > 6 else "")
     return (f"{fea.source}: free-free elastic modes carry effective mass, which they cannot: {listed}; the "
-            "rigid-body modes of the FE run are not clean. The modes are paired by frequency, their effective "
-            "masses left out")
+            "rigid-body modes of the FE run are not clean. The modes are paired by frequency (and mode shapes, "
+            "where given), their effective masses left out")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapeMap:
+    r"""Which FEA grid points (nodes) give the model's coordinates, for MAC pairing and mode-shape residuals.
+
+    - `hub`: a node fixed to the hub: its translations (3 coordinates) and, where the file has them, its
+      rotations; `hub_point`: its position in B [m] (the hub's translation there is $x_B + \phi\times p$).
+    - `hub_rotation`: a node whose rotation is the hub's (3 coordinates): its rotations R1-R3 where the file has
+      them, else its displacements (a CalculiX `*RIGID BODY` ROT NODE's displacements are its rotation vector);
+      None: the hub node's own rotations, where the file has them.
+    - `panels`: per mapped panel `(name, node, distance)`: `distance` None: the node turns with the panel, its
+      rotation (as `hub_rotation`: R1-R3, else its displacements) is $\phi + \theta\,\hat s_2$ (3
+      coordinates); a number [m]: the node lies on the panel at that distance from the hinge line (on the line
+      from the hinge point through the panel's CoM), its displacement normal to the panel ($\hat s_3$) is
+      $\hat s_3\cdot(x_B + \phi\times p) + \theta\,$distance (1 coordinate).
+    - `sigma`: fit the paired modes' shapes with this 1-sigma uncertainty (per coordinate of the unit-normalised
+      shape vector); None: shapes pair the modes and judge the solutions only. `mac_min`: a solution whose paired
+      modes have a shape MAC below this does not count as reaching the targets.
+    """
+
+    hub: int | None
+    hub_point: tuple[float, float, float]
+    hub_rotation: int | None = None
+    panels: tuple[tuple[str | int, int, float | None], ...] = ()  # panel name (or index), node, distance
+    sigma: float | None = None
+    mac_min: float = 0.9
+
+    def nodes(self) -> list[int]:
+        """Every node named, in coordinate order."""
+        out = [] if self.hub is None else [self.hub]
+        if self.hub_rotation is not None:
+            out.append(self.hub_rotation)
+        return out + [n for _, n, _ in self.panels]
+
+
+def _node_rotation(fea: FeaModes, node: int) -> np.ndarray:
+    """(n, 3) a node's rotations where the file has them, else its displacements (a rotation node)."""
+    g = list(fea.shape_nodes).index(node)
+    rot = fea.shapes[:, g, 3:]
+    return rot if np.all(np.isfinite(rot)) else fea.shapes[:, g, :3]
+
+
+def _panel_index(sc, name) -> int:
+    return name if isinstance(name, int) else list(sc.panels.labels).index(name)
+
+
+def _panel_axes(sc, j: int):
+    r"""Hinge point and panel axes $\hat s_1, \hat s_2, \hat s_3$ (B) of panel `j` at its rest angle."""
+    p = sc.panels
+    h = p.dcm_HB[j]
+    c, s = jnp.cos(p.thetaRef[j]), jnp.sin(p.thetaRef[j])
+    return p.r_HB_B[j], c * h[0] - s * h[2], h[1], s * h[0] + c * h[2]
+
+
+def fea_shape_vectors(fea: FeaModes, smap: ShapeMap, sc) -> np.ndarray:
+    """(n, c) the FEA modes in the model's shape coordinates (`ShapeMap`), at the geometry of spacecraft `sc`."""
+    cols = []
+    if smap.hub is not None:
+        g = list(fea.shape_nodes).index(smap.hub)
+        cols.append(fea.shapes[:, g, :3])
+        cols.append(_node_rotation(fea, smap.hub_rotation if smap.hub_rotation is not None else smap.hub))
+    for name, node, dist in smap.panels:
+        if dist is None:
+            cols.append(_node_rotation(fea, node))
+        else:
+            s3 = np.asarray(_panel_axes(sc, _panel_index(sc, name))[3])
+            cols.append((fea.shapes[:, list(fea.shape_nodes).index(node), :3] @ s3)[:, None])
+    return np.concatenate(cols, axis=1)
+
+
+def model_shape_matrix(sc, smap: ShapeMap):
+    r"""(c, 6 + N) the map from a model mode shape $(x_B, \phi, \delta\theta)$ to the shape coordinates of
+    `smap` (traceable in the spacecraft's parameters)."""
+    n = sc.panels.count
+    eye, z = jnp.eye(3), jnp.zeros((3, n))
+    rows = []
+    cross = lambda p: jnp.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+    if smap.hub is not None:
+        pt = jnp.asarray(smap.hub_point)
+        rows.append(jnp.concatenate([eye, -cross(pt), z], axis=1))  # x_B + phi x p = x_B - [p]x phi
+        rows.append(jnp.concatenate([jnp.zeros((3, 3)), eye, z], axis=1))
+    for name, _, dist in smap.panels:
+        j = _panel_index(sc, name)
+        H, s1, s2, s3 = _panel_axes(sc, j)
+        e = jnp.zeros(n).at[j].set(1.0)
+        if dist is None:
+            rows.append(jnp.concatenate([jnp.zeros((3, 3)), eye, s2[:, None] * e[None, :]], axis=1))
+        else:
+            p = H - dist * s1
+            rows.append(jnp.concatenate([s3, jnp.cross(p, s3), dist * e])[None, :])
+    return jnp.concatenate(rows, axis=0)
 
 
 def mac(a, b):
@@ -112,17 +214,24 @@ def mac(a, b):
     return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
 
 
-def pair_modes(fea: FeaModes, model: Modes) -> tuple[list[int], list[int], np.ndarray]:
+def shape_mac(fea_vectors, model: Modes, T):
+    """MAC of FEA shape vectors (rows) against every model mode's shape coordinates `model.shape @ T.T`."""
+    return mac(jnp.asarray(fea_vectors), model.shape @ T.T)
+
+
+def pair_modes(fea: FeaModes, model: Modes, shapes=None) -> tuple[list[int], list[int], np.ndarray]:
     """Pair every model mode with one FEA mode: minimum total cost $(1 - \\mathrm{MAC}) + 0.1\\,|\\ln(f_{model} /
     f_{FEA})|$ (an assignment problem: the effective-mass direction first, the frequency to tell apart modes of
     one direction), the MAC of the unit-free participation vectors (`_unit_vectors`); by
-    frequency alone where the FEA modes carry no effective mass (free-free). **Returns:** FEA indices, model
+    frequency alone where the FEA modes carry no effective mass (free-free). With `shapes` = (FEA shape vectors
+    (n_fea, c), `model_shape_matrix`) the MAC is that of the mode shapes instead. **Returns:** FEA indices, model
     indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
     f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
-    cost = _FREQ_WEIGHT * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
-    vec = _unit_vectors(fea, model)
-    m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
-    if vec is not None:
+    cost = (_FREQ_WEIGHT if shapes is None else SHAPE_FREQ_WEIGHT) * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
+    vec = _unit_vectors(fea, model) if shapes is None else None
+    m = np.asarray(shape_mac(shapes[0], model, shapes[1]) if shapes is not None else mac(*vec)
+                   if vec is not None else np.full(cost.shape, np.nan))
+    if vec is not None or shapes is not None:
         cost = cost + (1.0 - m)
     col_of = np.asarray(assignment(-cost))
     rows = np.nonzero(col_of >= 0)[0]
@@ -153,13 +262,18 @@ def _pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list
 
 
 def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit: Modes,
-                   auto: bool) -> tuple[list[dict], list[str]]:
+                   auto: bool, shapes=None) -> tuple[list[dict], list[str]]:
     """The pairing report (the model mode of each FEA mode at the start and at the solution), and a note when a
-    fresh automatic pairing at the solution differs from the one the fit tracked."""
+    fresh automatic pairing at the solution differs from the one the fit tracked. `shapes`: (FEA shape vectors,
+    `model_shape_matrix` at the start, at the solution): the MACs are the mode shapes'."""
     fi, mj = pairs0
-    vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
-    mac0 = np.asarray(mac(*vec0)) if vec0 is not None else None
-    mac1 = np.asarray(mac(*vec1)) if vec1 is not None else None
+    if shapes is not None:
+        mac0 = np.asarray(shape_mac(shapes[0], m_init, shapes[1]))
+        mac1 = np.asarray(shape_mac(shapes[0], m_fit, shapes[2]))
+    else:
+        vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
+        mac0 = np.asarray(mac(*vec0)) if vec0 is not None else None
+        mac1 = np.asarray(mac(*vec1)) if vec1 is not None else None
     em = None if fea.effective_mass is None else np.asarray(fea.effective_mass)
     rows = [{"fea_mode": int(fea.mode_numbers[i]), "fea_frequency_hz": float(fea.frequencies[i]),
              "initial_model_mode": j0 + 1, "model_mode": j + 1,
@@ -172,7 +286,7 @@ def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit
             for i, j0, j in zip(fi, mj, final)]
     notes = []
     if auto:
-        fi1, mj1, _ = pair_modes(fea, m_fit)
+        fi1, mj1, _ = pair_modes(fea, m_fit, None if shapes is None else (shapes[0], shapes[2]))
         if sorted(zip(fi1, mj1)) != sorted(zip(fi, final)):
             notes.append("the FEA-model pairing at the solution differs from the one fitted (modes swapped during "
                          f"the fit: now {[(int(fea.mode_numbers[i]), j + 1) for i, j in zip(fi1, mj1)]} as (FEA, "

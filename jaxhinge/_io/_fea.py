@@ -11,6 +11,7 @@ with a message: its reader, pyNastran 1.4.1, requires numpy < 2, which JAX canno
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -128,9 +129,77 @@ def _nastran_f06(path, lines: list[str]) -> dict:
     return out
 
 
+_SHAPE_ROW = re.compile(rf"^\s*(\d+)\s+(G|S|\d+)" + rf"\s+({_NUM})" * 6 + r"\s*$")
+_VECTOR_HEADS = (re.compile(r"OUTPUT FOR EIGENVECTOR\s+(\d+)"),  # MYSTRAN
+                 re.compile(r"R E A L   E I G E N V E C T O R   N O \.\s+(\d+)"))  # MSC/NX
+
+
+def _nastran_shapes(path, lines: list[str]) -> dict | None:
+    """The EIGENVECTOR tables of a NASTRAN .f06 (`DISP(PRINT) = set` in a SOL 103 run): per mode number, per grid,
+    T1 T2 T3 R1 R2 R3 as printed (each grid's displacement coordinate system; grids printed in a system other than
+    the basic one, COORD SYS / TYPE column != 0 / G, are left out and listed in "skipped"). None without such
+    tables."""
+    out: dict[int, dict[int, list[float]]] = {}
+    skipped: set[int] = set()
+    for i, line in enumerate(lines):
+        m = next((h.search(line) for h in _VECTOR_HEADS if h.search(line)), None)
+        if m is None:
+            continue
+        mode, j, started = int(m.group(1)), i + 1, False
+        rows = out.setdefault(mode, {})
+        while j < len(lines):
+            r = _SHAPE_ROW.match(lines[j])
+            if r:
+                started = True
+                vals = [float(g.replace("D", "E")) for g in r.groups()[2:]]
+                if not all(math.isfinite(v) for v in vals):
+                    raise _fail(path, f"a number that is not finite in eigenvector {mode}", j + 1)
+                if r.group(2) in ("G", "0"):
+                    rows[int(r.group(1))] = vals
+                elif r.group(2) != "S":
+                    skipped.add(int(r.group(1)))
+            elif started and lines[j].strip():
+                break
+            j += 1
+    if not out:
+        return None
+    return {"modes": out, "skipped": sorted(skipped)}
+
+
+def _shape_array(path, data: dict, mode_numbers) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes, shapes (n, g, 6)) of every mode in `mode_numbers` (NaN where a value is missing)."""
+    per_mode = data["modes"]
+    missing = [m for m in mode_numbers if m not in per_mode]
+    if missing:
+        raise _fail(path, f"mode shapes of modes {missing} are missing (the file has shapes of modes "
+                    f"{sorted(per_mode)}): print them for every mode read (truncated file?)")
+    nodes = sorted({n for m in mode_numbers for n in per_mode[m]})
+    out = np.full((len(mode_numbers), len(nodes), 6), np.nan)
+    for a, m in enumerate(mode_numbers):
+        for g, n in enumerate(nodes):
+            v = per_mode[m].get(n)
+            if v is not None:
+                out[a, g, :len(v)] = v
+    return np.asarray(nodes, dtype=int), out
+
+
+def _rotate(fea: FeaModes, C: np.ndarray) -> FeaModes:
+    """The FEA modes with every vector quantity turned from the FEA axes F into B by $C = [BF]$: participation
+    factors (their translation and rotation triples), effective masses (squares of the rotated participation
+    factors), reference point, mode shapes; the total effective mass: translations unchanged, rotations
+    $C^2$ (elementwise) times the FEA's (exact for an inertia diagonal in F; it only scales weights)."""
+    blk = lambda a: None if a is None else np.concatenate([a[..., :3] @ C.T, a[..., 3:] @ C.T], axis=-1)
+    part = blk(fea.participation)
+    em = None if fea.effective_mass is None else part**2
+    tot = None if fea.total_mass is None else np.concatenate([fea.total_mass[:3], (C**2) @ fea.total_mass[3:]])
+    return dataclasses.replace(fea, participation=part, effective_mass=em, total_mass=tot,
+                               reference_point=C @ fea.reference_point, shapes=blk(fea.shapes))
+
+
 def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: str | None = None,
-             reference_point=None, boundary: str | None = None, rigid_hz: float = 0.01) -> FeaModes:
-    """The modes of an FEA modal analysis file, in SI units.
+             reference_point=None, boundary: str | None = None, rigid_hz: float = 0.01, dcm_BF=None,
+             shapes_path: str | os.PathLike | None = None) -> FeaModes:
+    r"""The modes of an FEA modal analysis file, in SI units.
 
     `fea_format`: "calculix" (.dat), "nastran-f06" (.f06); default from the extension (.op2 is refused).
     `units`: the FEA model's unit system, one of `UNIT_SYSTEMS` ("m-kg-s", "mm-t-s", "mm-kg-s", "in-lbf-s"; time
@@ -138,7 +207,13 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     writes its units into these files). `reference_point`: the point the rotational components refer to, FEA
     coordinates in the FEA's length unit (CalculiX: the origin). `boundary`: "clamped" or "free"; by default
     "free" when the file has rigid-body modes (below `rigid_hz`), else "clamped". Rigid-body modes of a free-free
-    run (exactly six below `rigid_hz`) are dropped. **Raises:** `ScenarioError` (one line: file, line, problem).
+    run (exactly six below `rigid_hz`) are dropped. `dcm_BF`: the direction cosines $[BF]$ from the FEA axes F to
+    the body frame B (rows: B's axes in F components; a vector $v_B = [BF]\,v_F$; default: F = B): participation
+    factors, effective masses, the reference point and mode shapes are turned into B (effective masses need the
+    participation factors). Mode shapes are read from the file itself where it prints them (CalculiX `*NODE PRINT`
+    of U in the `.dat`; NASTRAN EIGENVECTOR tables of `DISP(PRINT)`), or from `shapes_path` (a CalculiX `.frd` of
+    `*NODE FILE`, or another `.dat`/`.f06` of the same run). **Raises:** `FeaError` (one line: file, line,
+    problem).
     """
     path = os.fspath(path)
     fmt = fea_format or FORMATS.get(os.path.splitext(path)[1].lower())
@@ -158,6 +233,30 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     except OSError as e:
         raise _fail(path, f"cannot read it ({e.strerror or e})")
     data = (_calculix if fmt == "calculix" else _nastran_f06)(path, lines)
+    C = None
+    if dcm_BF is not None:
+        C = np.asarray(dcm_BF, dtype=float)
+        if C.shape != (3, 3) or not np.all(np.isfinite(C)) or not np.allclose(C @ C.T, np.eye(3), atol=1e-9) \
+                or not np.linalg.det(C) > 0:
+            raise _fail(path, f"dcm_BF = {_fmt(np.asarray(dcm_BF).tolist())}: must be a proper rotation matrix "
+                        "(3 x 3, orthonormal rows to 1e-9, determinant +1)")
+        if "effective_mass" in data and "participation" not in data:
+            raise _fail(path, "dcm_BF: the file has effective masses but no participation factors, whose signs "
+                        "rotating them needs (CalculiX prints both; NASTRAN: MPFACTOR = ALL)")
+    shp, shp_path = _shapes_of(path, lines, fmt), path
+    if shapes_path is not None:
+        shp_path = os.fspath(shapes_path)
+        try:
+            with open(shp_path, encoding="utf-8", errors="replace") as fh:
+                slines = fh.read().splitlines()
+        except OSError as e:
+            raise _fail(shp_path, f"cannot read it ({e.strerror or e})")
+        sfmt = "calculix-frd" if shp_path.lower().endswith(".frd") else FORMATS.get(
+            os.path.splitext(shp_path)[1].lower())
+        shp = _shapes_of(shp_path, slines, sfmt)
+        if shp is None:
+            raise _fail(shp_path, "no mode shapes in it (CalculiX .frd: *NODE FILE with U; .dat: *NODE PRINT "
+                        "with U; NASTRAN .f06: DISP(PRINT))")
     f = np.asarray(data["frequencies"], dtype=float)
     rigid = f < rigid_hz
     if boundary is None:
@@ -177,8 +276,75 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     scale = lambda key, a, b: None if key not in data else np.asarray(data[key], float)[keep if a else slice(None)] * (
         np.array([b] * 3 + [b * L * L if key != "participation" else b * L] * 3))
     ref = np.zeros(3) if reference_point is None else np.asarray(reference_point, dtype=float) * L
-    return FeaModes(
+    nodes = vectors = None
+    if shp is not None:
+        nodes, vectors = _shape_array(shp_path, shp, [m for m, k in zip(data["mode_numbers"], keep) if k])
+        vectors = vectors * np.array([L] * 3 + [1.0] * 3)
+    fea = FeaModes(
         frequencies=f[keep], mode_numbers=np.asarray(data["mode_numbers"], dtype=int)[keep],
         effective_mass=scale("effective_mass", True, M), participation=scale("participation", True, math.sqrt(M)),
         reference_point=ref, boundary=boundary, total_mass=scale("total_mass", False, M), source=path,
-        reference_grid=data.get("grdpnt") or None if reference_point is None else None, unread=data.get("unread"))
+        reference_grid=data.get("grdpnt") or None if reference_point is None else None, unread=data.get("unread"),
+        shape_nodes=nodes, shapes=vectors)
+    return fea if C is None else _rotate(fea, C)
+
+
+def _shapes_of(path, lines: list[str], fmt: str | None) -> dict | None:
+    """The mode shapes in a file's lines, by format (None: the file prints none)."""
+    if fmt == "nastran-f06":
+        return _nastran_shapes(path, lines)
+    if fmt == "calculix":
+        return _calculix_shapes(path, lines)
+    if fmt == "calculix-frd":
+        return _frd_shapes(path, lines)
+    raise _fail(path, "mode shapes are read from CalculiX .dat and .frd and NASTRAN .f06 files")
+
+
+_CCX_MODE = re.compile(r"E I G E N V A L U E\s+N U M B E R\s+(\d+)")
+_CCX_ROW = re.compile(rf"^\s*(\d+)" + rf"\s+({_NUM})" * 3 + r"\s*$")
+
+
+def _calculix_shapes(path, lines: list[str]) -> dict | None:
+    """The displacements of a CalculiX `*NODE PRINT, NSET=...` (U) in a `*FREQUENCY` step's .dat: per mode
+    ("E I G E N V A L U E   N U M B E R  n"), per node, vx vy vz (every set printed). None without them."""
+    out: dict[int, dict[int, list[float]]] = {}
+    mode = None
+    i = 0
+    while i < len(lines):
+        m = _CCX_MODE.search(lines[i])
+        if m:
+            mode = int(m.group(1))
+        elif mode is not None and lines[i].lstrip().startswith("displacements (vx,vy,vz)"):
+            tab, i = _rows(path, lines, i + 1, 3)
+            rows = out.setdefault(mode, {})
+            for r in tab:
+                rows[int(r[0])] = r[1:] + [math.nan] * 3
+            continue
+        i += 1
+    return {"modes": out} if out else None
+
+
+def _frd_shapes(path, lines: list[str]) -> dict | None:
+    """The DISP blocks of a CalculiX ASCII `.frd` (`*NODE FILE` of U in a `*FREQUENCY` step): per mode (the
+    `1PMODE` parameter before each block), per node, D1 D2 D3 (fixed columns: the node in 3-12, values 12 wide)."""
+    out: dict[int, dict[int, list[float]]] = {}
+    mode, block, i = None, None, 0
+    for i, line in enumerate(lines):
+        if line.startswith("    1PMODE"):
+            mode = int(line.split()[1])
+        elif line.startswith(" -4"):
+            block = line.split()[1] if len(line.split()) > 1 else None
+            if block == "DISP" and mode is None:
+                raise _fail(path, "a DISP block without a mode number (1PMODE): not the .frd of a *FREQUENCY step",
+                            i + 1)
+        elif line.startswith(" -3"):
+            block = None
+        elif block == "DISP" and line.startswith(" -1"):
+            try:
+                node, vals = int(line[3:13]), [float(line[13 + 12 * k:25 + 12 * k]) for k in range(3)]
+            except ValueError:
+                raise _fail(path, f"cannot read this DISP row: {line.strip()!r}", i + 1) from None
+            if not all(math.isfinite(v) for v in vals):
+                raise _fail(path, f"a number that is not finite in {line.strip()!r}", i + 1)
+            out.setdefault(mode, {})[node] = vals + [math.nan] * 3
+    return {"modes": out} if out else None

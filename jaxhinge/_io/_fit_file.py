@@ -17,6 +17,7 @@ import numpy as np
 
 from .._analysis._fit import LOOPS, SOLVERS, FitResult, fit
 from .._analysis._linearize import BOUNDARIES
+from .._analysis._pairing import ShapeMap
 from .._analysis._measure import measure_modes
 from .._errors import ConfigError, FitError
 from .._format import kind as _kind
@@ -32,8 +33,11 @@ from ._writers import write_json, write_output_files
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
           "fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma",
-          "fea_damping_ratios", "loop")
-_FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol")
+          "fea_damping_ratios", "loop", "fea_dcm_BF", "fea_shapes", "shapes")
+_FIT = ("free", "solver", "max_steps", "rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol",
+        "starts", "bounds")
+_SHAPES = ("hub", "hub_point", "hub_rotation", "sigma", "mac_min", "panels")
+_SHAPE_PANEL = ("rotation", "node", "distance")
 _CHECK = ("simulate", "periods", "amplitude_rad")
 _OUTPUT = ("dir", "plot")
 _ALIASES = {
@@ -56,7 +60,8 @@ _DESCRIPTION = {
 }
 OUTPUT_FILES = ("result.json", "fitted_scenario.toml")  # and the plot, when there is one
 # `fit`'s arguments -> the FIT.toml fields they come from (its errors are restated in the file's terms)
-FILE_FIELDS = {**{k: f"modes.{k}" for k in _MODES if k not in ("fea_format", "fea_units", "rigid_hz")},
+FILE_FIELDS = {**{k: f"modes.{k}" for k in _MODES if k not in ("fea_format", "fea_units", "rigid_hz", "fea_dcm_BF",
+                                                                 "fea_shapes")},
                "fea": "modes.fea", **{k: f"fit.{k}" for k in _FIT}}
 
 
@@ -126,7 +131,7 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     if not has_fea and not isinstance(targets, list):
         raise ck.bad("modes.targets_hz", targets, f"must be a list of numbers, got {_kind(targets)}")
     for key in ("fea_format", "fea_units", "fea_modes", "rigid_hz", "reference_point", "effective_mass_sigma",
-                "fea_damping_ratios"):
+                "fea_damping_ratios", "fea_dcm_BF", "fea_shapes", "shapes"):
         if key in modes_t and not has_fea:
             raise ck.bad(f"modes.{key}", modes_t[key], "applies to FEA modes only: give modes.fea too")
     if has_fea:
@@ -135,7 +140,16 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
             else None
         units = ck.choice(modes_t["fea_units"], "modes.fea_units", UNIT_SYSTEMS) if "fea_units" in modes_t else None
         rigid = ck.finite_positive(modes_t["rigid_hz"], "modes.rigid_hz") if "rigid_hz" in modes_t else 0.01
-        kw["fea"] = read_fea(fea_path, fmt, units=units, boundary=kw["boundary"], rigid_hz=rigid)
+        dcm = ck.array(modes_t["fea_dcm_BF"], "modes.fea_dcm_BF", (3, 3)) if "fea_dcm_BF" in modes_t else None
+        if dcm is not None and not (np.allclose(dcm @ dcm.T, np.eye(3), atol=1e-9) and np.linalg.det(dcm) > 0):
+            raise ck.bad("modes.fea_dcm_BF", modes_t["fea_dcm_BF"], "must be a proper rotation matrix [BF] (rows: "
+                         "B's axes in FEA components; orthonormal to 1e-9, determinant +1)")
+        shapes_file = ck.path(modes_t["fea_shapes"], "modes.fea_shapes", "a mode-shape file (.frd, .dat, .f06)") \
+            if "fea_shapes" in modes_t else None
+        kw["fea"] = read_fea(fea_path, fmt, units=units, boundary=kw["boundary"], rigid_hz=rigid, dcm_BF=dcm,
+                             shapes_path=shapes_file)
+        if "shapes" in modes_t:
+            kw["shapes"] = _shape_map(ck, modes_t["shapes"], kw["fea"], units, dcm)
         if "fea_damping_ratios" in modes_t:  # one per FEA mode read (rigid-body modes dropped), as in the file
             z, nf = modes_t["fea_damping_ratios"], len(kw["fea"].frequencies)
             if not isinstance(z, list) or len(z) != nf:
@@ -176,6 +190,14 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     for key in ("rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol"):
         if key in fit_t:
             kw[key] = ck.finite_positive(fit_t[key], f"fit.{key}")
+    if "starts" in fit_t:
+        kw["starts"] = ck.integer(fit_t["starts"], "fit.starts")
+        if kw["starts"] > 1024 or (kw["starts"] > 1 and kw.get("solver", "lm") != "lm"):
+            raise ck.bad("fit.starts", fit_t["starts"], "must be 1..1024, and 1 with an optax solver (the "
+                         "multi-start search runs solver = \"lm\")")
+    if "bounds" in fit_t:
+        b = ck.table(fit_t["bounds"], "fit.bounds", 'e.g. bounds = {"p0.k" = [100.0, 1000.0]}')
+        kw["bounds"] = {k: ck.array(v, f"fit.bounds.{k}", (2,)).tolist() for k, v in b.items()}
 
     check: dict[str, Any] | None = {}
     simulate = ck.boolean(check_t.get("simulate", True), "check.simulate")
@@ -227,6 +249,39 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
         out_dir=out_dir,
         plot=plot,
     )
+
+
+def _shape_map(ck, table, fea, units, dcm) -> ShapeMap:
+    """`[modes.shapes]`: the FEA nodes that give the model's shape coordinates (docs/modes-and-fea.md)."""
+    t = ck.table(table, "modes.shapes", "[modes.shapes]")
+    ck.keys(t, "modes.shapes", _SHAPES, ("panels",))
+    L = UNIT_SYSTEMS[units or "m-kg-s"][0]
+    C = np.eye(3) if dcm is None else dcm
+    node = lambda v, f: ck.integer(v, f, minimum=0)
+    hub = node(t["hub"], "modes.shapes.hub") if "hub" in t else None
+    point = ck.array(t["hub_point"], "modes.shapes.hub_point", (3,)) if "hub_point" in t else np.zeros(3)
+    rot = node(t["hub_rotation"], "modes.shapes.hub_rotation") if "hub_rotation" in t else None
+    sigma = ck.finite_positive(t["sigma"], "modes.shapes.sigma") if "sigma" in t else None
+    mac_min = ShapeMap.mac_min
+    if "mac_min" in t:
+        mac_min = ck.number(t["mac_min"], "modes.shapes.mac_min")
+        if not 0 <= mac_min <= 1:
+            raise ck.bad("modes.shapes.mac_min", t["mac_min"], "must be between 0 and 1")
+    panels = []
+    pt = ck.table(t["panels"], "modes.shapes.panels", 'e.g. panels.wing = {rotation = 1003}')
+    for name, entry in pt.items():
+        f = f"modes.shapes.panels.{name}"
+        e = ck.table(entry, f, "{rotation = <node>} or {node = <node>, distance = <m>}")
+        ck.keys(e, f, _SHAPE_PANEL)
+        if ("rotation" in e) == ("node" in e) or ("node" in e) != ("distance" in e):
+            raise ck.bad(f, dict(e), "give either rotation = <node> (a node turning with the panel) or node = "
+                         "<node> and distance = <m from the hinge line> (its displacement normal to the panel)")
+        if "rotation" in e:
+            panels.append((name, node(e["rotation"], f"{f}.rotation"), None))
+        else:
+            panels.append((name, node(e["node"], f"{f}.node"), ck.finite_positive(e["distance"], f"{f}.distance")))
+    return ShapeMap(hub=hub, hub_point=tuple((C @ (point * L)).tolist()), hub_rotation=rot, panels=tuple(panels),
+                    sigma=sigma, mac_min=mac_min)
 
 
 def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tuple[FitResult, dict[str, float]]:

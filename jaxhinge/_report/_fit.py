@@ -97,10 +97,17 @@ def fit_json(result, spec=None) -> dict[str, Any]:
         "residual_definition": "(model - target) / (sigma_rel * target); frequencies first, then damping ratios",
         "sigma_basis": result.sigma_note,
         "solver": result.solver,
-        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free", "fea")},
+        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free", "fea", "shapes")},
         "free": list(result.names),
         "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
         "cost_history": [_num(x) for x in result.history],
+        "starts": int(result.options.get("starts", 1)),
+        "mac_matrix": None if result.mac_matrix is None else {
+            "fea_modes": list(result.mac_fea_modes), "model_modes": list(range(1, result.mac_matrix.shape[1] + 1)),
+            "mac": to_json(np.asarray(result.mac_matrix))},
+        "solutions": [{k: (_num(v) if isinstance(v, float) else
+                           {n: _num(x) for n, x in v.items()} if isinstance(v, dict) else v)
+                       for k, v in d.items()} for d in result.solutions],
         "modes": modes_json(result.modes)["modes"],
         "chi2": _num(result.chi2),
         "dof": int(result.dof),
@@ -115,6 +122,14 @@ def fit_json(result, spec=None) -> dict[str, Any]:
                       "effective_mass_units": "kg (translations), kg m^2 (rotations)",
                       "pairing": [{k: (v if not isinstance(v, float) else _num(v)) for k, v in row.items()}
                                   for row in result.pairing]}
+        shapes = spec.fit_kwargs.get("shapes") if spec else None
+        if shapes is not None:
+            out["fea"]["shapes"] = {
+                "hub": shapes.hub, "hub_point_B_m": list(shapes.hub_point), "hub_rotation": shapes.hub_rotation,
+                "panels": {str(n): ({"rotation": node} if d is None else {"node": node, "distance_m": d})
+                           for n, node, d in shapes.panels},
+                "sigma": shapes.sigma, "mac_min": shapes.mac_min,
+                "mac_definition": "|a.b|^2 / (|a|^2 |b|^2) of the FEA and model modes in these shape coordinates"}
     return out
 
 
@@ -122,7 +137,12 @@ def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
     """Targets vs initial, fitted and simulated frequencies and damping ratios, and the cost history."""
     plt = pyplot()
     has_z = len(result.damping_targets) > 0
-    fig, axes = plt.subplots(1, 3 if has_z else 2, figsize=(13 if has_z else 9, 4.2))
+    extra = [k for k, on in (("mac", result.mac_matrix is not None), ("solutions", len(result.solutions) > 1)) if on]
+    n_ax = (3 if has_z else 2) + len(extra)
+    fig, axes = plt.subplots(1, n_ax, figsize=(4.5 * n_ax, 4.2))
+    for k, ax in zip(extra, axes[n_ax - len(extra):]):
+        (_plot_mac if k == "mac" else _plot_solutions)(ax, result)
+    axes = axes[:n_ax - len(extra)]
     x = np.asarray(result.mode_numbers)
     j = x - 1
     chk = result.check
@@ -167,6 +187,47 @@ def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
     plt.close(fig)
 
 
+def _plot_mac(ax, result) -> None:
+    """The mode-shape MAC of every FEA mode read (rows) against every model mode at the solution (columns), the
+    fitted pairs outlined."""
+    from matplotlib.patches import Rectangle
+
+    m = np.asarray(result.mac_matrix)
+    ax.imshow(m, vmin=0.0, vmax=1.0, cmap="Blues", aspect="auto")
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize="x-small",
+                    color="white" if m[i, j] > 0.6 else "black")
+    rows = list(result.mac_fea_modes)
+    for p in result.pairing or []:
+        i, j = rows.index(p["fea_mode"]), p["model_mode"] - 1
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="C3", lw=2))
+    ax.set_xticks(range(m.shape[1]), [str(j + 1) for j in range(m.shape[1])])
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize="x-small")
+    ax.set_xlabel("model mode (fitted)")
+    ax.set_ylabel("FEA mode")
+    ax.set_title("mode-shape MAC (red: fitted pairs)", fontsize="small")
+
+
+def _plot_solutions(ax, result) -> None:
+    """Every distinct parameter set that reaches the targets, with the start it came from (first two free
+    parameters; one parameter: against the solution number)."""
+    sols = result.solutions
+    names = list(sols[0]["values"])
+    for i, d in enumerate(sols):
+        v, s0 = list(d["values"].values()), list(d["initial"].values())
+        x, y, x0, y0 = (v[0], v[1], s0[0], s0[1]) if len(names) > 1 else (i + 1, v[0], i + 1, s0[0])
+        ax.annotate("", (x, y), (x0, y0), arrowprops={"arrowstyle": "->", "color": "0.6"})
+        ax.plot(x0, y0, "o", mfc="none", color="0.55", ms=6)
+        ax.plot(x, y, "*", color=f"C{i}", ms=14, label=f"solution {i + 1}" + (" (reported)" if i == 0 else ""))
+    ax.plot([], [], "o", mfc="none", color="0.55", label="its start")
+    ax.set_xlabel(names[0] if len(names) > 1 else "solution [-]")
+    ax.set_ylabel(names[1] if len(names) > 1 else names[0])
+    ax.legend(fontsize="x-small")
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{len(sols)} parameter sets reach the targets", fontsize="small")
+
+
 def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
     """The console report of a modal fit: status, parameters, targets, FEA pairing, timing, files written."""
     lines = [f"fit                 {data['fit_file']}",
@@ -201,6 +262,15 @@ def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
                 f"{a:.3g}/{b:.3g}" for a, b in zip(p["fea_effective_mass"], p["model_effective_mass"]))
             lines.append(f"{p['fea_mode']:>8} {p['fea_frequency_hz']:12.6f} {p['model_mode']:>10} "
                          f"{p['model_frequency_hz']:12.6f} {mac(p['mac_initial']):>9} {mac(p['mac'])}  {em}")
+    if len(result.solutions) > 1:
+        lines += ["", f"{len(result.solutions)} distinct parameter sets reach the targets (of "
+                  f"{result.options.get('starts', 1)} starts):", f"{'#':>3} {'start':>5}  " + " ".join(
+                      f"{n:>16}" for n in result.names) + f" {'max rel. error':>15}" + (
+                      f" {'min MAC':>8}" if result.solutions[0].get("mac") is not None else "")]
+        for i, d in enumerate(result.solutions):
+            mac = d.get("mac")
+            lines.append(f"{i + 1:>3} {d['start']:>5}  " + " ".join(f"{v:16.8g}" for v in d["values"].values())
+                         + f" {d['frequency_error']:15.2e}" + ("" if mac is None else f" {min(mac):8.4f}"))
     t = data["timing_s"]
     lines += ["", f"timing              fit {t['fit']:.2f} s (solver {t['solver']:.2f} s, compilation included)"
               + (f", simulation check {t['check']:.2f} s" if t.get("check") is not None else "")]
