@@ -74,7 +74,6 @@ from ._modes import Modes, _relabel, modes, modes_unjitted
 from ._pairing import (
     _FREQ_WEIGHT,
     FeaModes,
-    SHAPE_FREQ_WEIGHT,
     ShapeMap,
     fea_shape_vectors,
     model_shape_matrix,
@@ -133,14 +132,11 @@ class _ModalResiduals(AbstractResiduals):
         return self.coordinates.apply(self.scenario, u)
 
     def index(self, m: Modes, model: Scenario):
-        """The model mode of each target: fixed (`mode_index`), or tracked through the fit: the mode whose
-        participation vector matches the paired FEA mode's best (MAC, then frequency), whatever the order of the
-        model's frequencies at this point."""
-        if self.shape_map is not None:  # tracked by mode-shape MAC, then frequency
-            score = mac(self.shape_fe, self.shape_vectors(m, model)) - SHAPE_FREQ_WEIGHT * jnp.abs(
-                jnp.log(m.frequency_hz[None, :] / self.targets_hz[:, None]))
-            return jnp.argmax(score, axis=1)
-        if not self.track.shape[0]:
+        """The model mode of each target: fixed (`mode_index`; free-free FEA modes, mode-shape pairing: decided
+        once, at the initial guess, so it cannot switch between iterates), or tracked through the fit (clamped
+        FEA modes with effective masses): the mode whose participation vector matches the paired FEA mode's best
+        (MAC, then frequency), whatever the order of the model's frequencies at this point."""
+        if not self.track.shape[0]:  # (mode shapes pair once, at the initial guess: held by index, never switched)
             return np.array(self.mode_index)
         b = m.participation / self.track_scale
         score = mac(self.track, b if self.track_signed else jnp.abs(b)) - _FREQ_WEIGHT * jnp.abs(
@@ -285,7 +281,7 @@ def fit(
     effective_mass_sigma: float | None = None,
     loop: str = "open",
     starts: int | None = None,
-    bounds: Mapping[str, Sequence[float]] | None = None,
+    bounds: Mapping[str, Sequence[float | int]] | None = None,
     shapes: ShapeMap | None = None,
 ) -> FitResult:
     """Fit model parameters so the model's modes match target frequencies (and damping ratios).

@@ -10,6 +10,7 @@ alone where the FEA modes carry no effective mass, and always free-free (whose e
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -135,11 +136,15 @@ class ShapeMap:
     """
 
     hub: int | None
-    hub_point: tuple[float, float, float]
+    hub_point: Sequence[float | int]
     hub_rotation: int | None = None
-    panels: tuple[tuple[str | int, int, float | None], ...] = ()  # panel name (or index), node, distance
-    sigma: float | None = None
-    mac_min: float = 0.9
+    panels: tuple[tuple[str | int, int, float | int | None], ...] = ()  # panel name (or index), node, distance
+    sigma: float | int | None = None
+    mac_min: float | int = 0.9
+
+    def __post_init__(self):  # hashable (a static field of the compiled residuals)
+        object.__setattr__(self, "hub_point", tuple(float(x) for x in self.hub_point))
+        object.__setattr__(self, "panels", tuple(tuple(p) for p in self.panels))
 
     def nodes(self) -> list[int]:
         """Every node named, in coordinate order."""
