@@ -58,6 +58,7 @@ _PUBLIC = {
     "fit": ("_analysis._fit", "fit"),
     "FeaModes": ("_analysis._pairing", "FeaModes"),
     "pair_modes": ("_analysis._pairing", "pair_modes"),
+    "ShapeMap": ("_analysis._pairing", "ShapeMap"),
     "IdentifyResult": ("_analysis._identify", "IdentifyResult"),
     "identify": ("_analysis._identify", "identify"),
     "SensitivityResult": ("_analysis._sensitivity", "SensitivityResult"),
@@ -121,6 +122,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._modes import modes as modes
     from ._analysis._pairing import FeaModes as FeaModes
     from ._analysis._pairing import pair_modes as pair_modes
+    from ._analysis._pairing import ShapeMap as ShapeMap
     from ._analysis._sensitivity import SensitivityResult as SensitivityResult
     from ._analysis._sensitivity import sensitivity as sensitivity
     from ._cli import main as main
