@@ -109,6 +109,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._batch import sample_dispersions as sample_dispersions
     from ._analysis._batch import simulate_batch as simulate_batch
     from ._analysis._batch import summarize as summarize
+    from ._analysis._closed_loop import ClosedLoopPoles as ClosedLoopPoles
+    from ._analysis._closed_loop import closed_loop_poles as closed_loop_poles
     from ._analysis._fit import FitResult as FitResult
     from ._analysis._fit import fit as fit
     from ._analysis._identify import IdentifyResult as IdentifyResult
@@ -121,8 +123,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._modes import Modes as Modes
     from ._analysis._modes import modes as modes
     from ._analysis._pairing import FeaModes as FeaModes
-    from ._analysis._pairing import pair_modes as pair_modes
     from ._analysis._pairing import ShapeMap as ShapeMap
+    from ._analysis._pairing import pair_modes as pair_modes
     from ._analysis._sensitivity import SensitivityResult as SensitivityResult
     from ._analysis._sensitivity import sensitivity as sensitivity
     from ._cli import main as main
@@ -150,9 +152,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._io._telemetry_file import load_telemetry as load_telemetry
     from ._io._telemetry_file import telemetry_columns as telemetry_columns
     from ._io._telemetry_file import write_telemetry as write_telemetry
+    from ._model._control import Control as Control
+    from ._model._loads import Inputs as Inputs
     from ._model._loads import Loads as Loads
     from ._model._loads import Pulses as Pulses
-    from ._model._loads import Inputs as Inputs
     from ._model._params import FIELDS as FIELDS
     from ._model._params import apply_parameters as apply_parameters
     from ._model._params import parameter_names as parameter_names
@@ -163,11 +166,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._model._spacecraft import Panels as Panels
     from ._model._spacecraft import PointMassGravity as PointMassGravity
     from ._model._spacecraft import Spacecraft as Spacecraft
-    from ._model._spacecraft import Wheels as Wheels
-    from ._model._control import Control as Control
-    from ._analysis._closed_loop import ClosedLoopPoles as ClosedLoopPoles
-    from ._analysis._closed_loop import closed_loop_poles as closed_loop_poles
     from ._model._spacecraft import State as State
+    from ._model._spacecraft import Wheels as Wheels
     from ._report._fit import plot_fit as plot_fit
     from ._report._identify import plot_identify as plot_identify
     from ._report._plot import plot_trajectory as plot_trajectory

@@ -12,8 +12,10 @@ The two-wing fits share one compiled multi-start program (two free stiffnesses, 
 shape map), so most of them cost a solve, not a compilation."""
 
 import dataclasses
+import itertools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -156,7 +158,8 @@ def test_two_wing_free_free_frequencies_have_two_exact_solutions_both_reported(w
 def test_cli_reports_every_solution_with_exit_3(tmp_path, capsys):
     """Without mode shapes the CLI writes both solutions to result.json ("solutions"), prints them, warns and
     exits 3 (docs/errors.md)."""
-    text = open(FIT_TOML).read()
+    with open(FIT_TOML) as f:
+        text = f.read()
     cut = text.index("\n[modes.shapes]")
     body = text[:cut] + "\n" + text[text.index("\n[fit]"):]
     body = body.replace('scenario = "wings.toml"', f'scenario = "{os.path.join(ROOT, "fits", "fea", "wings", "wings.toml")}"')
@@ -224,7 +227,7 @@ def test_pairing_never_changes_between_iterates(wings, free_fea):
         if r.converged:
             break
     assert r.converged and r.iterations < 8, r.message
-    assert all(b <= a * (1 + 1e-12) for a, b in zip(costs, costs[1:])), costs
+    assert all(b <= a * (1 + 1e-12) for a, b in itertools.pairwise(costs)), costs
 
 
 def test_shape_residuals_and_mystran_rotated_fit(wings):
@@ -232,7 +235,10 @@ def test_shape_residuals_and_mystran_rotated_fit(wings):
     exactly: the hinge stiffnesses and a CoM offset come back as without shapes (7 printed digits), with one
     residual per shape coordinate added; the same deck in rotated axes (dcm_BF) gives the same fit to 1e-6
     (measured 1.5e-7: the rotated file's print rounding)."""
-    from test_fea_fit import _mystran_case, _with  # the deck's model (tests/data/fea/mystran/make_hinged_panels.py)
+    from test_fea_fit import (  # the deck's model (tests/data/fea/mystran/make_hinged_panels.py)
+        _mystran_case,
+        _with,
+    )
 
     sc, mk = _mystran_case()
     start = _with(sc, k=[130.0, 110.0, 80.0], d=[1.5, 1.2, 0.65])
@@ -314,7 +320,8 @@ def test_multi_start_and_shape_settings_refused_in_plain_words(wings, free_fea, 
     (lambda s: s.replace("[fit]", "[fit]\nbounds = {\"wing_pY.k\" = [1, 2, 3]}"), "fit.bounds.wing_pY.k"),
 ])
 def test_bad_shape_fit_files_exit_2(tmp_path, capsys, edit, words):
-    text = edit(open(FIT_TOML).read())
+    with open(FIT_TOML) as f:
+        text = edit(f.read())
     text = text.replace('scenario = "wings.toml"', f'scenario = "{os.path.join(ROOT, "fits", "fea", "wings", "wings.toml")}"')
     text = text.replace('"../../../tests/data/fea/wings/wings_free.dat"', f'"{os.path.join(WINGS, "wings_free.dat")}"')
     path = tmp_path / "FIT.toml"
@@ -322,6 +329,5 @@ def test_bad_shape_fit_files_exit_2(tmp_path, capsys, edit, words):
     rc = jh.main(["fit", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    import re
     assert re.search(words, err), err
     assert not (tmp_path / "out").exists()

@@ -75,15 +75,15 @@ from ._pairing import (
     _FREQ_WEIGHT,
     FeaModes,
     ShapeMap,
-    fea_shape_vectors,
-    model_shape_matrix,
-    shape_mac,
     _pairing_table,
     _pairs_by_hand,
     _totals,
     _unit_vectors,
+    fea_shape_vectors,
     mac,
+    model_shape_matrix,
     pair_modes,
+    shape_mac,
     unclean_free_modes,
 )
 

@@ -129,7 +129,7 @@ def _nastran_f06(path, lines: list[str]) -> dict:
     return out
 
 
-_SHAPE_ROW = re.compile(rf"^\s*(\d+)\s+(G|S|\d+)" + rf"\s+({_NUM})" * 6 + r"\s*$")
+_SHAPE_ROW = re.compile(r"^\s*(\d+)\s+(G|S|\d+)" + rf"\s+({_NUM})" * 6 + r"\s*$")
 _VECTOR_HEADS = (re.compile(r"OUTPUT FOR EIGENVECTOR\s+(\d+)"),  # MYSTRAN
                  re.compile(r"R E A L   E I G E N V E C T O R   N O \.\s+(\d+)"))  # MSC/NX
 
@@ -301,7 +301,7 @@ def _shapes_of(path, lines: list[str], fmt: str | None) -> dict | None:
 
 
 _CCX_MODE = re.compile(r"E I G E N V A L U E\s+N U M B E R\s+(\d+)")
-_CCX_ROW = re.compile(rf"^\s*(\d+)" + rf"\s+({_NUM})" * 3 + r"\s*$")
+_CCX_ROW = re.compile(r"^\s*(\d+)" + rf"\s+({_NUM})" * 3 + r"\s*$")
 
 
 def _calculix_shapes(path, lines: list[str]) -> dict | None:

@@ -263,8 +263,9 @@ def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
             lines.append(f"{p['fea_mode']:>8} {p['fea_frequency_hz']:12.6f} {p['model_mode']:>10} "
                          f"{p['model_frequency_hz']:12.6f} {mac(p['mac_initial']):>9} {mac(p['mac'])}  {em}")
     if len(result.solutions) > 1:
-        lines += ["", f"{len(result.solutions)} distinct parameter sets reach the targets (of "
-                  f"{result.options.get('starts', 1)} starts):", f"{'#':>3} {'start':>5}  " + " ".join(
+        head = (f"{len(result.solutions)} distinct parameter sets reach the targets (of "
+                f"{result.options.get('starts', 1)} starts):")
+        lines += ["", head, f"{'#':>3} {'start':>5}  " + " ".join(
                       f"{n:>16}" for n in result.names) + f" {'max rel. error':>15}" + (
                       f" {'min MAC':>8}" if result.solutions[0].get("mac") is not None else "")]
         for i, d in enumerate(result.solutions):
