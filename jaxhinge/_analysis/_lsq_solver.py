@@ -330,34 +330,8 @@ def solve(
     The steps run in compiled chunks (`_advance`): 1 step, then twice as many each call while a call takes
     under `every` seconds (at most `_CHUNK`). Between chunks the host reports progress and keeps the cost
     history."""
-    t0 = time.perf_counter()
-    u = jnp.asarray(u0, dtype=float)
-    dynamic, done, result = _start(solver, u, problem)
-    steps, history, chunk, last = 0, [], 1, t0
-    r = J = r0 = None
-    while not bool(done) and result == optx.RESULTS.successful and steps < max_steps:
-        tc = time.perf_counter()
-        n = min(chunk, _CHUNK, max_steps - steps)
-        u, dynamic, k, done, result, costs, r, J = _advance(solver, u, problem, dynamic, jnp.asarray(n))
-        k = int(k)
-        if steps == 0 and k == 1 and r is not None:  # the first step accepts `u0`: the residuals there
-            r0 = np.asarray(r)
-        steps += k
-        history.extend(np.asarray(costs[:k]).tolist())
-        now = time.perf_counter()
-        if now - tc < every:
-            chunk *= 2
-        if progress is not None and now - last >= every:
-            last = now
-            progress(f"step {steps}, cost {history[-1]:.6e}")
-    if result == optx.RESULTS.successful and not bool(done):
-        result = optx.RESULTS.nonlinear_max_steps_reached
-    if r is None:  # optax minimisers (or no step taken): evaluate at the final point
-        ev = evaluate(u, problem)
-        r, J = ev.residuals, ev.jacobian
-    return Solution(u=np.asarray(u), status=result_name(result), steps=steps, residuals=np.asarray(r),
-                    jacobian=np.asarray(J), history=np.asarray(history), wall_s=time.perf_counter() - t0,
-                    initial_residuals=r0)
+    return _drive(problem, jnp.asarray(u0, dtype=float), solver, max_steps=max_steps, progress=progress,
+                  every=every, batched=False)[0]
 
 
 def solve_batch(
@@ -373,58 +347,67 @@ def solve_batch(
     the starts): one `Solution` per start, each with its own status, steps and history (a member that has
     terminated stops stepping while the others go on). `progress` lines: `"step N: K of S starts running,
     lowest cost C"`. Gauss-Newton family only (the optax minimisers are not batched)."""
+    return _drive(problem, jnp.asarray(U0, dtype=float), solver, max_steps=max_steps, progress=progress,
+                  every=every, batched=True)
+
+
+def _drive(problem, U, solver, *, max_steps: int, progress, every: float, batched: bool) -> list[Solution]:
+    """The host loop of `solve` (one start, `U` of shape (P,): `_start`, `_advance`) and `solve_batch` (S starts,
+    (S, P): `_start_batch`, `_advance_batch`): compiled chunks of steps, 1 step first, then twice as many each call
+    while a call takes under `every` seconds (at most `_CHUNK`); between chunks the host keeps each start's cost
+    history and reports progress. A start stops when it terminates or fails; the loop when every start has, or
+    after `max_steps` lockstep steps."""
     t0 = time.perf_counter()
-    U = jnp.asarray(U0, dtype=float)
-    S = U.shape[0]
-    dynamic, done, result = _start_batch(solver, U, problem)
-    ok = lambda res: np.asarray(res._value) == np.asarray(optx.RESULTS.successful._value)
-    steps = np.zeros(S, dtype=int)
-    history: list[list[float]] = [[] for _ in range(S)]
-    chunk, last, total = 1, t0, 0
-    r = J = None
+    start, advance = (_start_batch, _advance_batch) if batched else (_start, _advance)
+    S = U.shape[0] if batched else 1
+    col = (lambda a: np.asarray(a)) if batched else (lambda a: np.asarray(a)[None])  # one entry per start
+    row = (lambda a, i: np.asarray(a[i])) if batched else (lambda a, i: np.asarray(a))
+    running = lambda d, res: ~col(d) & (col(res._value) == np.asarray(optx.RESULTS.successful._value))
+    dynamic, done, result = start(solver, U, problem)
+    steps, history = np.zeros(S, dtype=int), [[] for _ in range(S)]
     r0: list[np.ndarray | None] = [None] * S
-    while total < max_steps and np.any(~np.asarray(done) & ok(result)):
+    chunk, last, total, r, J = 1, t0, 0, None, None
+    while total < max_steps and np.any(running(done, result)):
         tc = time.perf_counter()
         n = min(chunk, _CHUNK, max_steps - total)
-        U, dynamic, k, done, result, costs, r, J = _advance_batch(solver, U, problem, dynamic, jnp.asarray(n))
-        k, costs = np.asarray(k), np.asarray(costs)
-        for s in range(S):
-            if total == 0 and k[s] == 1 and r is not None:
-                r0[s] = np.asarray(r[s])
-            history[s].extend(costs[s, :k[s]].tolist())
+        U, dynamic, k, done, result, costs, r, J = advance(solver, U, problem, dynamic, jnp.asarray(n))
+        k, costs = col(k), np.asarray(costs).reshape(S, -1)
+        for i in range(S):
+            if total == 0 and k[i] == 1 and r is not None:  # the first step accepts the start: the residuals there
+                r0[i] = row(r, i)
+            history[i].extend(costs[i, :k[i]].tolist())
         steps += k
-        total += n
+        total += int(k.max())
         now = time.perf_counter()
         if now - tc < every:
             chunk *= 2
         if progress is not None and now - last >= every:
             last = now
-            running = int(np.sum(~np.asarray(done) & ok(result)))
-            best = min((h[-1] for h in history if h), default=float("nan"))
-            progress(f"step {total}: {running} of {S} starts running, lowest cost {best:.6e}")
-    done, good = np.asarray(done), ok(result)
-    if r is None:  # no step taken: evaluate at the starts
-        evs = [evaluate(U[s], problem) for s in range(S)]
-        r = np.stack([np.asarray(e.residuals) for e in evs])
-        J = np.stack([np.asarray(e.jacobian) for e in evs])
+            if batched:
+                best = min((h[-1] for h in history if h), default=float("nan"))
+                progress(f"step {total}: {int(np.sum(running(done, result)))} of {S} starts running, lowest cost "
+                         f"{best:.6e}")
+            else:
+                progress(f"step {total}, cost {history[0][-1]:.6e}")
+    still = running(done, result)
     wall = time.perf_counter() - t0
     out = []
-    for s in range(S):
-        if good[s] and not done[s]:
-            status = "nonlinear_max_steps_reached"
-        elif good[s]:
-            status = "successful"
+    for i in range(S):
+        u = row(U, i)
+        if r is None:  # optax minimisers (or no step taken): evaluate at the final point
+            ev = evaluate(jnp.asarray(u), problem)
+            ri, Ji = np.asarray(ev.residuals), np.asarray(ev.jacobian)
         else:
-            status = _batch_result_name(result, s)
-        out.append(Solution(u=np.asarray(U[s]), status=status, steps=int(steps[s]), residuals=np.asarray(r[s]),
-                            jacobian=np.asarray(J[s]), history=np.asarray(history[s]), wall_s=wall,
-                            initial_residuals=r0[s]))
+            ri, Ji = row(r, i), row(J, i)
+        status = "nonlinear_max_steps_reached" if still[i] else _batch_result_name(result, i, batched)
+        out.append(Solution(u=u, status=status, steps=int(steps[i]), residuals=ri, jacobian=Ji,
+                            history=np.asarray(history[i]), wall_s=wall, initial_residuals=r0[i]))
     return out
 
 
-def _batch_result_name(result, s: int) -> str:
-    """The name of member `s` of a batched `optimistix.RESULTS` value."""
-    value = np.asarray(result._value)[s]
+def _batch_result_name(result, s: int, batched: bool = True) -> str:
+    """The name of member `s` of a batched `optimistix.RESULTS` value (`batched` False: of the one value)."""
+    value = np.asarray(result._value)[s] if batched else np.asarray(result._value)
     for name in optx.RESULTS._name_to_item:
         if value == np.asarray(getattr(optx.RESULTS, name)._value):
             return name
