@@ -349,7 +349,8 @@ def fit(
     n_starts = _check_starts(starts, solver)
     tg = _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
                   effective_mass_sigma, shapes)
-    pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say, loop)
+    pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say, loop,
+                bounds)
     U0 = _start_points(pb.coords, n_starts, bounds)
     pb = dataclasses.replace(pb, starts=U0)
     say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}"
@@ -718,7 +719,7 @@ class _Problem:
 
 
 def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigma, effective_mass_sigma,
-           say, loop: str = "open") -> _Problem:
+           say, loop: str = "open", bounds=None) -> _Problem:
     """The fitted coordinates (a free c at 0 seeded from the damping targets) and the residuals, refused when
     the targets cannot determine them, cannot be reached, or do not depend on one of them."""
     sc = scenario.spacecraft
@@ -750,6 +751,7 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
             raise FitError(f"free: {c.name} is {what}, which does not enter the modes (linearised about "
                            "rest); a modal fit frees model parameters such as k, c, mass, d, IPntS_S",
                            field="free")
+    _start_points(coords, 1, bounds)  # the bounds checked against the free parameters, before any compute
     n_shape = 0 if tg.shape_map is None or tg.shape_map.sigma is None else len(ft) * tg.shape_fe.shape[1]
     n_par, n_res = len(coords), len(ft) + len(zt) + em_t.size + n_shape
     if n_par > n_res:
