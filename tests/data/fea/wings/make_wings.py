@@ -29,6 +29,9 @@ Writes into this folder (every variant its own deck; the .dat/.frd after --run):
   (30 deg, -20 deg, 45 deg): node positions, hinge axes, equation coefficients and spring placement rotated; the
   same FE model, so the same frequencies;
 - `wings_clamped_rot.inp`: `wings_clamped` written in F like `wings_free_rot` (hub REF and ROT nodes fixed);
+- `wings_soft_free.inp`, `wings_soft_free_rot.inp`: `wings_free` and `wings_free_rot` with the wings' E divided by
+  SOFT_WING_E_DIVISOR (100): soft wings, for the rotated-axes check: ccx's round-off between the aligned and rotated
+  runs scales with the wings' stiffness;
 - `model.json`: the hub's and wings' mass properties (B), hinge points and axes, d and k, the printed nodes (roles,
   B and F coordinates), C_FB and dcm_BF = C_BF, the ccx version.
 Output per mode: `*NODE PRINT` (U, .dat) and `*NODE FILE` (U, .frd) on the small node set OUT only (ccx writes no
@@ -66,6 +69,7 @@ WINGS = {  # name: (sign of y, length [m], elements along it, k [N m/rad])
     "wing_pY": (1.0, 2.0, 16, 420.0),
     "wing_mY": (-1.0, 1.6, 16, 260.0),
 }
+SOFT_WING_E_DIVISOR = 100.0  # the wings_soft_* variants: the wings' E divided by this
 EULER_321_DEG = (30.0, -20.0, 45.0)  # C_FB = R1(45) R2(-20) R3(30)
 ROOT_NODE_DISTANCE = 0.5  # the printed panel node near the root: this far from the hinge line [m]
 
@@ -218,6 +222,8 @@ def deck(m: Mesh, info: dict, variant: str, modes: int) -> str:
         out += [w["rot"], w["root_node"], w["tip_node"]]
     lines += ["*NSET,NSET=OUT", *_ids(out)]
     for name, (E, nu, rho) in MATERIALS.items():
+        if name == "WING" and variant.startswith("wings_soft"):
+            E = E / SOFT_WING_E_DIVISOR
         lines += [f"*MATERIAL,NAME={name}", "*ELASTIC", f"{E:.9g},{nu}", "*DENSITY", _fmt(rho)]
     lines += ["*SOLID SECTION,ELSET=HUB,MATERIAL=HUB"]
     for name in info["wings"]:
@@ -329,7 +335,8 @@ def main():
     ap.add_argument("--modes", type=int, default=24)
     args = ap.parse_args()
     m, info = build()
-    variants = ("wings_free", "wings_clamped", "wings_free_rot", "wings_clamped_rot")
+    variants = ("wings_free", "wings_clamped", "wings_free_rot", "wings_clamped_rot", "wings_soft_free",
+                "wings_soft_free_rot")
     for v in variants:
         with open(os.path.join(HERE, f"{v}.inp"), "w") as f:
             f.write(deck(m, info, v, args.modes))
