@@ -334,6 +334,10 @@ def test_multi_start_and_shape_settings_refused_in_plain_words(wings, free_fea, 
     (lambda s: s.replace('fea_units = "m-kg-s"', 'fea_units = "m-kg-s"\nfea_dcm_BF = [[1, 0, 0], [0, 1, 0], [0, 0, 2]]'),
      "modes.fea_dcm_BF = .*must be a proper rotation matrix"),
     (lambda s: s.replace("[fit]", "[fit]\nstarts = 2000"), "fit.starts = 2000"),
+    (lambda s: s.replace('fea_units = "m-kg-s"', f'fea_units = "m-kg-s"\nfea_shapes = "{WINGS}/wings_free.frd"'),
+     "modes.shapes.hub = 1130: not a node with mode shapes in .*wings_free.frd"),  # ccx leaves it out of the .frd
+    (lambda s: s.replace("rotation = 1134", "rot = 1134"),
+     "modes.shapes.panels.wing_pY: unknown key 'rot'; allowed keys: rotation, node, distance"),
     (lambda s: s.replace("[fit]", "[fit]\nbounds = {\"wing_pY.k\" = [1, 2, 3]}"), "fit.bounds.wing_pY.k"),
 ])
 def test_bad_shape_fit_files_exit_2(tmp_path, capsys, edit, words):

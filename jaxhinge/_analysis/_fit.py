@@ -670,7 +670,8 @@ def _shape_setup(scenario, fea: FeaModes, shapes: ShapeMap, boundary: str):
     for what, node in (("hub", shapes.hub), ("hub_rotation", shapes.hub_rotation),
                        *((f"panels.{p}", nd) for p, nd, _ in shapes.panels)):
         if node is not None and node not in known:
-            raise FitError(f"shapes.{what} = {_fmt(node)}: not a node with mode shapes in {fea.source} (nodes: "
+            raise FitError(f"shapes.{what} = {_fmt(node)}: not a node with mode shapes in "
+                           f"{fea.shapes_source or fea.source} (nodes: "
                            f"{', '.join(map(str, known))})", field="shapes")
     if shapes.hub is None and shapes.hub_rotation is not None:
         raise FitError("shapes.hub_rotation is given without shapes.hub", field="shapes")

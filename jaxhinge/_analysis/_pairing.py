@@ -53,6 +53,7 @@ class FeaModes:
         shapes: (n, g, 6) the mode shapes at `shape_nodes`: translations T1-T3 [m] and rotations R1-R3 [rad] in
             B (the FEA axes rotated by `dcm_BF` where given), in the solver's scaling; NaN where the file has
             no value (CalculiX nodes of solid elements carry no rotations).
+        shapes_source: the file the shapes were read from (`source`, or a separate `.frd`).
     """
 
     frequencies: np.ndarray
@@ -68,6 +69,7 @@ class FeaModes:
     unread: str | None = None
     shape_nodes: np.ndarray | None = None
     shapes: np.ndarray | None = None
+    shapes_source: str = ""
 
 
 def _totals(fea: FeaModes) -> np.ndarray:

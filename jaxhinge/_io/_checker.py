@@ -271,9 +271,11 @@ def in_file_terms(error: JaxhingeError, source: str, fields: Mapping[str, str]) 
     file's (`fit.free[2]`, `modes.targets_hz`) and prefixed with the file name: the file layer calls the
     analyses with Python values and translates their errors back to the fields the user wrote. `fields` maps
     argument names to file fields; an argument name is replaced where it names a field (followed by `[`, ` =`,
-    `:` or ` has`, or after "raise " or "give "), never in prose. Same class, `field` translated too."""
+    `:` or ` has`, or by `.key` and then ` =` or `:`: a key of a table argument, `shapes.hub = 9`; or after "raise
+    " or "give "), never in prose. Same class, `field` translated too."""
     names = "|".join(sorted(map(re.escape, fields), key=len, reverse=True))
-    pattern = re.compile(rf"(?<![\w.\[\"'])({names})(?=\[| =| has|:|$)|(?:(?<=raise )|(?<=give ))({names})\b")
+    pattern = re.compile(rf"(?<![\w.\[\"'])({names})(?=\[| =| has|:|$|(?:\.\w+)+(?: =|:))"
+                         rf"|(?:(?<=raise )|(?<=give ))({names})\b")
 
     def restate(text: str) -> str:
         return pattern.sub(lambda m: fields[m.group(1) or m.group(2)], text)

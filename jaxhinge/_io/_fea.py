@@ -285,7 +285,7 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
         effective_mass=scale("effective_mass", True, M), participation=scale("participation", True, math.sqrt(M)),
         reference_point=ref, boundary=boundary, total_mass=scale("total_mass", False, M), source=path,
         reference_grid=data.get("grdpnt") or None if reference_point is None else None, unread=data.get("unread"),
-        shape_nodes=nodes, shapes=vectors)
+        shape_nodes=nodes, shapes=vectors, shapes_source=shp_path if shp is not None else "")
     return fea if C is None else _rotate(fea, C)
 
 

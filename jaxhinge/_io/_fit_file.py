@@ -254,7 +254,7 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
 def _shape_map(ck, table, fea, units, dcm) -> ShapeMap:
     """`[modes.shapes]`: the FEA nodes that give the model's shape coordinates (docs/modes-and-fea.md)."""
     t = ck.table(table, "modes.shapes", "[modes.shapes]")
-    ck.keys(t, "modes.shapes", _SHAPES, ("panels",))
+    ck.keys(t, "modes.shapes", _SHAPES, ("panels",), aliases={})
     L = UNIT_SYSTEMS[units or "m-kg-s"][0]
     C = np.eye(3) if dcm is None else dcm
     node = lambda v, f: ck.integer(v, f, minimum=0)
@@ -272,7 +272,7 @@ def _shape_map(ck, table, fea, units, dcm) -> ShapeMap:
     for name, entry in pt.items():
         f = f"modes.shapes.panels.{name}"
         e = ck.table(entry, f, "{rotation = <node>} or {node = <node>, distance = <m>}")
-        ck.keys(e, f, _SHAPE_PANEL)
+        ck.keys(e, f, _SHAPE_PANEL, aliases={})
         if ("rotation" in e) == ("node" in e) or ("node" in e) != ("distance" in e):
             raise ck.bad(f, dict(e), "give either rotation = <node> (a node turning with the panel) or node = "
                          "<node> and distance = <m from the hinge line> (its displacement normal to the panel)")
