@@ -42,6 +42,12 @@ more residuals than parameters, $s^2 = 1$ otherwise (the stated target uncertain
 correlation matrix and the identifiability report (combinations the targets do not determine, by name).
 Directions $J$ does not determine get `sigma = inf`.
 
+**Several solutions** (`starts`, `bounds`): the `"lm"` solver runs from several starting points as one batched
+program (`solve_batch`); every distinct converged point that reaches the targets is a `FitResult.solutions`
+entry, and several of them are reported as "targets reached by N distinct parameter sets". **Mode shapes**
+(`shapes`, a `ShapeMap`): the FEA modes' shapes at named nodes pair the modes (MAC), judge the solutions
+(`ShapeMap.mac_min`) and, with `ShapeMap.sigma`, enter the residuals.
+
 **Independent check** (`check=True`): `measure_modes` simulates the fitted nonlinear model, one free response
 per mode, and measures frequency and damping from the time histories.
 """

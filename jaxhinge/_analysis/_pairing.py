@@ -4,7 +4,9 @@ r"""FEA modes and how they are paired with the model's modes.
 return). `pair_modes` pairs every model mode with one FEA mode by an assignment problem on
 $(1 - \mathrm{MAC}) + 0.1\,|\ln(f_{model}/f_{FEA})|$, the MAC of unit-free participation vectors; by frequency
 alone where the FEA modes carry no effective mass, and always free-free (whose elastic modes carry none:
-`unclean_free_modes` warns when an FEA's do). `_pairs_by_hand` checks a pairing given by mode numbers.
+`unclean_free_modes` warns when an FEA's do). With mode shapes (`ShapeMap`: FEA nodes -> the model's
+coordinates, `fea_shape_vectors`, `model_shape_matrix`) the MAC is the shapes' and the frequency term weighs 1
+(`SHAPE_FREQ_WEIGHT`). `_pairs_by_hand` checks a pairing given by mode numbers.
 """
 
 from __future__ import annotations

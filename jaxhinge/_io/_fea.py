@@ -1,12 +1,14 @@
 """Modal results of a finite-element analysis (FEA), read from the solver's output files (`read_fea`).
 
-Every reader returns a `FeaModes` (`jaxhinge._analysis._pairing`), what the modal fit pairs and fits against: SI units, the axes of the
-FEA model taken to be the hub body frame B, rotations (participation factors and effective masses) about
+Every reader returns a `FeaModes` (`jaxhinge._analysis._pairing`), what the modal fit pairs and fits against: SI
+units, the axes of the FEA model taken to be the hub body frame B (or turned into it by `dcm_BF`), rotations (participation factors and effective masses) about
 `reference_point`. Readers: CalculiX `.dat` of a `*FREQUENCY` step (eigenvalues, participation factors,
 effective modal masses, total effective mass) and NASTRAN SOL 103 `.f06` (the REAL EIGENVALUES table; the modal
 participation factors and effective masses of MEFFMASS/MPFACTOR output as MYSTRAN writes them, with its total model
 mass; MSC/NX's differently laid out MEFFMASS tables are not read: no sample to test against). `.op2` is refused
-with a message: its reader, pyNastran 1.4.1, requires numpy < 2, which JAX cannot use.
+with a message: its reader, pyNastran 1.4.1, requires numpy < 2, which JAX cannot use. Mode shapes at printed
+nodes: CalculiX `*NODE PRINT` (the `.dat`) and `*NODE FILE` (the ASCII `.frd`), NASTRAN EIGENVECTOR tables
+(`DISP(PRINT)`, MYSTRAN's and MSC's layouts). FEA axes rotated from B: `dcm_BF` turns every vector into B.
 """
 
 from __future__ import annotations
