@@ -360,8 +360,8 @@ def main(argv=None) -> int:
     """The `jaxhinge` command; **returns** its exit status (0 done, 1 result not valid, 2 refused, 3 several
     solutions (modal fit), 130 interrupted). As a program (`argv` None, started through `jaxhinge._entry`, which
     has installed the Ctrl-C handler before any import) the command runs in a worker thread while the main thread
-    waits, so that Ctrl-C stops it at once, even inside one long compilation or XLA call; called in-process with `argv`, Ctrl-C raises
-    `KeyboardInterrupt` in the caller's thread as usual (exit 130)."""
+    waits, so that Ctrl-C stops it at once, even inside one long compilation or XLA call; called in-process with
+    `argv`, Ctrl-C raises `KeyboardInterrupt` in the caller's thread as usual (exit 130)."""
     from . import _entry
 
     as_program = argv is None and _entry.install()  # (installed already when started through `_entry`)

@@ -137,12 +137,12 @@ class _ModalResiduals(AbstractResiduals):
     def at(self, u) -> Scenario:
         return self.coordinates.apply(self.scenario, u)
 
-    def index(self, m: Modes, model: Scenario):
+    def index(self, m: Modes):
         """The model mode of each target: fixed (`mode_index`; free-free FEA modes, mode-shape pairing: decided
         once, at the initial guess, so it cannot switch between iterates), or tracked through the fit (clamped
         FEA modes with effective masses): the mode whose participation vector matches the paired FEA mode's best
         (MAC, then frequency), whatever the order of the model's frequencies at this point."""
-        if not self.track.shape[0]:  # (mode shapes pair once, at the initial guess: held by index, never switched)
+        if not self.track.shape[0]:
             return np.array(self.mode_index)
         b = m.participation / self.track_scale
         score = mac(self.track, b if self.track_signed else jnp.abs(b)) - _FREQ_WEIGHT * jnp.abs(
@@ -158,7 +158,7 @@ class _ModalResiduals(AbstractResiduals):
     def __call__(self, u):
         model = self.at(u)
         m = self.modes_at(model)
-        idx = self.index(m, model)
+        idx = self.index(m)
         r = (m.frequency_hz[idx] - self.targets_hz) * self.w_f
         if self.damping_ratios.shape[0]:
             r = jnp.concatenate([r, (m.damping_ratio[idx] - self.damping_ratios) * self.w_z])
@@ -325,8 +325,8 @@ def fit(
       `closed_loop_modes`), and the controller's gains and inertia model (`control.K`, `control.P`, ...) may be
       free, e.g. the rate gain that damps a panel mode by 2 %. Free-free only, no FEA modes, no simulation check.
     - `shapes`: a `ShapeMap` (FEA grid points -> model coordinates) to pair the FEA modes by the MAC of their
-      mode shapes (read with the FEA modes: `FeaModes.shapes`), track the pairs through the fit, judge the
-      solutions (a solution whose paired shapes have a MAC below `ShapeMap.mac_min` does not count) and, with
+      mode shapes (read with the FEA modes: `FeaModes.shapes`; the pairing is decided at the initial guess and
+      held through the fit), judge the solutions (a solution whose paired shapes have a MAC below `ShapeMap.mac_min` does not count) and, with
       `ShapeMap.sigma`, fit the shapes too. Hub-hinged panels only.
     - `starts`: how many starting points the solver runs from, as one batched program (the first is the initial
       guess, the others spread over `bounds` by a Halton sequence); every distinct parameter set that reaches
@@ -590,6 +590,7 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
                        "coordinates are not in the file: give reference_point (that grid's position in B [m])",
                        field="reference_point")
     em_t, pairs0, track, track_scale, by_hand = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6), False
+    smap = fe_vecs = None
     warnings: tuple[str, ...] = ()
     if fea is not None and boundary == "free":
         if effective_mass_sigma is not None:
@@ -606,7 +607,7 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
             raise FitError("give either targets_hz or FEA modes (fea), not both", field="targets_hz")
         by_hand = mode_numbers is not None or fea_modes is not None
         if shapes is not None:
-            smap, fe_vecs = _shape_setup(scenario, fea, shapes, boundary)
+            smap, fe_vecs = _shape_setup(scenario, fea, shapes)
         fi, idx_f = _pairs_by_hand(fea, n, mode_numbers, fea_modes) if by_hand else \
             pair_modes(fea, modes(scenario, boundary, ref), shapes=None if shapes is None else (
                 fe_vecs, model_shape_matrix(sc, smap)))[:2]
@@ -657,12 +658,10 @@ def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, 
                            field="mode_numbers")
         idx = tuple(int(x) - 1 for x in mn)
 
-    if shapes is None:
-        return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings)
     return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings, smap, fe_vecs)
 
 
-def _shape_setup(scenario, fea: FeaModes, shapes: ShapeMap, boundary: str):
+def _shape_setup(scenario, fea: FeaModes, shapes: ShapeMap):
     """The shape map with panels by index, checked against the FEA file and the model, and the FEA modes in its
     coordinates (`fea_shape_vectors`)."""
     sc = scenario.spacecraft
@@ -697,7 +696,7 @@ def _shape_setup(scenario, fea: FeaModes, shapes: ShapeMap, boundary: str):
             raise FitError(f"shapes.panels.{name}.distance = {_fmt(dist)}: must be a distance > 0 [m] from the "
                            "hinge line", field="shapes")
         panels.append((j, int(node), None if dist is None else float(dist)))
-    smap = dataclasses.replace(shapes, panels=tuple(panels), hub_point=tuple(float(x) for x in shapes.hub_point))
+    smap = dataclasses.replace(shapes, panels=tuple(panels))
     if shapes.hub is not None and shapes.hub_rotation is None and not np.all(np.isfinite(
             fea.shapes[:, known.index(shapes.hub), 3:])):
         raise FitError(f"shapes.hub = {shapes.hub}: the file has no rotations at this node (CalculiX writes none): "
@@ -803,7 +802,7 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
     m_init = to_numpy(_relabel(_target_modes(problem, problem.at(u0)), sc))
-    if kinds <= {"k", "c"} and not len(tg.track) and tg.shape_map is None and loop == "open":  # (tracked modes may change their order with k)
+    if kinds <= {"k", "c"} and not len(tg.track) and loop == "open":  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
     # every free parameter must move the targets
@@ -817,10 +816,10 @@ def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigm
 
 
 def _pair_macs(problem: "_ModalResiduals", u) -> np.ndarray:
-    """The mode-shape MAC of each FEA-model pair at coordinates `u` (pairs as tracked there)."""
+    """The mode-shape MAC of each FEA-model pair at coordinates `u`."""
     model = problem.at(jnp.asarray(u))
     m = _target_modes(problem, model)
-    idx = np.asarray(problem.index(m, model))
+    idx = np.asarray(problem.index(m))
     return np.asarray(mac(problem.shape_fe, problem.shape_vectors(m, model)))[np.arange(len(idx)), idx]
 
 
@@ -844,7 +843,7 @@ def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options
     r, J = sol.residuals, sol.jacobian
     m_fit = to_numpy(_relabel(_target_modes(problem, problem.at(jnp.asarray(sol.u))), sc))
     converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
-    idx = tuple(int(j) for j in np.asarray(problem.index(m_fit, problem.at(jnp.asarray(sol.u)))))
+    idx = tuple(int(j) for j in np.asarray(problem.index(m_fit)))
     f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]
     ferr = (f_fit - ft) / ft
     derr = (np.asarray(m_fit.damping_ratio)[list(idx)] - zt) / zt if len(zt) else np.zeros(0)

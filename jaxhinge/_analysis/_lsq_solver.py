@@ -279,10 +279,13 @@ def _advance_batch(solver, U, problem, dynamic, n):
     return eqx.filter_vmap(_advance.__wrapped__, in_axes=(None, 0, None, 0, None))(solver, U, problem, dynamic, n)
 
 
-def result_name(result) -> str:
-    """The name of an `optimistix.RESULTS` value (`"successful"`, `"nonlinear_max_steps_reached"`, ...)."""
+def result_name(result, member: int | None = None) -> str:
+    """The name of an `optimistix.RESULTS` value (`"successful"`, `"nonlinear_max_steps_reached"`, ...); of its
+    `member`-th entry when it is batched (`solve_batch`)."""
+    value = np.asarray(result._value)
+    value = value if member is None else value[member]
     for name in optx.RESULTS._name_to_item:
-        if result == getattr(optx.RESULTS, name):
+        if value == np.asarray(getattr(optx.RESULTS, name)._value):
             return name
     return "unknown"
 
@@ -399,16 +402,7 @@ def _drive(problem, U, solver, *, max_steps: int, progress, every: float, batche
             ri, Ji = np.asarray(ev.residuals), np.asarray(ev.jacobian)
         else:
             ri, Ji = row(r, i), row(J, i)
-        status = "nonlinear_max_steps_reached" if still[i] else _batch_result_name(result, i, batched)
+        status = "nonlinear_max_steps_reached" if still[i] else result_name(result, i if batched else None)
         out.append(Solution(u=u, status=status, steps=int(steps[i]), residuals=ri, jacobian=Ji,
                             history=np.asarray(history[i]), wall_s=wall, initial_residuals=r0[i]))
     return out
-
-
-def _batch_result_name(result, s: int, batched: bool = True) -> str:
-    """The name of member `s` of a batched `optimistix.RESULTS` value (`batched` False: of the one value)."""
-    value = np.asarray(result._value)[s] if batched else np.asarray(result._value)
-    for name in optx.RESULTS._name_to_item:
-        if value == np.asarray(getattr(optx.RESULTS, name)._value):
-            return name
-    return "unknown"

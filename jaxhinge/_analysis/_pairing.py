@@ -150,13 +150,6 @@ class ShapeMap:
         object.__setattr__(self, "hub_point", tuple(float(x) for x in self.hub_point))
         object.__setattr__(self, "panels", tuple(tuple(p) for p in self.panels))
 
-    def nodes(self) -> list[int]:
-        """Every node named, in coordinate order."""
-        out = [] if self.hub is None else [self.hub]
-        if self.hub_rotation is not None:
-            out.append(self.hub_rotation)
-        return out + [n for _, n, _ in self.panels]
-
 
 def _node_rotation(fea: FeaModes, node: int) -> np.ndarray:
     """(n, 3) a node's rotations where the file has them, else its displacements (a rotation node)."""
@@ -236,11 +229,14 @@ def pair_modes(fea: FeaModes, model: Modes, shapes=None) -> tuple[list[int], lis
     (n_fea, c), `model_shape_matrix`) the MAC is that of the mode shapes instead. **Returns:** FEA indices, model
     indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
     f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
-    cost = (_FREQ_WEIGHT if shapes is None else SHAPE_FREQ_WEIGHT) * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
-    vec = _unit_vectors(fea, model) if shapes is None else None
-    m = np.asarray(shape_mac(shapes[0], model, shapes[1]) if shapes is not None else mac(*vec)
-                   if vec is not None else np.full(cost.shape, np.nan))
-    if vec is not None or shapes is not None:
+    weight = _FREQ_WEIGHT if shapes is None else SHAPE_FREQ_WEIGHT
+    cost = weight * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
+    if shapes is not None:
+        m = np.asarray(shape_mac(shapes[0], model, shapes[1]))
+    else:
+        vec = _unit_vectors(fea, model)
+        m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
+    if np.all(np.isfinite(m)):
         cost = cost + (1.0 - m)
     col_of = np.asarray(assignment(-cost))
     rows = np.nonzero(col_of >= 0)[0]

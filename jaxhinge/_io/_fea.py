@@ -1,8 +1,8 @@
 """Modal results of a finite-element analysis (FEA), read from the solver's output files (`read_fea`).
 
 Every reader returns a `FeaModes` (`jaxhinge._analysis._pairing`), what the modal fit pairs and fits against: SI
-units, the axes of the FEA model taken to be the hub body frame B (or turned into it by `dcm_BF`), rotations (participation factors and effective masses) about
-`reference_point`. Readers: CalculiX `.dat` of a `*FREQUENCY` step (eigenvalues, participation factors,
+units, the axes of the FEA model taken to be the hub body frame B (or turned into it by `dcm_BF`), rotations
+(participation factors and effective masses) about `reference_point`. Readers: CalculiX `.dat` of a `*FREQUENCY` step (eigenvalues, participation factors,
 effective modal masses, total effective mass) and NASTRAN SOL 103 `.f06` (the REAL EIGENVALUES table; the modal
 participation factors and effective masses of MEFFMASS/MPFACTOR output as MYSTRAN writes them, with its total model
 mass; MSC/NX's differently laid out MEFFMASS tables are not read: no sample to test against). `.op2` is refused
@@ -138,11 +138,9 @@ _VECTOR_HEADS = (re.compile(r"OUTPUT FOR EIGENVECTOR\s+(\d+)"),  # MYSTRAN
 
 def _nastran_shapes(path, lines: list[str]) -> dict | None:
     """The EIGENVECTOR tables of a NASTRAN .f06 (`DISP(PRINT) = set` in a SOL 103 run): per mode number, per grid,
-    T1 T2 T3 R1 R2 R3 as printed (each grid's displacement coordinate system; grids printed in a system other than
-    the basic one, COORD SYS / TYPE column != 0 / G, are left out and listed in "skipped"). None without such
-    tables."""
+    T1 T2 T3 R1 R2 R3 as printed; grids printed in a displacement coordinate system other than the basic one
+    (COORD SYS / TYPE column not 0 / G) are left out. None without such tables."""
     out: dict[int, dict[int, list[float]]] = {}
-    skipped: set[int] = set()
     for i, line in enumerate(lines):
         m = next((h.search(line) for h in _VECTOR_HEADS if h.search(line)), None)
         if m is None:
@@ -158,14 +156,10 @@ def _nastran_shapes(path, lines: list[str]) -> dict | None:
                     raise _fail(path, f"a number that is not finite in eigenvector {mode}", j + 1)
                 if r.group(2) in ("G", "0"):
                     rows[int(r.group(1))] = vals
-                elif r.group(2) != "S":
-                    skipped.add(int(r.group(1)))
             elif started and lines[j].strip():
                 break
             j += 1
-    if not out:
-        return None
-    return {"modes": out, "skipped": sorted(skipped)}
+    return {"modes": out} if out else None
 
 
 def _shape_array(path, data: dict, mode_numbers) -> tuple[np.ndarray, np.ndarray]:
@@ -183,6 +177,17 @@ def _shape_array(path, data: dict, mode_numbers) -> tuple[np.ndarray, np.ndarray
             if v is not None:
                 out[a, g, :len(v)] = v
     return np.asarray(nodes, dtype=int), out
+
+
+ROTATION_RULE = "must be a proper rotation matrix [BF] (3 x 3, rows: B's axes in FEA components, orthonormal to " \
+    "1e-9, determinant +1)"
+
+
+def is_rotation(C) -> bool:
+    """`C` is a proper rotation matrix (`dcm_BF`): 3 x 3, finite, orthonormal to 1e-9, determinant +1."""
+    C = np.asarray(C, dtype=float)
+    return C.shape == (3, 3) and bool(np.all(np.isfinite(C)) and np.allclose(C @ C.T, np.eye(3), atol=1e-9)
+                                      and np.linalg.det(C) > 0)
 
 
 def _rotate(fea: FeaModes, C: np.ndarray) -> FeaModes:
@@ -238,10 +243,8 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     C = None
     if dcm_BF is not None:
         C = np.asarray(dcm_BF, dtype=float)
-        if C.shape != (3, 3) or not np.all(np.isfinite(C)) or not np.allclose(C @ C.T, np.eye(3), atol=1e-9) \
-                or not np.linalg.det(C) > 0:
-            raise _fail(path, f"dcm_BF = {_fmt(np.asarray(dcm_BF).tolist())}: must be a proper rotation matrix "
-                        "(3 x 3, orthonormal rows to 1e-9, determinant +1)")
+        if not is_rotation(C):
+            raise _fail(path, f"dcm_BF = {_fmt(np.asarray(dcm_BF).tolist())}: {ROTATION_RULE}")
         if "effective_mass" in data and "participation" not in data:
             raise _fail(path, "dcm_BF: the file has effective masses but no participation factors, whose signs "
                         "rotating them needs (CalculiX prints both; NASTRAN: MPFACTOR = ALL)")
@@ -303,7 +306,6 @@ def _shapes_of(path, lines: list[str], fmt: str | None) -> dict | None:
 
 
 _CCX_MODE = re.compile(r"E I G E N V A L U E\s+N U M B E R\s+(\d+)")
-_CCX_ROW = re.compile(r"^\s*(\d+)" + rf"\s+({_NUM})" * 3 + r"\s*$")
 
 
 def _calculix_shapes(path, lines: list[str]) -> dict | None:
@@ -330,7 +332,7 @@ def _frd_shapes(path, lines: list[str]) -> dict | None:
     """The DISP blocks of a CalculiX ASCII `.frd` (`*NODE FILE` of U in a `*FREQUENCY` step): per mode (the
     `1PMODE` parameter before each block), per node, D1 D2 D3 (fixed columns: the node in 3-12, values 12 wide)."""
     out: dict[int, dict[int, list[float]]] = {}
-    mode, block, i = None, None, 0
+    mode = block = None
     for i, line in enumerate(lines):
         if line.startswith("    1PMODE"):
             mode = int(line.split()[1])

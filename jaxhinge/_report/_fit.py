@@ -97,7 +97,8 @@ def fit_json(result, spec=None) -> dict[str, Any]:
         "residual_definition": "(model - target) / (sigma_rel * target); frequencies first, then damping ratios",
         "sigma_basis": result.sigma_note,
         "solver": result.solver,
-        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else []) if k not in ("free", "fea", "shapes")},
+        "solver_settings": {k: v for k, v in (spec.fit_kwargs.items() if spec else [])
+                            if k not in ("free", "fea", "shapes")},
         "free": list(result.names),
         "timing_s": {"fit": _num(result.wall_s), "solver": _num(result.solve_s)},
         "cost_history": [_num(x) for x in result.history],
@@ -221,8 +222,9 @@ def _plot_solutions(ax, result) -> None:
         ax.plot(x0, y0, "o", mfc="none", color="0.55", ms=6)
         ax.plot(x, y, "*", color=f"C{i}", ms=14, label=f"solution {i + 1}" + (" (reported)" if i == 0 else ""))
     ax.plot([], [], "o", mfc="none", color="0.55", label="its start")
-    ax.set_xlabel(names[0] if len(names) > 1 else "solution [-]")
-    ax.set_ylabel(names[1] if len(names) > 1 else names[0])
+    label = [f"{n} [{u}]" for n, u in zip(names, result.units)]
+    ax.set_xlabel(label[0] if len(names) > 1 else "solution [-]")
+    ax.set_ylabel(label[1] if len(names) > 1 else label[0])
     ax.legend(fontsize="x-small")
     ax.grid(alpha=0.3)
     ax.set_title(f"{len(sols)} parameter sets reach the targets", fontsize="small")
