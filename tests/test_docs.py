@@ -1,15 +1,17 @@
 """The documentation: every relative link and `#anchor` in the Markdown files resolves (GitHub's and mkdocs'
-heading slugs alike), README.md stays short, its test command is what CI runs, docs/api.md covers the public API,
-and the site builds with `mkdocs build --strict` when the `docs` extra is installed.
+heading slugs alike), pages of the site link only inside it, README.md stays short, its test command is what CI
+runs, docs/api.md covers the public API, and the site builds with `mkdocs build --strict`. The build needs the
+docs packages, which the `test` extra carries (CI's `pip install ".[test]"`); it is skipped without them, except
+under CI (`CI=true`), where it fails.
 
-Reads files only (no JAX): a few milliseconds, plus about two seconds for the build when mkdocs is installed."""
+Reads files only (no JAX): a few milliseconds, plus about two seconds for the build."""
 
-import ast
 import importlib.util
 import os
 import re
 import subprocess
 import sys
+import tomllib
 import unicodedata
 
 import pytest
@@ -139,6 +141,34 @@ def test_every_relative_link_and_anchor_resolves(rel):
     assert _link_problems(rel) == []
 
 
+def _links_out_of_site(rel: str) -> list[str]:
+    """Relative links of a docs/ page that leave docs/: they resolve in a clone but not in the built site."""
+    here = os.path.dirname(os.path.join(ROOT, rel))
+    out = []
+    for line, target in _links(_read(rel)):
+        path = target.partition("#")[0]
+        if not path or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):  # an anchor here, or an external link
+            continue
+        if os.path.relpath(os.path.normpath(os.path.join(here, path)), os.path.join(ROOT, "docs")).startswith(os.pardir):
+            out.append(f"{rel}:{line}: {target}")
+    return out
+
+
+def test_site_pages_link_inside_the_site():
+    """A docs/ page names repository files outside docs/ (README.md, benchmarks/RESULTS.md) in code spans, not
+    links: the site does not contain them. (The strict build refuses them too; this check runs without mkdocs.)"""
+    pages = [f for f in _markdown_files() if f.startswith("docs/")]
+    assert [p for rel in pages for p in _links_out_of_site(rel)] == []
+
+
+def test_out_of_site_checker_finds_links_out_of_docs(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("[in](b.md#x) [web](https://example.org/../x.md) [out](../README.md)\n"
+                                            "`[code](../README.md)` [out](../benchmarks/RESULTS.md#speed)\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
+    assert _links_out_of_site("docs/a.md") == ["docs/a.md:1: ../README.md", "docs/a.md:2: ../benchmarks/RESULTS.md#speed"]
+
+
 def test_link_checker_finds_broken_links(tmp_path, monkeypatch):
     """The checker itself: a missing file, a missing anchor and a link out of the repository are found; code
     spans, fenced code and external links are not checked."""
@@ -190,10 +220,24 @@ def _missing_docs_packages() -> list[str]:
     return missing
 
 
+def _requirement_names(reqs: list[str]) -> set[str]:
+    return {re.match(r"[A-Za-z0-9_.-]+(\[[^\]]*\])?", r).group(0).lower() for r in reqs}
+
+
+def test_test_extra_carries_the_docs_packages():
+    """CI installs `.[test]` only: the docs build runs there only if the test extra has every docs package."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert _requirement_names(extras["docs"]) - _requirement_names(extras["test"]) == set()
+
+
 def test_docs_build(tmp_path):
     missing = _missing_docs_packages()
     if missing:
-        pytest.skip(f"the docs extra is not installed (no {', '.join(missing)}): pip install \".[docs]\"")
+        why = f"the docs packages are not installed (no {', '.join(missing)}): pip install \".[test]\""
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            pytest.fail(f"{why}; under CI the site must build")
+        pytest.skip(why)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     run = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", os.path.join(ROOT, "mkdocs.yml"),
