@@ -45,29 +45,29 @@ _PUBLIC = {
     "Telemetry": ("_simulation._telemetry", "Telemetry"),
     "telemetry_from_arrays": ("_simulation._telemetry", "telemetry_from_arrays"),
     # Analyses: modes, fits, telemetry identification, sensitivities, batches
-    "Linearization": ("_analysis._linearize", "Linearization"),
-    "linearize": ("_analysis._linearize", "linearize"),
-    "Modes": ("_analysis._modes", "Modes"),
-    "ClosedLoopPoles": ("_analysis._closed_loop", "ClosedLoopPoles"),
-    "closed_loop_poles": ("_analysis._closed_loop", "closed_loop_poles"),
-    "modes": ("_analysis._modes", "modes"),
-    "ModeMeasurement": ("_analysis._measure", "ModeMeasurement"),
-    "measure_modes": ("_analysis._measure", "measure_modes"),
-    "LeastSquaresResult": ("_analysis._lsq_analysis", "LeastSquaresResult"),
-    "FitResult": ("_analysis._fit", "FitResult"),
-    "fit": ("_analysis._fit", "fit"),
-    "FeaModes": ("_analysis._pairing", "FeaModes"),
-    "pair_modes": ("_analysis._pairing", "pair_modes"),
-    "ShapeMap": ("_analysis._pairing", "ShapeMap"),
-    "IdentifyResult": ("_analysis._identify", "IdentifyResult"),
-    "identify": ("_analysis._identify", "identify"),
-    "SensitivityResult": ("_analysis._sensitivity", "SensitivityResult"),
-    "sensitivity": ("_analysis._sensitivity", "sensitivity"),
-    "check_dispersions": ("_analysis._batch", "check_dispersions"),
-    "grid_dispersions": ("_analysis._batch", "grid_dispersions"),
-    "sample_dispersions": ("_analysis._batch", "sample_dispersions"),
-    "simulate_batch": ("_analysis._batch", "simulate_batch"),
-    "summarize": ("_analysis._batch", "summarize"),
+    "Linearization": ("_analysis._linear._linearize", "Linearization"),
+    "linearize": ("_analysis._linear._linearize", "linearize"),
+    "Modes": ("_analysis._linear._modes", "Modes"),
+    "ClosedLoopPoles": ("_analysis._linear._closed_loop", "ClosedLoopPoles"),
+    "closed_loop_poles": ("_analysis._linear._closed_loop", "closed_loop_poles"),
+    "modes": ("_analysis._linear._modes", "modes"),
+    "ModeMeasurement": ("_analysis._linear._measure", "ModeMeasurement"),
+    "measure_modes": ("_analysis._linear._measure", "measure_modes"),
+    "LeastSquaresResult": ("_analysis._fitting._lsq_analysis", "LeastSquaresResult"),
+    "FitResult": ("_analysis._fitting._fit", "FitResult"),
+    "fit": ("_analysis._fitting._fit", "fit"),
+    "FeaModes": ("_analysis._fitting._pairing", "FeaModes"),
+    "pair_modes": ("_analysis._fitting._pairing", "pair_modes"),
+    "ShapeMap": ("_analysis._fitting._pairing", "ShapeMap"),
+    "IdentifyResult": ("_analysis._fitting._identify", "IdentifyResult"),
+    "identify": ("_analysis._fitting._identify", "identify"),
+    "SensitivityResult": ("_analysis._studies._sensitivity", "SensitivityResult"),
+    "sensitivity": ("_analysis._studies._sensitivity", "sensitivity"),
+    "check_dispersions": ("_analysis._studies._batch", "check_dispersions"),
+    "grid_dispersions": ("_analysis._studies._batch", "grid_dispersions"),
+    "sample_dispersions": ("_analysis._studies._batch", "sample_dispersions"),
+    "simulate_batch": ("_analysis._studies._batch", "simulate_batch"),
+    "summarize": ("_analysis._studies._batch", "summarize"),
     # Reports and figures
     "plot_trajectory": ("_report._plot", "plot_trajectory"),
     "plot_fit": ("_report._fit", "plot_fit"),
@@ -104,29 +104,29 @@ _PUBLIC = {
 __all__ = ["__version__", *_PUBLIC]
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mkdocstrings)
-    from ._analysis._batch import check_dispersions as check_dispersions
-    from ._analysis._batch import grid_dispersions as grid_dispersions
-    from ._analysis._batch import sample_dispersions as sample_dispersions
-    from ._analysis._batch import simulate_batch as simulate_batch
-    from ._analysis._batch import summarize as summarize
-    from ._analysis._closed_loop import ClosedLoopPoles as ClosedLoopPoles
-    from ._analysis._closed_loop import closed_loop_poles as closed_loop_poles
-    from ._analysis._fit import FitResult as FitResult
-    from ._analysis._fit import fit as fit
-    from ._analysis._identify import IdentifyResult as IdentifyResult
-    from ._analysis._identify import identify as identify
-    from ._analysis._linearize import Linearization as Linearization
-    from ._analysis._linearize import linearize as linearize
-    from ._analysis._lsq_analysis import LeastSquaresResult as LeastSquaresResult
-    from ._analysis._measure import ModeMeasurement as ModeMeasurement
-    from ._analysis._measure import measure_modes as measure_modes
-    from ._analysis._modes import Modes as Modes
-    from ._analysis._modes import modes as modes
-    from ._analysis._pairing import FeaModes as FeaModes
-    from ._analysis._pairing import ShapeMap as ShapeMap
-    from ._analysis._pairing import pair_modes as pair_modes
-    from ._analysis._sensitivity import SensitivityResult as SensitivityResult
-    from ._analysis._sensitivity import sensitivity as sensitivity
+    from ._analysis._fitting._fit import FitResult as FitResult
+    from ._analysis._fitting._fit import fit as fit
+    from ._analysis._fitting._identify import IdentifyResult as IdentifyResult
+    from ._analysis._fitting._identify import identify as identify
+    from ._analysis._fitting._lsq_analysis import LeastSquaresResult as LeastSquaresResult
+    from ._analysis._fitting._pairing import FeaModes as FeaModes
+    from ._analysis._fitting._pairing import ShapeMap as ShapeMap
+    from ._analysis._fitting._pairing import pair_modes as pair_modes
+    from ._analysis._linear._closed_loop import ClosedLoopPoles as ClosedLoopPoles
+    from ._analysis._linear._closed_loop import closed_loop_poles as closed_loop_poles
+    from ._analysis._linear._linearize import Linearization as Linearization
+    from ._analysis._linear._linearize import linearize as linearize
+    from ._analysis._linear._measure import ModeMeasurement as ModeMeasurement
+    from ._analysis._linear._measure import measure_modes as measure_modes
+    from ._analysis._linear._modes import Modes as Modes
+    from ._analysis._linear._modes import modes as modes
+    from ._analysis._studies._batch import check_dispersions as check_dispersions
+    from ._analysis._studies._batch import grid_dispersions as grid_dispersions
+    from ._analysis._studies._batch import sample_dispersions as sample_dispersions
+    from ._analysis._studies._batch import simulate_batch as simulate_batch
+    from ._analysis._studies._batch import summarize as summarize
+    from ._analysis._studies._sensitivity import SensitivityResult as SensitivityResult
+    from ._analysis._studies._sensitivity import sensitivity as sensitivity
     from ._cli import main as main
     from ._dynamics._backsub import accelerations as accelerations
     from ._dynamics._energy import Diagnostics as Diagnostics

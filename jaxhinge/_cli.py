@@ -98,7 +98,7 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ._analysis._batch import sample_dispersions, simulate_batch, summarize
+    from ._analysis._studies._batch import sample_dispersions, simulate_batch, summarize
     from ._io._sweep_file import load_sweep, write_outputs
     from ._report._sweep import sweep_report_lines, sweep_summary
 
@@ -131,7 +131,7 @@ def cmd_sweep(args) -> int:
 def cmd_modes(args) -> int:
     import json
 
-    from ._analysis._modes import modes
+    from ._analysis._linear._modes import modes
     from ._io._scenario_file import load_scenario
     from ._report._modes import modes_cli_json, modes_table_lines
 
@@ -152,7 +152,7 @@ def cmd_modes(args) -> int:
 def _closed_loop_modes(args, scenario) -> int:
     import json
 
-    from ._analysis._closed_loop import closed_loop_poles
+    from ._analysis._linear._closed_loop import closed_loop_poles
     from ._report._modes import closed_loop_json, closed_loop_table_lines
 
     if args.clamped:

@@ -114,7 +114,7 @@ class _Namespace:
 
 
 def _lsq():
-    from jaxhinge._analysis import _lsq_analysis, _lsq_coords, _lsq_solver
+    from jaxhinge._analysis._fitting import _lsq_analysis, _lsq_coords, _lsq_solver
 
     return _Namespace(_lsq_coords, _lsq_solver, _lsq_analysis)
 

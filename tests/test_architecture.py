@@ -130,8 +130,8 @@ def test_no_import_cycle():
 def test_physics_has_one_code_path_for_every_panel():
     """The dynamics and the linearisation never ask whether a panel is in a chain: the topology (parent
     indices) enters as data through `Topology`."""
-    for path in glob.glob(os.path.join(PKG, "_dynamics", "*.py")) + [os.path.join(PKG, "_analysis", "_modes.py"),
-                                                                      os.path.join(PKG, "_analysis", "_linearize.py")]:
+    for path in glob.glob(os.path.join(PKG, "_dynamics", "*.py")) + [os.path.join(PKG, "_analysis", "_linear", "_modes.py"),
+                                                                      os.path.join(PKG, "_analysis", "_linear", "_linearize.py")]:
         code = open(path).read()
         for node in ast.walk(ast.parse(code)):
             name = getattr(node, "attr", None) or getattr(node, "id", None) or ""

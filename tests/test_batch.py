@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis import _batch
+from jaxhinge._analysis._studies import _batch
 from jaxhinge._cli import main
 
 HERE = os.path.dirname(__file__)

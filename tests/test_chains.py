@@ -24,7 +24,7 @@ from _helpers import _rotation, mixed, random_state
 from conftest import DATA
 
 import jaxhinge as jh
-from jaxhinge._analysis._linearize import linearize
+from jaxhinge._analysis._linear._linearize import linearize
 from jaxhinge._dynamics._backsub import accelerations
 from jaxhinge._dynamics._tree_solve import hinge_solve
 from jaxhinge._model._params import apply_parameters, parameter_names

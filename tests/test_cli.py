@@ -376,7 +376,7 @@ def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     as a SWEEP file) into ./sweep_out, and the progress line states the real chunking (before: "in chunks of
     256" for 64 members). The sampling is skipped and the batch replaced by a Ctrl-C (nothing compiles): in-process exit 130, one line,
     nothing written."""
-    import jaxhinge._analysis._batch as batch
+    import jaxhinge._analysis._studies._batch as batch
     from jaxhinge._io._sweep_file import load_sweep
 
     sweep = load_sweep(example_path("sweep"), out_dir=str(tmp_path / "out"))

@@ -190,7 +190,7 @@ def test_basilisks_own_rw_motor_torque_test():
 
 
 def test_closed_loop_poles_equal_finite_difference_linearisations():
-    """Closed-loop poles (`_analysis._closed_loop`), with the integral term on (its state joins the loop's): the
+    """Closed-loop poles (`_analysis._linear._closed_loop`), with the integral term on (its state joins the loop's): the
     sampled loop's (from `period_matrix`, the one-period Jacobian in closed form: rk4 of the linearised plant with
     the command held, powers by repeated squaring) are the eigenvalues of a central-difference Jacobian of the
     one-control-period map (the simulator's own nonlinear rk4 steps with the command held, the controller's call
@@ -200,7 +200,7 @@ def test_closed_loop_poles_equal_finite_difference_linearisations():
     the integral term adds; they converge linearly in control_dt)."""
     import jax
 
-    from jaxhinge._analysis._closed_loop import closed_loop_field, closed_loop_poles, period_map
+    from jaxhinge._analysis._linear._closed_loop import closed_loop_field, closed_loop_poles, period_map
 
     s = jh.scenario_from_dict(_small(Ki=0.01, integralLimit=0.1))
 

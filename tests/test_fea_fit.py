@@ -18,9 +18,9 @@ from _helpers import mixed, random_spacecraft
 
 import jaxhinge as jh
 from jaxhinge._report._modes import modes_json
-from jaxhinge._analysis._pairing import pair_modes
-from jaxhinge._analysis._modes import rigid_motion
-from jaxhinge._analysis._pairing import FeaModes
+from jaxhinge._analysis._fitting._pairing import pair_modes
+from jaxhinge._analysis._linear._modes import rigid_motion
+from jaxhinge._analysis._fitting._pairing import FeaModes
 from jaxhinge._io._fea import read_fea
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -199,7 +199,7 @@ def test_effective_masses_agree_with_the_kane_reference_model():
     import _kane
     import scipy.linalg
 
-    from jaxhinge._analysis._linearize import _rest_spacecraft
+    from jaxhinge._analysis._linear._linearize import _rest_spacecraft
 
     rng = np.random.default_rng(5)
     sc = mixed(rng, 1, [2])

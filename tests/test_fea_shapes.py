@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._pairing import ShapeMap
+from jaxhinge._analysis._fitting._pairing import ShapeMap
 from jaxhinge._errors import FeaError, FitError
 from jaxhinge._io._fea import read_fea
 

@@ -23,7 +23,7 @@ from test_modes import EXAMPLE, REPO, TWO_PI, random_spacecraft, scenario_of
 
 import jaxhinge as jh
 from jaxhinge._errors import FitError
-from jaxhinge._analysis._fit import fit
+from jaxhinge._analysis._fitting._fit import fit
 from jaxhinge._cli import main
 from jaxhinge._io._fit_file import load_fit
 
@@ -487,8 +487,8 @@ def test_fits_example_fit_is_the_least_squares_optimum():
 def test_no_recompilation_between_fits_of_one_structure():
     """The solver is compiled once per model structure: the model, targets and initial guesses are
     arguments, and panel names never enter the compiled programs (the second model names its panels)."""
-    from jaxhinge._analysis._lsq_solver import _advance, evaluate
-    from jaxhinge._analysis._modes import _modes_jit
+    from jaxhinge._analysis._fitting._lsq_solver import _advance, evaluate
+    from jaxhinge._analysis._linear._modes import _modes_jit
 
     def one(seed, names):
         sc = random_spacecraft(seed, 2)

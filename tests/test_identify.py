@@ -19,7 +19,7 @@ import pytest
 from conftest import DATA
 
 import jaxhinge as jh
-from jaxhinge._analysis import _identify as I
+from jaxhinge._analysis._fitting import _identify as I
 from _helpers import LSQ as L
 from jaxhinge._cli import main
 from jaxhinge._model._params import current_value

@@ -1,4 +1,4 @@
-"""The least-squares core (`jaxhinge._analysis._lsq_coords`, `_lsq_solver`, `_lsq_analysis`), against references: the solver's Jacobian against
+"""The least-squares core (`jaxhinge._analysis._fitting._lsq_coords`, `_lsq_solver`, `_lsq_analysis`), against references: the solver's Jacobian against
 `jax.jacfwd` of the plain residuals; the covariance and solution of a linear least-squares problem against
 the normal equations; an exactly rank-deficient Jacobian named by the identifiability report; coordinates
 (log, linear, tied) against the values they write into a scenario.
@@ -229,7 +229,7 @@ def test_component_index_is_one_based_in_every_entry_point():
     """Issue 14 item 4: `hub.omega_BN_BInit[1]` is the x component (about b1) in a sensitivity study, a fit's
     free list and `apply_parameters` alike (it used to be y in SENS.toml and x in FIT.toml), and
     `[0]` is refused everywhere, naming the allowed indices."""
-    from jaxhinge._analysis._sensitivity import parse_parameters
+    from jaxhinge._analysis._studies._sensitivity import parse_parameters
     from jaxhinge._errors import ParameterError
 
     sc = jh.apply_parameters(jh.load_scenario(jh.example_path("two_panel.toml")),

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._linearize import _rest_spacecraft, body_jacobians, linearize, mass_matrix, reduced_matrices
-from jaxhinge._analysis._modes import complex_mode_state, modes, modes_unjitted
-from jaxhinge._analysis._measure import measure_modes
+from jaxhinge._analysis._linear._linearize import _rest_spacecraft, body_jacobians, linearize, mass_matrix, reduced_matrices
+from jaxhinge._analysis._linear._modes import complex_mode_state, modes, modes_unjitted
+from jaxhinge._analysis._linear._measure import measure_modes
 from jaxhinge._dynamics._energy import diagnostics
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -238,7 +238,7 @@ def test_damped_poles_equal_an_independent_host_computation():
     shapes) against `_poles_reference` on random systems: underdamped, overdamped (coupled damping), both, and
     repeated frequencies. Same mode pairs, derivative projectors, matched undamped modes and overdamped flags;
     the derivative (custom JVP) also against central differences of the poles."""
-    from jaxhinge._analysis._modes import _poles_in_program, damped_poles
+    from jaxhinge._analysis._linear._modes import _poles_in_program, damped_poles
 
     rng = np.random.default_rng(5)
     poles = jax.jit(_poles_in_program)
@@ -279,7 +279,7 @@ def test_damped_poles_equal_an_independent_host_computation():
 def test_eigvals_in_the_program_on_cpu_and_on_the_host_elsewhere():
     """On CPU the modal program holds LAPACK's eigen-solve and no host callback (so JAX can store it); the
     host branch used on other backends gives the same eigenvalues, batched too."""
-    from jaxhinge._analysis._modes import _eigvals, _eigvals_host, _modes
+    from jaxhinge._analysis._linear._modes import _eigvals, _eigvals_host, _modes
 
     A = jnp.asarray(np.random.default_rng(3).normal(size=(2, 6, 6)))
     np.testing.assert_allclose(np.sort_complex(np.asarray(jax.jit(_eigvals)(A))),
@@ -625,7 +625,7 @@ def test_cli_modes_bad_scenario(tmp_path):
 
 def test_no_recompilation_for_new_values():
     """One compiled program per model structure and boundary: new parameter values reuse it."""
-    from jaxhinge._analysis._modes import _modes_jit
+    from jaxhinge._analysis._linear._modes import _modes_jit
 
     modes(random_spacecraft(50, 2))
     before = _modes_jit.plain._cached._cache_size()

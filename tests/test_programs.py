@@ -15,7 +15,7 @@ import pytest
 
 import jaxhinge as jh
 from jaxhinge._runtime import _programs
-from jaxhinge._analysis._modes import _modes, _modes_jit
+from jaxhinge._analysis._linear._modes import _modes, _modes_jit
 from jaxhinge._io._scenario_file import example_path
 from jaxhinge._model._spacecraft import strip_labels
 

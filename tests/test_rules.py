@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._batch import check_dispersions
+from jaxhinge._analysis._studies._batch import check_dispersions
 from jaxhinge._simulation._trajectory import INVALID_MODEL
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import jaxhinge as jh
 from jaxhinge import example_path
-from jaxhinge._analysis._sensitivity import attitude_error, settling_time
+from jaxhinge._analysis._studies._sensitivity import attitude_error, settling_time
 from jaxhinge._cli import main
 from jaxhinge._io._sens_file import load_study
 from jaxhinge._math import mrp_to_dcm

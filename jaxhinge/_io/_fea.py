@@ -1,6 +1,6 @@
 """Modal results of a finite-element analysis (FEA), read from the solver's output files (`read_fea`).
 
-Every reader returns a `FeaModes` (`jaxhinge._analysis._pairing`), what the modal fit pairs and fits against: SI
+Every reader returns a `FeaModes` (`jaxhinge._analysis._fitting._pairing`), what the modal fit pairs and fits against: SI
 units, the axes of the FEA model taken to be the hub body frame B (or turned into it by `dcm_BF`), rotations
 (participation factors and effective masses) about `reference_point`. Readers: CalculiX `.dat` of a `*FREQUENCY` step (eigenvalues, participation factors,
 effective modal masses, total effective mass) and NASTRAN SOL 103 `.f06` (the REAL EIGENVALUES table; the modal
@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from .._analysis._pairing import FeaModes
+from .._analysis._fitting._pairing import FeaModes
 from .._errors import FeaError
 from .._format import fmt_value as _fmt
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._fit import LOOPS, SOLVERS, FitResult, fit
-from .._analysis._linearize import BOUNDARIES
-from .._analysis._measure import measure_modes
-from .._analysis._pairing import ShapeMap
+from .._analysis._fitting._fit import LOOPS, SOLVERS, FitResult, fit
+from .._analysis._fitting._pairing import ShapeMap
+from .._analysis._linear._linearize import BOUNDARIES
+from .._analysis._linear._measure import measure_modes
 from .._errors import ConfigError, FitError
 from .._format import kind as _kind
 from .._model._scenario import Scenario, SimulationConfig

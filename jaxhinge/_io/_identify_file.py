@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._analysis._identify import SOLVERS, IdentifyResult, check_identify, identify
+from .._analysis._fitting._identify import SOLVERS, IdentifyResult, check_identify, identify
 from .._errors import FitError
 from .._model._scenario import Scenario
 from .._report._identify import identify_json, plot_identify

@@ -10,7 +10,7 @@ import dataclasses
 import io
 import os
 
-from .._analysis._sensitivity import (
+from .._analysis._studies._sensitivity import (
     MODES,
     SensitivityResult,
     _blocks,

@@ -2,7 +2,7 @@
 (`sweep.npz`, `summary.json`, `envelopes.png`, `histograms.png`; all or nothing).
 
 The schema: docs/sweeps-and-sensitivities.md. Errors are `SweepError`s naming the file, the field, the value and
-the rule; the dispersions are checked by `jaxhinge._analysis._batch.check_dispersions`, every member's model by
+the rule; the dispersions are checked by `jaxhinge._analysis._studies._batch.check_dispersions`, every member's model by
 the physical rules (`simulate_batch`), before any compute.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._batch import check_dispersions
+from .._analysis._studies._batch import check_dispersions
 from .._errors import SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario

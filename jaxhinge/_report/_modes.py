@@ -4,7 +4,7 @@
 
 import numpy as np
 
-from .._analysis._linearize import EFFECTIVE_MASS_NAMES
+from .._analysis._linear._linearize import EFFECTIVE_MASS_NAMES
 from .._format import json_number as _num
 
 __all__ = ["closed_loop_json", "closed_loop_table_lines", "measurement_json", "modes_cli_json", "modes_json",

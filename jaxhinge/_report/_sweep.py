@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._batch import failure_reasons
+from .._analysis._studies._batch import failure_reasons
 from .._simulation._trajectory import Trajectory
 from ._plot import pyplot, shown
 

@@ -7,13 +7,13 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from .._errors import ScenarioError
-from .._model._loads import Loads
-from .._model._scenario import Scenario, SimulationConfig, compile_key
-from .._model._spacecraft import InitialState, Spacecraft
-from .._runtime._programs import program
-from .._simulation._memory import check_memory
-from .._simulation._simulate import simulate_unjitted
+from ..._errors import ScenarioError
+from ..._model._loads import Loads
+from ..._model._scenario import Scenario, SimulationConfig, compile_key
+from ..._model._spacecraft import InitialState, Spacecraft
+from ..._runtime._programs import program
+from ..._simulation._memory import check_memory
+from ..._simulation._simulate import simulate_unjitted
 from ._linearize import _rest_spacecraft, _spacecraft_of, check_boundary
 from ._modes import complex_mode_state, modes
 

@@ -44,14 +44,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float
 
-from .._dynamics._backsub import state_derivative_held
-from .._errors import ScenarioError
-from .._math import mrp_bmat
-from .._model._control import ControlState, control_update, sub_mrp
-from .._model._scenario import Scenario
-from .._model._spacecraft import State, strip_labels
-from .._runtime._programs import program
-from .._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
+from ..._dynamics._backsub import state_derivative_held
+from ..._errors import ScenarioError
+from ..._math import mrp_bmat
+from ..._model._control import ControlState, control_update, sub_mrp
+from ..._model._scenario import Scenario
+from ..._model._spacecraft import State, strip_labels
+from ..._runtime._programs import program
+from ..._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
 from ._linearize import _labels, _rest_spacecraft, body_jacobians, mass_matrix, structure, wheel_speeds
 from ._modes import _eigvals, _first_order_clusters, _poles_first_order
 

@@ -10,7 +10,7 @@ $$r_{f,i} = \frac{f_i^{model} - f_i}{\sigma_f\, f_i}, \qquad r_{\zeta,i} = \frac
 ($\sigma_f$ = `frequency_sigma`, default 1 %; $\sigma_\zeta$ = `damping_sigma`, default 20 %), with the model values
 of `jaxhinge.modes` (`damp` definitions: $|\lambda|/2\pi$ and $-\mathrm{Re}\,\lambda/|\lambda|$ of the damped linear
 model). The least squares (coordinates, Jacobian, solver, covariance, identifiability) are those of the core,
-`jaxhinge._analysis._lsq_coords`, `_lsq_solver`, `_lsq_analysis`.
+`jaxhinge._analysis._fitting._lsq_coords`, `_lsq_solver`, `_lsq_analysis`.
 
 **Free parameters** are any registry parameter that enters the modes (`jaxhinge._model._params`):
 `"<panel>.k"` [N m/rad], `"<panel>.c"` [N m s/rad], `"<panel>.mass"`, `"<panel>.d"`, `"<panel>.IPntS_S"` (3
@@ -63,20 +63,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._errors import FitError
-from .._format import fmt_value as _fmt
-from .._model._loads import Loads
-from .._model._params import Parameter
-from .._model._rules import model_ok
-from .._model._scenario import Scenario, SimulationConfig
-from .._model._spacecraft import strip_labels
-from ._closed_loop import closed_loop_modes, closed_loop_modes_unjitted, loop_shape
-from ._linearize import check_boundary
+from ..._errors import FitError
+from ..._format import fmt_value as _fmt
+from ..._model._loads import Loads
+from ..._model._params import Parameter
+from ..._model._rules import model_ok
+from ..._model._scenario import Scenario, SimulationConfig
+from ..._model._spacecraft import strip_labels
+from .._linear._closed_loop import closed_loop_modes, closed_loop_modes_unjitted, loop_shape
+from .._linear._linearize import check_boundary
+from .._linear._measure import ModeMeasurement, measure_modes
+from .._linear._modes import Modes, _relabel, modes, modes_unjitted
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields, to_numpy
 from ._lsq_coords import Coordinates, apply_coordinates, parse_free
 from ._lsq_solver import FAIL, AbstractResiduals, evaluate, make_solver, solve, solve_batch, solvers_of
-from ._measure import ModeMeasurement, measure_modes
-from ._modes import Modes, _relabel, modes, modes_unjitted
 from ._pairing import (
     _FREQ_WEIGHT,
     FeaModes,
@@ -308,7 +308,7 @@ def fit(
       `atol` (termination, on the fitted coordinates and cost), `learning_rate` (adam, in coordinate units).
     - `reach_rtol`: relative frequency error below which the targets count as reached.
     - `ident_rtol`, `warn_rtol`: singular-value ratios below which a parameter combination is reported as
-      undetermined or poorly determined (`jaxhinge._analysis._lsq_analysis.analyse`).
+      undetermined or poorly determined (`jaxhinge._analysis._fitting._lsq_analysis.analyse`).
     - `check`: simulate the fitted model and measure its frequencies (`measure_modes`); default: yes, except
       with reaction wheels (whose modes `measure_modes` does not start; `True` with wheels is refused).
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.

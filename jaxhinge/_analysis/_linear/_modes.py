@@ -32,10 +32,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
-from .._math import assignment, safe_sqrt, tilde
-from .._model._scenario import Scenario
-from .._model._spacecraft import Spacecraft, strip_labels
-from .._runtime._programs import program
+from ..._math import assignment, safe_sqrt, tilde
+from ..._model._scenario import Scenario
+from ..._model._spacecraft import Spacecraft, strip_labels
+from ..._runtime._programs import program
 from ._linearize import (
     _labels,
     _spacecraft_of,

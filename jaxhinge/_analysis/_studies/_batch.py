@@ -37,18 +37,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._errors import ConfigError, ParameterError, SweepError
-from .._format import fmt_value as _fmt
-from .._model import _params
-from .._model._params import FIELDS, anonymous, apply_resolved, parameter_names, resolve
-from .._model._params import nominal as _nominal
-from .._model._rules import model_ok, model_problems
-from .._model._scenario import Scenario, compile_key, control_grid
-from .._model._spacecraft import strip_labels
-from .._runtime._programs import program
-from .._simulation._memory import check_memory
-from .._simulation._simulate import simulate_unjitted
-from .._simulation._trajectory import Trajectory, failure_reason
+from ..._errors import ConfigError, ParameterError, SweepError
+from ..._format import fmt_value as _fmt
+from ..._model import _params
+from ..._model._params import FIELDS, anonymous, apply_resolved, parameter_names, resolve
+from ..._model._params import nominal as _nominal
+from ..._model._rules import model_ok, model_problems
+from ..._model._scenario import Scenario, compile_key, control_grid
+from ..._model._spacecraft import strip_labels
+from ..._runtime._programs import program
+from ..._simulation._memory import check_memory
+from ..._simulation._simulate import simulate_unjitted
+from ..._simulation._trajectory import Trajectory, failure_reason
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
 

@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from .._model._scenario import Scenario
+from ..._model._scenario import Scenario
 from ._lsq_coords import Coordinate
 
 # ------------------------------------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._errors import FitError, ParameterError
-from .._model._params import Parameter, anonymous, apply_resolved, expand, nominal
-from .._model._scenario import Scenario
+from ..._errors import FitError, ParameterError
+from ..._model._params import Parameter, anonymous, apply_resolved, expand, nominal
+from ..._model._scenario import Scenario
 
 _LOG_CLIP = 30.0  # log-ratio coordinates are clipped to [-30, 30] (a factor e^30) before exponentiation
 

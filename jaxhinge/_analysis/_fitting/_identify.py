@@ -51,18 +51,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._errors import FitError
-from .._format import fmt_value as _fmt
-from .._model._params import FIELDS
-from .._model._scenario import Scenario, compile_key
-from .._simulation._memory import check_memory
-from .._simulation._simulate import simulate_unjitted
-from .._simulation._telemetry import Telemetry, model_outputs, output_names
-from .._simulation._trajectory import Trajectory
+from ..._errors import FitError
+from ..._format import fmt_value as _fmt
+from ..._model._params import FIELDS
+from ..._model._scenario import Scenario, compile_key
+from ..._simulation._memory import check_memory
+from ..._simulation._simulate import simulate_unjitted
+from ..._simulation._telemetry import Telemetry, model_outputs, output_names
+from ..._simulation._trajectory import Trajectory
+from .._linear._modes import modes
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
 from ._lsq_coords import Coordinate, Coordinates, apply_coordinates, parse_free
 from ._lsq_solver import FAIL, AbstractResiduals, make_solver, solve, solvers_of
-from ._modes import modes
 
 __all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
 

@@ -54,12 +54,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._dynamics._backsub import hinge_geometry, panel_inertia_diag, state_derivative_held, wheel_torques
-from .._errors import ScenarioError
-from .._math import tilde
-from .._model._scenario import Scenario
-from .._model._spacecraft import Spacecraft, State, Wheels, strip_labels
-from .._runtime._programs import program
+from ..._dynamics._backsub import hinge_geometry, panel_inertia_diag, state_derivative_held, wheel_torques
+from ..._errors import ScenarioError
+from ..._math import tilde
+from ..._model._scenario import Scenario
+from ..._model._spacecraft import Spacecraft, State, Wheels, strip_labels
+from ..._runtime._programs import program
 
 BOUNDARIES = ("free", "clamped")
 EFFECTIVE_MASS_NAMES = ("T1_kg", "T2_kg", "T3_kg", "R1_kg_m2", "R2_kg_m2", "R3_kg_m2")

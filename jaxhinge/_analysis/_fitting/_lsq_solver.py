@@ -33,7 +33,7 @@ import optax
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree
 
-from .._runtime._programs import program
+from ..._runtime._programs import program
 
 # ------------------------------------------------------------------------------------------------------------
 # Residuals and their Jacobian

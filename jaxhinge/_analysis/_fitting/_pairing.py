@@ -17,10 +17,10 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import FitError
-from .._format import fmt_value as _fmt
-from .._math import assignment
-from ._modes import Modes
+from ..._errors import FitError
+from ..._format import fmt_value as _fmt
+from ..._math import assignment
+from .._linear._modes import Modes
 
 __all__ = ["FeaModes", "ShapeMap", "mac", "pair_modes", "unclean_free_modes"]
 
