@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ._errors import ConfigError, JaxhingeError
+from ._io._interrupt import install as install_interrupt
 from ._io._scenario_file import example_path, is_bundled
 from ._io._writers import write_output_files
 from ._paths import output_dir_problem, output_file_problem
@@ -362,9 +363,7 @@ def main(argv=None) -> int:
     has installed the Ctrl-C handler before any import) the command runs in a worker thread while the main thread
     waits, so that Ctrl-C stops it at once, even inside one long compilation or XLA call; called in-process with
     `argv`, Ctrl-C raises `KeyboardInterrupt` in the caller's thread as usual (exit 130)."""
-    from . import _entry
-
-    as_program = argv is None and _entry.install()  # (installed already when started through `_entry`)
+    as_program = argv is None and install_interrupt()  # (installed already when started through `_entry`)
     if as_program:
         configure_cpu()
     parser = build_parser()

@@ -1,37 +1,15 @@
 """The `jaxhinge` program's entry point (`[project.scripts]`): Ctrl-C handled from the first instruction on.
 
-The handler is installed before anything heavy is imported (`jaxhinge/__init__.py` imports its names lazily),
-so Ctrl-C at any moment - while JAX is imported, while a program compiles or runs in XLA's threads, while outputs
-are written - ends the process with one line on stderr and exit status 130, after removing the temporary files
-and new folders of the writes in progress (`_io._writers.abandon_writes`: nothing half-written is left).
+The handler (`_io._interrupt`) is installed before anything heavy is imported (`jaxhinge/__init__.py` imports its
+names lazily, `_io/__init__.py` is empty), so Ctrl-C at any moment - while JAX is imported, while a program
+compiles or runs in XLA's threads, while outputs are written - ends the process with one line on stderr and exit
+status 130, after removing the temporary files and new folders of the writes in progress (nothing half-written is
+left). The command line itself is imported after that, on the first call of `main`.
 """
 
-import os
-import signal
 import sys
 
-
-def _interrupted(signum, frame) -> None:
-    """Remove the writes in progress (if the writer module is loaded: never import from inside a signal handler),
-    say so in one line and end the process at once, status 130 (`os._exit`: a normal teardown while XLA's threads
-    compile or run can crash)."""
-    writers = sys.modules.get("jaxhinge._io._writers")
-    if writers is not None:
-        writers.abandon_writes()
-    try:
-        os.write(2, b"jaxhinge: interrupted\n")
-    finally:
-        os._exit(130)
-
-
-def install() -> bool:
-    """Install the handler if Ctrl-C has Python's default handling (not ignored, not handled by the caller);
-    **returns** whether this process now ends on Ctrl-C through it (the `jaxhinge` program)."""
-    current = signal.getsignal(signal.SIGINT)
-    if current is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _interrupted)
-        return True
-    return current is _interrupted
+from ._io._interrupt import install
 
 
 def main() -> int:

@@ -46,6 +46,24 @@ def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
     return jnp.where(switch, -sigma / safe, sigma)
 
 
+def sub_mrp(s1: Float[Array, "3"], s2: Float[Array, "3"]) -> Float[Array, "3"]:
+    """MRP of the rotation from the frame of `s2` to the frame of `s1` (both relative to a common frame), as
+    Basilisk's `subMRP`: $\\sigma_{1/2} = \\dfrac{(1-|\\sigma_2|^2)\\sigma_1 - (1-|\\sigma_1|^2)\\sigma_2
+    + 2\\sigma_1\\times\\sigma_2}{1 + |\\sigma_1|^2|\\sigma_2|^2 + 2\\sigma_1\\cdot\\sigma_2}$, with `s1`'s shadow set
+    where that denominator is below 0.1, mapped to the inner set ($|\\sigma| \\le 1$, `mrp_shadow`). Its principal
+    angle is $4\\arctan|\\sigma_{1/2}| \\in [0, \\pi]$. Finite derivatives everywhere (no division by zero in a
+    branch not taken)."""
+    s22 = jnp.dot(s2, s2)
+
+    def det(a):
+        return 1.0 + jnp.dot(a, a) * s22 + 2.0 * jnp.dot(a, s2)
+
+    shadow = jnp.abs(det(s1)) < 0.1
+    a = jnp.where(shadow, -s1 / jnp.where(shadow, jnp.dot(s1, s1), 1.0), s1)
+    q = ((1.0 - s22) * a + 2.0 * cross3(a, s2) - (1.0 - jnp.dot(a, a)) * s2) / det(a)
+    return mrp_shadow(q)
+
+
 def dcm_to_mrp(dcm: Float[Array, "*batch 3 3"]) -> Float[Array, "*batch 3"]:
     """MRP of a DCM ($[BN] \\to \\sigma_{BN}$), via Shepperd's quaternion method with $\\beta_0 \\ge 0$.
 

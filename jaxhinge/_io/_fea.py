@@ -23,6 +23,7 @@ import numpy as np
 from .._analysis._fitting._pairing import FeaModes
 from .._errors import FeaError
 from .._format import fmt_value as _fmt
+from .._model._rules import rotation_problem
 
 # metres and kilograms per length and mass unit of the FEA model (time in seconds in every system)
 UNIT_SYSTEMS = {"m-kg-s": (1.0, 1.0), "mm-t-s": (1e-3, 1e3), "mm-kg-s": (1e-3, 1.0), "in-lbf-s": (0.0254, 175.126835)}
@@ -183,11 +184,13 @@ ROTATION_RULE = "must be a proper rotation matrix [BF] (3 x 3, rows: B's axes in
     "1e-9, determinant +1)"
 
 
-def is_rotation(C) -> bool:
-    """`C` is a proper rotation matrix (`dcm_BF`): 3 x 3, finite, orthonormal to 1e-9, determinant +1."""
+def dcm_problem(C) -> str | None:
+    """What is wrong with `C` as the direction cosines `dcm_BF` (`ROTATION_RULE`), or None: 3 x 3 and finite, then
+    the model's one rotation check (`_model._rules.rotation_problem`: orthonormal, determinant +1)."""
     C = np.asarray(C, dtype=float)
-    return C.shape == (3, 3) and bool(np.all(np.isfinite(C)) and np.allclose(C @ C.T, np.eye(3), atol=1e-9)
-                                      and np.linalg.det(C) > 0)
+    if C.shape != (3, 3) or not np.all(np.isfinite(C)) or rotation_problem(C) is not None:
+        return ROTATION_RULE
+    return None
 
 
 def _rotate(fea: FeaModes, C: np.ndarray) -> FeaModes:
@@ -243,8 +246,8 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     C = None
     if dcm_BF is not None:
         C = np.asarray(dcm_BF, dtype=float)
-        if not is_rotation(C):
-            raise _fail(path, f"dcm_BF = {_fmt(np.asarray(dcm_BF).tolist())}: {ROTATION_RULE}")
+        if (problem := dcm_problem(C)) is not None:
+            raise _fail(path, f"dcm_BF = {_fmt(np.asarray(dcm_BF).tolist())}: {problem}")
         if "effective_mass" in data and "participation" not in data:
             raise _fail(path, "dcm_BF: the file has effective masses but no participation factors, whose signs "
                         "rotating them needs (CalculiX prints both; NASTRAN: MPFACTOR = ALL)")

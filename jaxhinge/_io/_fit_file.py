@@ -26,7 +26,7 @@ from .._report._fit import fit_json, plot_fit
 from .._simulation._memory import check_memory
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
-from ._fea import FORMATS, ROTATION_RULE, UNIT_SYSTEMS, is_rotation, read_fea
+from ._fea import FORMATS, UNIT_SYSTEMS, dcm_problem, read_fea
 from ._scenario_file import load_scenario, scenario_toml
 from ._writers import write_json, write_output_files
 
@@ -141,8 +141,8 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
         units = ck.choice(modes_t["fea_units"], "modes.fea_units", UNIT_SYSTEMS) if "fea_units" in modes_t else None
         rigid = ck.finite_positive(modes_t["rigid_hz"], "modes.rigid_hz") if "rigid_hz" in modes_t else 0.01
         dcm = ck.array(modes_t["fea_dcm_BF"], "modes.fea_dcm_BF", (3, 3)) if "fea_dcm_BF" in modes_t else None
-        if dcm is not None and not is_rotation(dcm):
-            raise ck.bad("modes.fea_dcm_BF", modes_t["fea_dcm_BF"], ROTATION_RULE)
+        if dcm is not None and (problem := dcm_problem(dcm)) is not None:
+            raise ck.bad("modes.fea_dcm_BF", modes_t["fea_dcm_BF"], problem)
         shapes_file = ck.path(modes_t["fea_shapes"], "modes.fea_shapes", "a mode-shape file (.frd, .dat, .f06)") \
             if "fea_shapes" in modes_t else None
         kw["fea"] = read_fea(fea_path, fmt, units=units, boundary=kw["boundary"], rigid_hz=rigid, dcm_BF=dcm,

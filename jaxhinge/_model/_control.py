@@ -24,7 +24,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._math import cross3, mv3
+from .._math import cross3, mv3, sub_mrp
 from ._spacecraft import _f64
 
 ACTUATORS = ("wheels", "torque")
@@ -64,19 +64,6 @@ class ControlState(eqx.Module):
     calls: Float[Array, ""]
     Lr: Float[Array, "3"]
     u: Float[Array, " wheels"]
-
-
-def sub_mrp(s1, s2):
-    """MRP of the rotation from the frame of `s2` to the frame of `s1` (both relative to a common frame), as
-    Basilisk's `subMRP`: the composition formula (with `s1`'s shadow set where its denominator is small) and
-    the result mapped to the inner set ($|\\sigma| \\le 1$)."""
-    def det(a):
-        return 1.0 + jnp.dot(a, a) * jnp.dot(s2, s2) + 2.0 * jnp.dot(a, s2)
-
-    a = jnp.where(jnp.abs(det(s1)) < 0.1, -s1 / jnp.dot(s1, s1), s1)
-    q = ((1.0 - jnp.dot(s2, s2)) * a + 2.0 * cross3(a, s2) - (1.0 - jnp.dot(a, a)) * s2) / det(a)
-    m = jnp.dot(q, q)
-    return jnp.where(m > 1.0, -q / m, q)
 
 
 def initial_control_state(n_wheels: int, dtype=jnp.float64) -> ControlState:

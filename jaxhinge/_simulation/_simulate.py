@@ -18,8 +18,8 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_torques
 from .._dynamics._energy import diagnostics, initial_state
 from .._errors import ConfigError, ScenarioError
-from .._math import mrp_shadow
-from .._model._control import Control, ControlState, control_update, initial_control_state, sub_mrp
+from .._math import mrp_shadow, sub_mrp
+from .._model._control import Control, ControlState, control_update, initial_control_state
 from .._model._loads import rk4_silent_pulse
 from .._model._rules import model_ok, model_problems
 from .._model._scenario import Scenario, SimulationConfig, compile_key

@@ -46,8 +46,8 @@ from jaxtyping import Array, Bool, Complex, Float
 
 from ..._dynamics._backsub import state_derivative_held
 from ..._errors import ScenarioError
-from ..._math import mrp_bmat
-from ..._model._control import ControlState, control_update, sub_mrp
+from ..._math import mrp_bmat, sub_mrp
+from ..._model._control import ControlState, control_update
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program

@@ -29,11 +29,9 @@ parameters: every panel's `k` and `c`.
 - `peak_hub_rate`: an exact maximum over the samples; its derivative is that of the rate at the sample that
   attains the maximum (exact unless two samples tie; the peak *between* samples is not interpolated).
 - `final_attitude_error` (option `sigma_R`, an MRP, default the scenario's nominal `sigma_BNInit`, a constant):
-  $\Phi = 4\arctan\lVert\sigma_{B/R}\rVert$ reduced to $[0, \pi]$, from the MRP difference
-  $\sigma_{B/R} = \dfrac{(1-|\sigma_R|^2)\sigma_{BN} - (1-|\sigma_{BN}|^2)\sigma_R + 2\sigma_{BN}\times\sigma_R}
-  {1 + |\sigma_R|^2|\sigma_{BN}|^2 + 2\sigma_R\cdot\sigma_{BN}}$, computed as
-  $4\,\mathrm{atan2}(\min(|n|,|d|), \max(|n|,|d|))$ so it is smooth for every $0 < \Phi < \pi$ (also near the
-  MRP switching surface). At exactly $\Phi = 0$ the angle has no derivative; 0 is reported there.
+  $\Phi = 4\arctan\lVert\sigma_{B/R}\rVert \in [0, \pi]$ with $\sigma_{B/R}$ = `sub_mrp(sigma_BN, sigma_R)` (the
+  MRP difference, Basilisk's `subMRP`, in the inner set), smooth for every $0 < \Phi < \pi$ (also near the MRP
+  switching surface). At exactly $\Phi = 0$ the angle has no derivative; 0 is reported there.
 - `settling_time` (options `signal` = `"theta"` (default: $\max_i |\theta_i - \theta_{ref,i}|$ [rad]) or
   `"hub_rate"` ($\lVert\omega_{BN}\rVert$ [rad/s]), and `threshold` > 0 in the signal's unit): with $k$ the last
   sample where the signal $s$ exceeds the threshold, $t_s = t_k + (s_k - s_{thr})/(s_k - s_{k+1})\,(t_{k+1}-t_k)$,
@@ -71,7 +69,7 @@ from jaxtyping import Array, Float
 from ..._errors import ParameterError, SensitivityError
 from ..._format import did_you_mean as _did_you_mean
 from ..._format import fmt_value as _fmt
-from ..._math import safe_sqrt
+from ..._math import safe_sqrt, sub_mrp
 from ..._model._params import Parameter, anonymous, apply_resolved, expand, nominal
 from ..._model._scenario import Scenario, compile_key
 from ..._runtime._programs import program
@@ -245,13 +243,9 @@ def parse_outputs(
 
 def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> Float[Array, ""]:
     """Principal rotation angle $\\Phi \\in [0, \\pi]$ [rad] between the attitudes $\\sigma_{BN}$ and $\\sigma_{RN}$
-    (MRPs), through the MRP difference (module docstring); smooth for $0 < \\Phi < \\pi$, 0 derivative at 0."""
-    s, r = sigma_BN, sigma_RN
-    s2, r2 = jnp.dot(s, s), jnp.dot(r, r)
-    num = (1.0 - r2) * s - (1.0 - s2) * r + 2.0 * jnp.cross(s, r)
-    den = jnp.abs(1.0 + r2 * s2 + 2.0 * jnp.dot(r, s))
-    n = safe_sqrt(jnp.sum(num * num, axis=-1))
-    return 4.0 * jnp.arctan2(jnp.minimum(n, den), jnp.maximum(n, den))
+    (MRPs), through the MRP difference `sub_mrp` (module docstring); smooth for $0 < \\Phi < \\pi$, 0 derivative at 0."""
+    q = sub_mrp(sigma_BN, sigma_RN)
+    return 4.0 * jnp.arctan(safe_sqrt(jnp.dot(q, q)))
 
 
 def settling_time(

@@ -1,0 +1,34 @@
+"""Ctrl-C in the `jaxhinge` program: one line on stderr, exit status 130, and the writes in progress removed
+(`_writers.abandon_writes`: nothing half-written is left).
+
+Installed by the program's entry point (`jaxhinge._entry`) before anything heavy is imported, and by the command
+line (`jaxhinge._cli.main`) when it runs as a program; this module imports nothing but the standard library, so
+installing it costs nothing.
+"""
+
+import os
+import signal
+import sys
+
+
+def _interrupted(signum, frame) -> None:
+    """Remove the writes in progress (if the writer module is loaded: never import from inside a signal handler),
+    say so in one line and end the process at once, status 130 (`os._exit`: a normal teardown while XLA's threads
+    compile or run can crash)."""
+    writers = sys.modules.get("jaxhinge._io._writers")
+    if writers is not None:
+        writers.abandon_writes()
+    try:
+        os.write(2, b"jaxhinge: interrupted\n")
+    finally:
+        os._exit(130)
+
+
+def install() -> bool:
+    """Install the handler if Ctrl-C has Python's default handling (not ignored, not handled by the caller);
+    **returns** whether this process now ends on Ctrl-C through it (the `jaxhinge` program)."""
+    current = signal.getsignal(signal.SIGINT)
+    if current is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted)
+        return True
+    return current is _interrupted
