@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._fitting._fit import LOOPS, SOLVERS, FitResult, fit
+from .._analysis._fitting._fit import LOOPS, SOLVERS, fit
+from .._analysis._fitting._fit_result import FitResult
 from .._analysis._fitting._pairing import ShapeMap
 from .._analysis._linear._linearize import BOUNDARIES
 from .._analysis._linear._measure import measure_modes
@@ -316,5 +317,5 @@ def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -
     }
     if spec.plot:
         fmt = os.path.splitext(spec.plot)[1].lstrip(".").lower()
-        writers[spec.plot] = lambda f: plot_fit(result, f, fmt=fmt, title=os.path.basename(spec.path))
+        writers[spec.plot] = lambda f: plot_fit(result, f, fmt=fmt, title=f"{spec.path} (scenario {spec.scenario_name})")
     return write_output_files(spec.out_dir, writers)

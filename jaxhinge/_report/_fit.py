@@ -2,6 +2,7 @@
 (`plot_fit`); `least_squares_json`, the blocks every fit's `result.json` shares."""
 
 import os
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,10 @@ from .._version import __version__
 from ._modes import measurement_json, modes_json
 from ._plot import pyplot
 
-__all__ = ["fit_json", "fit_report_lines", "least_squares_json", "plot_fit"]
+__all__ = ["fit_json", "fit_report_lines", "labelled_lines", "least_squares_json", "plot_fit"]
+
+REPORT_WIDTH = 110  # console report lines wrap here
+_LABEL = 20  # the width of a report line's label column
 
 
 def least_squares_json(result: Any) -> dict[str, Any]:
@@ -135,44 +139,38 @@ def fit_json(result, spec=None) -> dict[str, Any]:
 
 
 def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
-    """Targets vs initial, fitted and simulated frequencies and damping ratios, and the cost history."""
+    """Targets vs initial, fitted and simulated frequencies and damping ratios, the FEA effective masses against
+    the model's when they were fitted, and the cost history. The figure's title is `title` (e.g. the fit file)
+    above a line that says what was fitted (boundary, targets, free parameters)."""
     plt = pyplot()
     has_z = len(result.damping_targets) > 0
+    has_em = _fitted_effective_masses(result) is not None
     extra = [k for k, on in (("mac", result.mac_matrix is not None), ("solutions", len(result.solutions) > 1)) if on]
-    n_ax = (3 if has_z else 2) + len(extra)
-    fig, axes = plt.subplots(1, n_ax, figsize=(4.5 * n_ax, 4.2))
+    n_ax = 2 + int(has_z) + int(has_em) + len(extra)
+    fig, axes = plt.subplots(1, n_ax, figsize=(4.5 * n_ax, 4.6))
     for k, ax in zip(extra, axes[n_ax - len(extra):]):
         (_plot_mac if k == "mac" else _plot_solutions)(ax, result)
-    axes = axes[:n_ax - len(extra)]
+    axes = list(axes[:n_ax - len(extra)])
     x = np.asarray(result.mode_numbers)
     j = x - 1
     chk = result.check
 
-    def panel(ax, target, initial, model, simulated, ylabel, scale=1.0):
-        target, initial, model = (scale * np.asarray(a) for a in (target, initial, model))
-        ax.plot(x, target, "_", color="k", ms=22, mew=2.5, label="target", zorder=2)
-        ax.plot(x, initial, "s", mfc="none", color="0.55", ms=8, label="initial model", zorder=3)
-        if simulated is not None:
-            ax.plot(x, scale * np.asarray(simulated), "D", mfc="none", color="C3", ms=10, mew=1.3,
-                    label="fitted, simulated check", zorder=3)
-        ax.plot(x, model, "o", color="C0", ms=5, label="fitted model (linear)", zorder=4)
-        for xi, t, m in zip(x, target, model):
-            ax.annotate(f"{100 * (m - t) / t:+.2g} %", (xi, m), textcoords="offset points", xytext=(12, -3),
-                        fontsize="x-small", color="C0")
-        ax.plot([], [], " ", label="number: (fitted - target)/target")
-        ax.set_xticks(x)
-        ax.set_xlim(x.min() - 0.5, x.max() + 0.9)
-        ax.set_xlabel("mode [-]")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-
-    panel(axes[0], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
-          np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j], "frequency [Hz]")
+    target = "target" if result.pairing is None else "FEA"  # the legend of the first panel serves them all
+    _compare(axes[0], x, [str(m) for m in x], result.targets_hz, np.asarray(result.initial_modes.frequency_hz)[j],
+             np.asarray(result.modes.frequency_hz)[j], None if chk is None else chk.frequency_hz[j],
+             "frequency [Hz]", "mode [-]", target)
     axes[0].legend(fontsize="x-small", loc="upper left")
     if has_z:
-        panel(axes[1], result.damping_targets, np.asarray(result.initial_modes.damping_ratio)[j],
-              np.asarray(result.modes.damping_ratio)[j], None if chk is None else chk.damping_ratio[j],
-              "damping ratio [%]", scale=100.0)
+        _compare(axes[1], x, [str(m) for m in x], result.damping_targets,
+                 np.asarray(result.initial_modes.damping_ratio)[j], np.asarray(result.modes.damping_ratio)[j],
+                 None if chk is None else chk.damping_ratio[j], "damping ratio [%]", "mode [-]", target,
+                 scale=100.0)
+    if has_em:
+        ticks, fea, initial, model = _fitted_effective_masses(result)
+        ax = axes[1 + int(has_z)]
+        _compare(ax, np.arange(1, len(ticks) + 1), ticks, fea, initial, model, None,
+                 "effective mass [kg (T), kg m^2 (R)]", "FEA mode, component [-]", target)
+        ax.set_title("effective masses (fitted)", fontsize="small")
     ax = axes[-1]
     h = np.asarray(result.history)
     if len(h):
@@ -181,11 +179,76 @@ def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
     ax.set_ylabel("cost 0.5 sum r^2 [-]")
     ax.set_title(("converged" if result.converged else "NOT converged") + f" ({result.solver})", fontsize="small")
     ax.grid(alpha=0.3, which="both")
-    if title:
-        fig.suptitle(title)
+    what = _fit_description(result)
+    fig.suptitle(f"{title}\n{what}" if title else what, fontsize="medium")
     fig.tight_layout()
     fig.savefig(path, dpi=110, format=fmt)
     plt.close(fig)
+
+
+def _compare(ax, x, ticks, target, initial, model, simulated, ylabel, xlabel, target_label, scale=1.0) -> None:
+    """One comparison panel: the target of each item, the initial and fitted model (and the simulated check),
+    the fitted model's relative error written beside it."""
+    target, initial, model = (scale * np.asarray(a, dtype=float) for a in (target, initial, model))
+    ax.plot(x, target, "_", color="k", ms=22, mew=2.5, label=target_label, zorder=2)
+    ax.plot(x, initial, "s", mfc="none", color="0.55", ms=8, label="initial model", zorder=3)
+    if simulated is not None:
+        ax.plot(x, scale * np.asarray(simulated), "D", mfc="none", color="C3", ms=10, mew=1.3,
+                label="fitted, simulated check", zorder=3)
+    ax.plot(x, model, "o", color="C0", ms=5, label="fitted model (linear)", zorder=4)
+    for xi, t, m in zip(x, target, model):
+        ax.annotate(f"{100 * (m - t) / t:+.2g} %", (xi, m), textcoords="offset points", xytext=(12, -3),
+                    fontsize="x-small", color="C0")
+    ax.plot([], [], " ", label=f"number: (fitted - {target_label})/{target_label}")
+    ax.set_xticks(x, ticks)
+    ax.set_xlim(min(x) - 0.5, max(x) + 0.9)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+
+
+_EM_COMPONENTS = ("T1", "T2", "T3", "R1", "R2", "R3")
+_EM_SHOWN = 0.01  # effective-mass components shown: at least this fraction of their mode's largest component
+
+
+def _fitted_effective_masses(result):
+    """(tick labels, FEA, initial model, fitted model) of the effective masses a fit was fitted to (the
+    components that carry at least `_EM_SHOWN` of their mode's largest), or None when they were not fitted."""
+    if result.pairing is None or result.options.get("effective_mass_sigma") is None:
+        return None
+    rows = [p for p in result.pairing if p.get("fea_effective_mass") is not None]
+    if not rows:
+        return None
+    em0 = np.asarray(result.initial_modes.effective_mass)
+    ticks, fea, initial, model = [], [], [], []
+    for p in rows:
+        f = np.asarray(p["fea_effective_mass"], dtype=float)
+        for c in np.flatnonzero(f >= _EM_SHOWN * f.max()):
+            ticks.append(f"{p['fea_mode']} {_EM_COMPONENTS[c]}")
+            fea.append(f[c])
+            initial.append(em0[p["initial_model_mode"] - 1, c])
+            model.append(p["model_effective_mass"][c])
+    return ticks, fea, initial, model
+
+
+def _fit_description(result) -> str:
+    """What a fit fitted, in one line: the modes (boundary, loop), the targets and the free parameters."""
+    kind = {"free": "free-free", "clamped": "hub-clamped"}.get(result.boundary, result.boundary)
+    loop = ", controller in the loop" if result.options.get("loop") == "closed" else ""
+    n = len(result.mode_numbers)
+    if result.pairing is not None:
+        what = [f"{n} FEA mode{'s' * (n > 1)}' frequencies"]
+        if result.options.get("effective_mass_sigma") is not None:
+            what.append("effective masses")
+        if result.mac_matrix is not None:
+            what.append("mode shapes")
+    else:
+        what = [f"{n} frequenc{'ies' if n > 1 else 'y'}"]
+    if len(result.damping_targets):
+        what.append(f"{len(result.damping_targets)} damping ratio{'s' * (len(result.damping_targets) > 1)}")
+    free = ", ".join(result.names)
+    free = free if len(free) <= 70 else f"{len(result.names)} parameters"
+    return f"{kind} modes{loop}: {', '.join(what)}; free: {free}"
 
 
 def _plot_mac(ax, result) -> None:
@@ -236,7 +299,7 @@ def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
              f"scenario            {data['scenario']} (boundary {result.boundary}"
              + (", closed loop: the modes of the spacecraft with its controller" if data.get("loop") == "closed" else "")
              + f", solver {result.solver})",
-             f"status              {result.message}", ""]
+             *labelled_lines("status", result.message), ""]
     lines.append(f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit")
     for i, name in enumerate(result.names):
         sig = result.sigma[i]
@@ -279,3 +342,18 @@ def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
               + (f", simulation check {t['check']:.2f} s" if t.get("check") is not None else "")]
     lines += [f"wrote               {os.path.relpath(w)}" for w in written]
     return lines
+
+
+def labelled_lines(label: str, text: str) -> list[str]:
+    """A labelled report line (`label` padded to the label column), its text wrapped at `REPORT_WIDTH`: one
+    line per clause (`; `-separated, each but the last ending in `;`), continuation lines indented past the text
+    column."""
+    indent = " " * _LABEL
+    out = []
+    clauses = text.split("; ")
+    for i, clause in enumerate(clauses):
+        out += textwrap.wrap(clause + ";" * (i < len(clauses) - 1), REPORT_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_long_words=False, break_on_hyphens=False)
+    out = out or [indent]
+    out[0] = f"{label:<{_LABEL}}{out[0][_LABEL:]}"
+    return out

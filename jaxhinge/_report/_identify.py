@@ -8,7 +8,7 @@ import numpy as np
 
 from .._format import json_number as _num
 from .._simulation._telemetry import column_unit
-from ._fit import least_squares_json
+from ._fit import labelled_lines, least_squares_json
 from ._plot import legend_outside, pyplot, shown
 
 __all__ = ["identify_json", "identify_report_lines", "plot_identify"]
@@ -67,10 +67,11 @@ def plot_identify(result, f, kind: str = "fit") -> None:
         ax, tel = axes[i, 0], r["telemetry"]
         unit = column_unit(c)
         if kind == "fit":
-            ax.plot(tel.t, shown(tel.values[:, j], unit)[0], ".", ms=3, color="k", label="data")
-            ax.plot(tel.t, shown(r["initial_fitted"][:, j], unit)[0], "--", color="0.6", lw=1, label="initial guess")
-            ax.plot(tel.t, shown(r["fitted"][:, j], unit)[0], "-", color="C0", lw=1.2, label="fit")
-            ax.set_ylabel(f"{label}\n[{shown(0.0, unit)[1]}]", fontsize=8)
+            ax.plot(tel.t, _shown(c, tel.values[:, j], unit)[0], ".", ms=3, color="k", label="data")
+            ax.plot(tel.t, _shown(c, r["initial_fitted"][:, j], unit)[0], "--", color="0.6", lw=1,
+                    label="initial guess")
+            ax.plot(tel.t, _shown(c, r["fitted"][:, j], unit)[0], "-", color="C0", lw=1.2, label="fit")
+            ax.set_ylabel(f"{label}\n[{_shown(c, 0.0, unit)[1]}]", fontsize=8)
         else:
             ax.plot(tel.t, r["residuals"][:, j], ".", ms=3, color="C3")
             ax.axhline(0, color="k", lw=0.5)
@@ -87,13 +88,19 @@ def plot_identify(result, f, kind: str = "fit") -> None:
     plt.close(fig)
 
 
+def _shown(column: str, values, unit: str):
+    """`shown` for a telemetry column, except wheel speeds (`Omega_<wheel>`): kept in rad/s, the unit of the
+    file, its sigma and the wheel's rating (hundreds of rad/s would read as tens of thousands of deg/s)."""
+    return (np.asarray(values), unit) if column.startswith("Omega_") else shown(values, unit)
+
+
 def identify_report_lines(result, spec, written: list[str]) -> list[str]:
     """The console report of a telemetry fit: status, chi2, parameters, identifiability, timing, files written."""
     recs = result.records or [{"telemetry": result.telemetry}]
     what = (f"telemetry: {spec.csv_path}, {result.telemetry.samples} samples x {len(result.telemetry.columns)} columns"
             if len(recs) == 1 else f"{len(recs)} records, {sum(r['telemetry'].values.size for r in recs)} values")
     lines = [f"fit                 {spec.path} ({what})",
-             f"status              {result.message}",
+             *labelled_lines("status", result.message),
              (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
               f"{result.iterations} solver steps"), "",
              f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit"]

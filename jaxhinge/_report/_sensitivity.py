@@ -107,8 +107,8 @@ def _value_text(value: float, unit: str) -> str:
 def sensitivity_report_lines(study_path: str, result, wall_s: float, out_dir: str) -> list[str]:
     """The console report of `jaxhinge sensitivity`: the size of the study, each scalar output's value and its
     three largest normalised sensitivities, notes."""
-    lines = [f"sensitivity         {study_path}: {len(result.parameter_names)} parameter(s) x "
-             f"{len(result.output_names)} output row(s), {result.mode} mode, {wall_s:.2f} s wall (incl. compilation)"]
+    lines = [(f"sensitivity         {study_path}: {len(result.parameter_names)} parameter(s) x "
+              f"{len(result.output_names)} output row(s), {result.mode} mode, {wall_s:.2f} s wall (incl. compilation)")]
     rows = result.scalar_rows()
     if rows:
         lines += ["", f"{'output':<32} {'value':<30}  d ln y / d ln p (largest first)"]

@@ -83,13 +83,20 @@ def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fm
         ax.set_title(label, fontsize="small")
         ax.set_ylabel(f"[{shown(0.0, unit)[1]}]", fontsize="small")
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(channels):]:
+    spare = list(axes.flat)[len(channels):]
+    for ax in spare:
         ax.axis("off")
     for ax in axes[-1]:
         ax.set_xlabel("t [s]")
-    axes[0, 0].legend(fontsize="x-small", loc="best")
     fig.suptitle(f"hub rates and hinge angles over {summary['succeeded']} of {summary['members']} members")
-    fig.tight_layout()
+    # the legend off the bands: in a spare cell of the grid, or below the grid
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if spare:
+        spare[0].legend(handles, labels, loc="center", fontsize="small", title="over the members")
+        fig.tight_layout()
+    else:
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small")
+        fig.tight_layout(rect=(0.0, 0.4 / fig.get_figheight(), 1.0, 1.0))
     fig.savefig(f, format=fmt)
     plt.close(fig)
 
@@ -130,8 +137,8 @@ def plot_histograms(
 
 def sweep_report_lines(path: str, sweep, summary, wall_s: float) -> list[str]:
     """The console report of `jaxhinge sweep`: counts and wall time, the 5/50/95 % points of each statistic."""
-    lines = [f"sweep               {path}: {sweep.members} members, {summary['succeeded']} succeeded, "
-             f"{summary['failed']} failed, {wall_s:.2f} s wall (incl. compilation)"]
+    lines = [(f"sweep               {path}: {sweep.members} members, {summary['succeeded']} succeeded, "
+              f"{summary['failed']} failed, {wall_s:.2f} s wall (incl. compilation)")]
     for key, st in summary["statistics (successful members)"].items():
         if st:
             lines.append(f"{key:<36} p5 {st['p5']: .6e}  p50 {st['p50']: .6e}  p95 {st['p95']: .6e}")
