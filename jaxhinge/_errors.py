@@ -29,6 +29,7 @@ __all__ = [
     "FeaError",
     "FitError",
     "JaxhingeError",
+    "JaxhingeNote",
     "OutputError",
     "ParameterError",
     "ScenarioError",
@@ -38,6 +39,12 @@ __all__ = [
 ]
 
 _UNSET = object()
+
+
+class JaxhingeNote(UserWarning):
+    """A value jaxhinge accepted and adjusted, or a doubt about an input that does not stop it (a spin axis
+    normalised, a record sampled coarsely): issued with `warnings.warn`; the command line prints it as
+    `jaxhinge: note: <message>`."""
 
 
 class JaxhingeError(ValueError):

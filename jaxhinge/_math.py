@@ -26,6 +26,19 @@ def mrp_to_dcm(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
     return eye + (8.0 * st2 - 4.0 * (1.0 - s2) * st) / (1.0 + s2) ** 2
 
 
+def rotation_dcm(phi: Float[Array, "3"]) -> Float[Array, "3 3"]:
+    """DCM $\\exp(-[\\tilde\\phi])$ of a frame rotated by the rotation vector $\\phi$ (Rodrigues; exact at 0, smooth
+    through it for gradients)."""
+    angle2 = jnp.sum(phi**2)
+    safe = jnp.where(angle2 > 0, angle2, 1.0)
+    angle = jnp.sqrt(safe)
+    small = angle2 < 1e-12
+    s = jnp.where(small, 1.0 - angle2 / 6.0, jnp.sin(angle) / angle)
+    c1 = jnp.where(small, 0.5 - angle2 / 24.0, (1.0 - jnp.cos(angle)) / safe)
+    t = tilde(phi)
+    return jnp.eye(3, dtype=phi.dtype) - s * t + c1 * t @ t
+
+
 def mrp_bmat(sigma: Float[Array, "3"]) -> Float[Array, "3 3"]:
     """$B(\\sigma) = (1-\\sigma^2) I + 2\\tilde\\sigma + 2\\sigma\\sigma^T$, so that $\\dot\\sigma = B\\omega/4$."""
     s2 = sigma[0] ** 2 + sigma[1] ** 2 + sigma[2] ** 2

@@ -590,7 +590,8 @@ BAD_CASES = [
     (
         "missing_mu",
         _pop("gravity", "mu"),
-        ["gravity: missing required key 'mu' (m^3/s^2, > 0); omit the [gravity] table for no gravity"],
+        ["gravity: missing required key 'mu' (gravitational parameter, m^3/s^2, > 0); omit the [gravity] table "
+         "for no gravity"],
     ),
     (
         "missing_pulse_t_end",

@@ -6,7 +6,6 @@ are `jaxhinge._model._rules`, shared with models built in code, sweeps and batch
 """
 
 import dataclasses
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,65 +19,31 @@ from .._format import fmt_value as _fmt
 from .._format import kind as _kind
 from .._format import toml_str as _toml_str
 from .._format import unwrap as _unwrap
-from .._model._control import ACTUATORS
 from .._model._loads import HOLDS, input_columns, rk4_silent_pulse
-from .._model._rules import (
-    UNIT_TOL,
-    inertia_problem,
-    panel_inertia_problem,
-    rigid_body_problem,
-    rotation_problem,
-)
+from .._model._rules import UNIT_NOTE_TOL, UNIT_TOL, rigid_body_problem, value_problem
 from .._model._scenario import TICK_RTOL, SimulationConfig
+from .._model._schema import (
+    ACTUATOR,
+    BODIES,
+    COMPUTED,
+    CONTROL_AXES,
+    CONTROL_DT,
+    SCHEMA,
+    SPIN_AXIS,
+    Field,
+    field,
+    in_table,
+)
 from ._checker import Checker as _Checker
 from ._inputs_file import read_inputs, relative_to
 
 # ------------------------------------------------------------------------------------------------------------
-# Schema
+# Keys (the fields themselves: `jaxhinge._model._schema`)
 # ------------------------------------------------------------------------------------------------------------
 
 _TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs", "control")
-_CONTROL_KEYS = ("sigma_R0N", "K", "P", "Ki", "integralLimit", "control_dt", "actuator", "controlAxes_B", "ISCPntB_B",
-                 "knownTorquePntB_B")
-_INPUTS_KEYS = ("csv", "hold", "gain", "time_offset")
-_WHEEL_KEYS = ("name", "gsHat_B", "Js", "Omega", "u", "u_max", "cViscous", "fCoulomb")
-_WHEEL_REQUIRED = ("gsHat_B", "Js")
-_CHAIN_KEYS = ("name", "r_HB_B", "dcm_HB", "panels")
-_CHAIN_REQUIRED = ("r_HB_B", "dcm_HB", "panels")
-_CHAIN_PANEL_KEYS = (
-    "name",
-    "mass",
-    "IPntS_S",
-    "d",
-    "l",
-    "k",
-    "c",
-    "thetaInit",
-    "thetaDotInit",
-    "thetaRef",
-    "thetaDotRef",
-    "motorTorque",
-)
-_CHAIN_PANEL_REQUIRED = ("mass", "IPntS_S", "d", "k")
-_HUB_KEYS = ("mHub", "IHubPntBc_B", "r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit")
-_HUB_REQUIRED = ("mHub", "IHubPntBc_B")
-_PANEL_KEYS = (
-    "name",
-    "mass",
-    "IPntS_S",
-    "d",
-    "k",
-    "c",
-    "r_HB_B",
-    "dcm_HB",
-    "thetaInit",
-    "thetaDotInit",
-    "thetaRef",
-    "thetaDotRef",
-    "motorTorque",
-)
-_PANEL_REQUIRED = ("mass", "IPntS_S", "d", "k", "r_HB_B", "dcm_HB")
-_GRAVITY_KEYS = ("mu",)
+_CHAIN_PANELS = "panels"  # the key of a chain's member tables ([[chains.panels]])
+_GRAVITY_HINT = "; omit the [gravity] table for no gravity"
 _LOAD_VECTORS = ("extForce_B", "extForce_N", "extTorquePntB_B")
 _LOADS_KEYS = (*_LOAD_VECTORS, "pulses")
 _PULSE_KEYS = ("t_start", "t_end", *_LOAD_VECTORS)
@@ -86,41 +51,33 @@ _PULSE_REQUIRED = ("t_start", "t_end")
 _SIM_FLOATS = ("t_end", "save_dt", "dt", "rtol", "atol")
 _SIM_KEYS = ("t_end", "save_dt", "integrator", "dt", "rtol", "atol", "max_steps")
 
-# What each key means, for "missing required key" messages.
+
+def table_keys(table: str) -> tuple[str, ...]:
+    """The keys a scenario-file table allows: `name` for tables of named things, then its schema fields."""
+    named = ("name",) if table in ("panels", "chains", "chains.panels", "wheels") else ()
+    extra = (_CHAIN_PANELS,) if table == "chains" else ()
+    return (*named, *(f.name for f in in_table(table)), *extra)
+
+
+def _required(table: str) -> tuple[str, ...]:
+    return tuple(f.name for f in in_table(table) if f.required) + ((_CHAIN_PANELS,) if table == "chains" else ())
+
+
+def _aliases(table: str) -> dict[str, str]:
+    return {a: f.name for f in in_table(table) for a in f.aliases}
+
+
+# What each key means, for "missing required key" messages (the schema's fields, and the structural keys).
 _DESCRIPTION = {
-    "mHub": "hub mass, kg, > 0",
-    "IHubPntBc_B": "hub inertia about its CoM, 3x3 symmetric positive definite, kg m^2",
-    "mass": "panel mass, kg, > 0",
-    "IPntS_S": "panel inertia about its CoM S in frame S, 3x3 diagonal, kg m^2",
-    "d": "hinge H to panel CoM distance, m, > 0",
-    "k": "hinge spring stiffness, N m/rad, >= 0",
-    "r_HB_B": "hinge point relative to B, B frame, 3 numbers, m",
-    "dcm_HB": "[HB], rows h1 h2 h3 in B components, 3x3 proper rotation",
+    **{f.name: f.words() for f in SCHEMA if f.tables},
     "l": "hinge to next hinge distance, m, > 0 (required on every chain panel but the last, refused there)",
-    "panels": "the chain's panels, [[chains.panels]], root first, at least one",
-    "mu": "gravitational parameter, m^3/s^2, > 0",
+    _CHAIN_PANELS: "the chain's panels, [[chains.panels]], root first, at least one",
     "t_start": "pulse start time, s, >= 0",
     "t_end": "pulse end time, s, > t_start",
 }
 
-# Common misnamings that difflib cannot guess (keys are lower-case).
+# Common misnamings that difflib cannot guess (keys are lower-case), of the tables outside the schema.
 _ALIASES = {
-    "hub": {"mass": "mHub", "m": "mHub", "inertia": "IHubPntBc_B", "i": "IHubPntBc_B"},
-    "panel": {
-        "damping": "c",
-        "damper": "c",
-        "stiffness": "k",
-        "spring": "k",
-        "inertia": "IPntS_S",
-        "i": "IPntS_S",
-        "m": "mass",
-        "theta": "thetaInit",
-        "theta0": "thetaInit",
-        "thetadot": "thetaDotInit",
-        "thetadot0": "thetaDotInit",
-        "torque": "motorTorque",
-        "u": "motorTorque",
-    },
     "load": {
         "extforce": "extForce_B",
         "exttorque": "extTorquePntB_B",
@@ -136,10 +93,6 @@ _ALIASES = {
         "tf": "t_end",
         "stop_time": "t_end",
     },
-    "gravity": {"gm": "mu"},
-    "wheel": {"axis": "gsHat_B", "gshat": "gsHat_B", "gs": "gsHat_B", "j": "Js", "inertia": "Js", "omega": "Omega",
-              "speed": "Omega", "torque": "u", "umax": "u_max", "max_torque": "u_max", "viscous": "cViscous",
-              "coulomb": "fCoulomb"},
 }
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -151,12 +104,12 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclasses.dataclass
 class Parsed:
-    """The validated scenario as plain NumPy arrays / Python values."""
+    """The validated scenario as plain NumPy arrays / Python values, keyed by the schema's field names."""
 
     hub: dict[str, Any]
     panels: dict[str, Any]
     names: tuple[str, ...]
-    mu: float | None
+    gravity: dict[str, Any] | None
     loads: dict[str, Any] | None
     pulses: dict[str, Any] | None
     simulation: SimulationConfig
@@ -164,30 +117,75 @@ class Parsed:
     wheels: dict[str, Any] | None = None  # {key: stacked array}, "names": tuple
     inputs: dict[str, Any] | None = None  # {"t", "values", "columns", "hold", "csv"}
     control: dict[str, Any] | None = None  # the [control] keys (ISCPntB_B None: the spacecraft's inertia)
+    notes: list = dataclasses.field(default_factory=list)  # values the checker adjusted, in words
 
 
-def _check_hub(ck: _Checker, hub: Mapping) -> dict[str, Any]:
-    ck.keys(hub, "hub", _HUB_KEYS, _HUB_REQUIRED, _ALIASES["hub"])
+def _value(ck: _Checker, f: Field, raw: Any, where: str, notes: list) -> Any:
+    """One key's value: its type and shape (`f.shape`), then its rule (`_model._rules.value_problem`); a spin
+    axis within `UNIT_NOTE_TOL` of unit is normalised, with a note."""
+    if f.rule == "choice":
+        return ck.choice(_unwrap(raw), where, f.choices)
+    if f.shape == ():
+        x = ck.number(raw, where)
+    elif f.shape[0] is None:  # rows
+        rows = _unwrap(raw)
+        if not isinstance(rows, list) or not 1 <= len(rows) <= 3:
+            raise ck.bad(where, rows, f"must be 1 to 3 rows of {f.shape[1]} numbers")
+        x = ck.array(rows, where, (len(rows), *f.shape[1:]))
+    else:
+        x = ck.array(raw, where, f.shape)
+    if f.rule == "unit":
+        norm = float(np.linalg.norm(x))
+        if UNIT_TOL < abs(norm - 1.0) <= UNIT_NOTE_TOL:
+            notes.append(f"{ck.source}: {where} = {_fmt(raw)} has norm {norm:.12g}: normalised to unit length "
+                         f"(as Basilisk does; within {UNIT_NOTE_TOL:g} of unit)")
+            x = x / norm
+    problem = value_problem(f, x)
+    if problem is not None:
+        suffix, value, rule = problem
+        if f.name == "mu":
+            rule += _GRAVITY_HINT
+        raise ck.bad(where + suffix, raw if not suffix else value, rule)
+    return x
+
+
+def _fields(ck: _Checker, table: Mapping, label: str, fields: tuple[Field, ...], notes: list,
+            hangs: bool | None = None) -> dict[str, Any]:
+    """The values of a table's schema `fields` (keys already checked), defaults where absent (`COMPUTED`: None).
+    `hangs`: for a chain member, whether a panel hangs from it (its `l` is then required, else refused)."""
     out: dict[str, Any] = {}
-    out["mHub"] = ck.positive(hub["mHub"], "hub.mHub", "kg")
-
-    field = "hub.IHubPntBc_B"
-    inertia = ck.array(hub["IHubPntBc_B"], field, (3, 3))
-    problem = inertia_problem(inertia)
-    if problem:
-        raise ck.bad(field, hub["IHubPntBc_B"], problem)
-    out["IHubPntBc_B"] = inertia
-
-    for key in ("r_BcB_B", "r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit"):
-        out[key] = ck.array(hub[key], f"hub.{key}", (3,)) if key in hub else np.zeros(3)
-    s2 = float(np.dot(out["sigma_BNInit"], out["sigma_BNInit"]))
-    if not math.isfinite(s2):
-        raise ck.bad(
-            "hub.sigma_BNInit",
-            hub["sigma_BNInit"],
-            "|sigma_BNInit|^2 overflows; the MRP must have a finite norm",
-        )
+    for f in fields:
+        if f.rule == "hinge_lever" and hangs is not None:
+            if hangs and f.name not in table:
+                raise ck.fail(label, f"missing required key {f.name!r} ({f.words()}): every panel of a chain but "
+                              "the last needs it")
+            if not hangs and f.name in table:
+                raise ck.bad(f"{label}.{f.name}", table[f.name], "not allowed on the last panel of a chain: l places "
+                             "the next panel's hinge (as in Basilisk's nHinged effector), and no panel follows; "
+                             "remove it")
+            if hangs:
+                x = ck.number(table[f.name], f"{label}.{f.name}")
+                if not x > 0:
+                    raise ck.bad(f"{label}.{f.name}", table[f.name], f"must be > 0 ({f.unit}, {f.description})")
+                out[f.name] = x
+                continue
+        if f.name in table:
+            out[f.name] = _value(ck, f, table[f.name], f"{label}.{f.name}", notes)
+        else:
+            out[f.name] = None if f.default is COMPUTED else np.array(f.default, dtype=float) if not f.static and \
+                f.rule != "choice" else f.default
     return out
+
+
+def _stack(rows: list[dict], fields: tuple[Field, ...]) -> dict[str, np.ndarray]:
+    """Per-element values (one dict a panel or wheel) as one array a field, elements first."""
+    n = len(rows)
+    return {f.name: np.array([r[f.name] for r in rows], dtype=float).reshape((n, *f.shape)) for f in fields}
+
+
+def _check_hub(ck: _Checker, hub: Mapping, notes: list) -> dict[str, Any]:
+    ck.keys(hub, "hub", table_keys("hub"), _required("hub"), _aliases("hub"))
+    return _fields(ck, hub, "hub", in_table("hub"), notes)
 
 
 def _check_name(ck: _Checker, table: Mapping, where: str, default_name: str, taken: dict, what: str) -> str:
@@ -214,76 +212,35 @@ def _check_name(ck: _Checker, table: Mapping, where: str, default_name: str, tak
     return name
 
 
-def _check_panel(ck: _Checker, panel: Mapping, i: int, taken: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    # The name first: it labels every other message about this panel.
-    name = _check_name(ck, panel, f"panels[{i}]", f"p{i}", taken, "panel")
-
-    label = f"panels[{i}] ({_toml_str(name)})"
-    ck.keys(panel, label, _PANEL_KEYS, _PANEL_REQUIRED, _ALIASES["panel"])
-    out: dict[str, Any] = {}
-    out["mass"] = ck.positive(panel["mass"], f"{label}.mass", "kg")
-    out["IPntS_S"] = _check_panel_inertia(ck, panel, label)
-    out["d"] = ck.positive(panel["d"], f"{label}.d", "m")
-    out["k"] = ck.nonnegative(panel["k"], f"{label}.k", "N m/rad")
-    out["c"] = ck.nonnegative(panel["c"], f"{label}.c", "N m s/rad") if "c" in panel else 0.0
-    out["r_HB_B"] = ck.array(panel["r_HB_B"], f"{label}.r_HB_B", (3,))
-    out["dcm_HB"] = _check_dcm(ck, panel["dcm_HB"], f"{label}.dcm_HB")
-    for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
-        out[key] = ck.number(panel[key], f"{label}.{key}") if key in panel else 0.0
-    return name, out
+def _check_panel(ck: _Checker, panel: Any, where: str, default_name: str, taken: dict[str, str], table: str,
+                 notes: list, hangs: bool | None = None) -> tuple[str, dict[str, Any]]:
+    """One panel, single (`table` "panels") or a chain's member ("chains.panels"): the same checks."""
+    panel = ck.table(panel, where, f"[[{table}]]")
+    name = _check_name(ck, panel, where, default_name, taken, "panel")  # first: it labels every other message
+    label = f"{where} ({_toml_str(name)})"
+    ck.keys(panel, label, table_keys(table), _required(table), _aliases(table))
+    return name, _fields(ck, panel, label, in_table(table), notes, hangs)
 
 
-def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken: dict):
+def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken: dict, notes: list):
     """One `[[chains]]` entry -> (chain name, panel names, {key: stacked array})."""
     name = _check_name(ck, chain, f"chains[{i}]", f"chain{i}", chain_taken, "chain")
     label = f"chains[{i}] ({_toml_str(name)})"
-    ck.keys(chain, label, _CHAIN_KEYS, _CHAIN_REQUIRED, {"panel": "panels"})
-    r_HB_B = ck.array(chain["r_HB_B"], f"{label}.r_HB_B", (3,))
-    dcm_HB = _check_dcm(ck, chain["dcm_HB"], f"{label}.dcm_HB")
-    raw = _unwrap(chain["panels"])
+    ck.keys(chain, label, table_keys("chains"), _required("chains"), {"panel": _CHAIN_PANELS})
+    shared = _fields(ck, chain, label, in_table("chains"), notes)
+    raw = _unwrap(chain[_CHAIN_PANELS])
     if not isinstance(raw, list) or not raw:
         raise ck.bad(
-            f"{label}.panels",
+            f"{label}.{_CHAIN_PANELS}",
             raw,
             "must be a non-empty array of tables ([[chains.panels]] in TOML, root panel first), "
             f"got {_kind(raw) if isinstance(raw, list) is False else 'an empty array'}",
         )
     L = len(raw)
-    names, rows = [], []
-    for j, panel in enumerate(raw):
-        where = f"{label}.panels[{j}]"
-        panel = ck.table(panel, where, "[[chains.panels]]")
-        pname = _check_name(ck, panel, where, f"{name}_{j + 1}", taken, "panel")
-        plabel = f"{where} ({_toml_str(pname)})"
-        ck.keys(panel, plabel, _CHAIN_PANEL_KEYS, _CHAIN_PANEL_REQUIRED, _ALIASES["panel"])
-        out: dict[str, Any] = {}
-        out["mass"] = ck.positive(panel["mass"], f"{plabel}.mass", "kg")
-        out["IPntS_S"] = _check_panel_inertia(ck, panel, plabel)
-        out["d"] = ck.positive(panel["d"], f"{plabel}.d", "m")
-        if j < L - 1 and "l" not in panel:
-            raise ck.fail(
-                plabel,
-                f"missing required key 'l' (hinge to next hinge distance, m, > 0): panel {j + 1} of {L} "
-                "in the chain needs it (only the last panel may omit it)",
-            )
-        if j == L - 1 and "l" in panel:
-            raise ck.bad(f"{plabel}.l", panel["l"], "not allowed on the last panel of a chain: l places the next "
-                         "panel's hinge (as in Basilisk's nHinged effector), and no panel follows; remove it")
-        out["l"] = ck.positive(panel["l"], f"{plabel}.l", "m, hinge to next hinge distance") if j < L - 1 else 0.0
-        out["k"] = ck.nonnegative(panel["k"], f"{plabel}.k", "N m/rad")
-        out["c"] = ck.nonnegative(panel["c"], f"{plabel}.c", "N m s/rad") if "c" in panel else 0.0
-        for key in ("thetaInit", "thetaDotInit", "thetaRef", "thetaDotRef", "motorTorque"):
-            out[key] = ck.number(panel[key], f"{plabel}.{key}") if key in panel else 0.0
-        names.append(pname)
-        rows.append(out)
-    arrays = {
-        key: np.array([r[key] for r in rows], dtype=float).reshape((L, 3, 3) if key == "IPntS_S" else (L,))
-        for key in _CHAIN_PANEL_KEYS
-        if key != "name"
-    }
-    arrays["r_HB_B"] = r_HB_B
-    arrays["dcm_HB"] = dcm_HB
-    return name, tuple(names), arrays
+    checked = [_check_panel(ck, panel, f"{label}.{_CHAIN_PANELS}[{j}]", f"{name}_{j + 1}", taken, "chains.panels",
+                            notes, hangs=j < L - 1) for j, panel in enumerate(raw)]
+    arrays = _stack([values for _, values in checked], in_table("chains.panels"))
+    return name, tuple(pname for pname, _ in checked), {**arrays, **shared}
 
 
 def _check_bodies(ck: _Checker, bodies: list) -> None:
@@ -292,24 +249,6 @@ def _check_bodies(ck: _Checker, bodies: list) -> None:
     problem = rigid_body_problem(bodies)
     if problem:
         raise ck.bad(*problem)
-
-
-def _check_panel_inertia(ck: _Checker, panel: Mapping, label: str) -> np.ndarray:
-    field = f"{label}.IPntS_S"
-    inertia = ck.array(panel["IPntS_S"], field, (3, 3))
-    problem = panel_inertia_problem(inertia)
-    if problem:
-        (r, c), rule = problem
-        raise ck.bad(f"{field}[{r + 1}][{c + 1}]", panel["IPntS_S"][r][c], rule)
-    return inertia
-
-
-def _check_dcm(ck: _Checker, value: Any, field: str) -> np.ndarray:
-    dcm = ck.array(value, field, (3, 3))
-    problem = rotation_problem(dcm)
-    if problem:
-        raise ck.bad(field, value, problem)
-    return dcm
 
 
 def _check_load_vectors(ck: _Checker, table: Mapping, where: str) -> dict[str, np.ndarray]:
@@ -357,7 +296,8 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         raise ck.fail(None, f"a scenario must be a table (dict), got {_kind(data)}")
     ck.keys(data, None, _TOP_KEYS, ("hub",), {"panel": "panels"})
 
-    hub = _check_hub(ck, ck.table(data["hub"], "hub", "[hub]"))
+    notes: list[str] = []
+    hub = _check_hub(ck, ck.table(data["hub"], "hub", "[hub]"), notes)
 
     raw_panels = data.get("panels", [])
     raw_panels = _unwrap(raw_panels)
@@ -366,19 +306,10 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
             "panels", raw_panels, f"must be an array of tables ([[panels]] in TOML), got {_kind(raw_panels)}"
         )
     taken: dict[str, str] = {}
-    names, per_panel = [], []
-    for i, panel in enumerate(raw_panels):
-        panel = ck.table(panel, f"panels[{i}]", "[[panels]]")
-        name, values = _check_panel(ck, panel, i, taken)
-        names.append(name)
-        per_panel.append(values)
-    n = len(per_panel)
-    shapes = {"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}
-    panels = {
-        key: np.array([p[key] for p in per_panel], dtype=float).reshape((n, *shapes.get(key, ())))
-        for key in _PANEL_KEYS
-        if key != "name"
-    }
+    singles = [_check_panel(ck, panel, f"panels[{i}]", f"p{i}", taken, "panels", notes)
+               for i, panel in enumerate(raw_panels)]
+    names = [name for name, _ in singles]
+    panels = _stack([values for _, values in singles], in_table("panels"))
 
     raw_chains = _unwrap(data.get("chains", []))
     if not isinstance(raw_chains, list):
@@ -387,28 +318,25 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         )
     chain_taken: dict[str, str] = {}
     chains = [
-        _check_chain(ck, ck.table(ch, f"chains[{i}]", "[[chains]]"), i, taken, chain_taken)
+        _check_chain(ck, ck.table(ch, f"chains[{i}]", "[[chains]]"), i, taken, chain_taken, notes)
         for i, ch in enumerate(raw_chains)
     ]
-    where = [(f"panels[{i}] ({_toml_str(nm)})", p["mass"], p["IPntS_S"]) for i, (nm, p) in enumerate(zip(names, per_panel))]
-    where += [(f"chains[{i}] ({_toml_str(cn)}).panels[{j}] ({_toml_str(pn)})", a["mass"][j], a["IPntS_S"][j])
+    (_, hm, hI), (_, pm, pI) = BODIES
+    where = [(f"panels[{i}] ({_toml_str(nm)})", p[pm], p[pI]) for i, (nm, p) in enumerate(singles)]
+    where += [(f"chains[{i}] ({_toml_str(cn)}).panels[{j}] ({_toml_str(pn)})", a[pm][j], a[pI][j])
               for i, (cn, pns, a) in enumerate(chains) for j, pn in enumerate(pns)]
-    _check_bodies(ck, [("hub.mHub", hub["mHub"], "hub.IHubPntBc_B", hub["IHubPntBc_B"]),
-                       *((f"{w}.mass", m, f"{w}.IPntS_S", inertia) for w, m, inertia in where)])
+    _check_bodies(ck, [(f"hub.{hm}", hub[hm], f"hub.{hI}", hub[hI]),
+                       *((f"{w}.{pm}", m, f"{w}.{pI}", I) for w, m, I in where)])
 
-    mu = None
+    gravity = None
     if "gravity" in data:
         grav = ck.table(data["gravity"], "gravity", "[gravity]")
-        ck.keys(grav, "gravity", _GRAVITY_KEYS, (), _ALIASES["gravity"])
-        if "mu" not in grav:
-            raise ck.fail(
-                "gravity", "missing required key 'mu' (m^3/s^2, > 0); omit the [gravity] table for no gravity"
-            )
-        mu = ck.number(grav["mu"], "gravity.mu")
-        if not mu > 0:
-            raise ck.bad(
-                "gravity.mu", grav["mu"], "must be > 0 (m^3/s^2); omit the [gravity] table for no gravity"
-            )
+        ck.keys(grav, "gravity", table_keys("gravity"), (), _aliases("gravity"))
+        missing = [f for f in in_table("gravity") if f.required and f.name not in grav]
+        if missing:
+            raise ck.fail("gravity", f"missing required key {missing[0].name!r} ({missing[0].words()})"
+                          f"{_GRAVITY_HINT}")
+        gravity = _fields(ck, grav, "gravity", in_table("gravity"), notes)
 
     loads = pulses = None
     if "loads" in data:
@@ -450,13 +378,13 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
     raw_wheels = _unwrap(data.get("wheels", []))
     if not isinstance(raw_wheels, list):
         raise ck.bad("wheels", raw_wheels, f"must be an array of tables ([[wheels]] in TOML), got {_kind(raw_wheels)}")
-    wheels = _check_wheels(ck, raw_wheels, taken) if raw_wheels else None
+    wheels = _check_wheels(ck, raw_wheels, taken, notes) if raw_wheels else None
     inputs = None
     if "inputs" in data:
         table = ck.table(data["inputs"], "inputs", "[inputs]")
-        ck.keys(table, "inputs", _INPUTS_KEYS, ("csv",), {"file": "csv", "path": "csv", "interpolation": "hold"})
+        ck.keys(table, "inputs", table_keys("inputs"), _required("inputs"), _aliases("inputs"))
         csv_path = ck.string(table["csv"], "inputs.csv", "a CSV file name (a string, relative to this file)")
-        hold = ck.choice(table.get("hold", "zoh"), "inputs.hold", HOLDS)
+        hold = ck.choice(table.get("hold", field("input", "hold").default), "inputs.hold", HOLDS)
         panel_names = tuple(names) + tuple(pn for _, pns, _ in chains for pn in pns)
         allowed = input_columns(panel_names, () if wheels is None else wheels["names"])
         t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end)
@@ -468,67 +396,46 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         gain = np.array([ck.number(gains.get(c, 1.0), f"inputs.gain.{c}") for c in columns])
         inputs = {"t": t, "values": values, "columns": columns, "hold": hold, "csv": relative_to(ck.source, csv_path),
                   "gain": gain, "time_offset": ck.number(table.get("time_offset", 0.0), "inputs.time_offset")}
-    control = _check_control(ck, data["control"], sim, wheels, inputs) if "control" in data else None
-    return Parsed(hub, panels, tuple(names), mu, loads, pulses, sim, chains, wheels, inputs, control)
+    control = _check_control(ck, data["control"], sim, wheels, inputs, notes) if "control" in data else None
+    return Parsed(hub, panels, tuple(names), gravity, loads, pulses, sim, chains, wheels, inputs, control, notes)
 
 
-def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs) -> dict[str, Any]:
-    """The `[control]` table (`jaxhinge._model._control`): gains K, P >= 0, `control_dt` a whole multiple of the
-    rk4 `dt`, an actuator that exists, wheel axes that span the control axes."""
+def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs, notes: list) -> dict[str, Any]:
+    """The `[control]` table (`jaxhinge._model._control`): each field's rule, then `control_dt` a whole multiple
+    of the rk4 `dt`, an actuator that exists, wheel axes that span the control axes."""
     table = ck.table(raw, "control", "[control]")
-    ck.keys(table, "control", _CONTROL_KEYS, ("K", "P", "control_dt"), {})
-    out: dict[str, Any] = {}
-    out["sigma_R0N"] = ck.array(table.get("sigma_R0N", [0.0, 0.0, 0.0]), "control.sigma_R0N", (3,))
-    out["K"] = ck.nonnegative(table["K"], "control.K", "N m, MRP feedback gain")
-    out["P"] = ck.nonnegative(table["P"], "control.P", "N m s, rate feedback gain")
-    out["Ki"] = ck.number(table.get("Ki", -1.0), "control.Ki")
-    out["integralLimit"] = ck.nonnegative(table.get("integralLimit", 0.0), "control.integralLimit", "the clip of each integral component")
-    out["knownTorquePntB_B"] = ck.array(table.get("knownTorquePntB_B", [0.0, 0.0, 0.0]), "control.knownTorquePntB_B",
-                                        (3,))
-    out["ISCPntB_B"] = None
-    if "ISCPntB_B" in table:
-        inertia = ck.array(table["ISCPntB_B"], "control.ISCPntB_B", (3, 3))
-        problem = inertia_problem(inertia)
-        if problem:
-            raise ck.bad("control.ISCPntB_B", table["ISCPntB_B"], problem)
-        out["ISCPntB_B"] = inertia
-    cdt = ck.positive(table["control_dt"], "control.control_dt", "s")
+    ck.keys(table, "control", table_keys("control"), _required("control"), _aliases("control"))
+    out = _fields(ck, table, "control", in_table("control"), notes)
+    dt_field, act, axes_field = (field("control", n) for n in (CONTROL_DT, ACTUATOR, CONTROL_AXES))
+    cdt, where = out[dt_field.name], f"control.{dt_field.name}"
     n = round(cdt / sim.dt)
     if sim.integrator != "rk4":  # adaptive: each control period is one solve, the samples its boundaries
         if cdt > sim.t_end:
-            raise ck.bad("control.control_dt", table["control_dt"], f"must be <= simulation.t_end = "
-                         f"{_fmt(sim.t_end)} s (the flight software runs every control_dt from t = 0)")
+            raise ck.bad(where, table[dt_field.name], f"must be <= simulation.t_end = {_fmt(sim.t_end)} s (the "
+                         f"flight software runs every {dt_field.name} from t = 0)")
     elif n < 1 or abs(cdt - n * sim.dt) > TICK_RTOL * cdt:
-        raise ck.bad("control.control_dt", table["control_dt"], f"must be a whole multiple of simulation.dt = "
-                     f"{_fmt(sim.dt)} s (the flight software runs at the start of an rk4 step)")
-    out["control_dt"] = cdt
-    out["actuator"] = ck.choice(table.get("actuator", "wheels"), "control.actuator", ACTUATORS)
-    raw_axes = table.get("controlAxes_B", [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-    if not isinstance(raw_axes, list) or not 1 <= len(raw_axes) <= 3:
-        raise ck.bad("control.controlAxes_B", raw_axes, "must be 1 to 3 axes (rows of 3 numbers)")
-    axes = ck.array(raw_axes, "control.controlAxes_B", (len(raw_axes), 3))
-    for i, a in enumerate(axes):
-        if not np.linalg.norm(a) > 0:
-            raise ck.bad(f"control.controlAxes_B[{i + 1}]", raw_axes[i], "must not be zero")
-    out["controlAxes_B"] = axes
-    if out["actuator"] == "wheels":
+        raise ck.bad(where, table[dt_field.name], f"must be a whole multiple of simulation.dt = {_fmt(sim.dt)} s "
+                     "(the flight software runs at the start of an rk4 step)")
+    axes = out[axes_field.name]
+    raw_axes = table.get(axes_field.name, axes_field.default)
+    if out[act.name] == "wheels":
         if wheels is None:
-            raise ck.bad("control.actuator", "wheels", "the spacecraft has no [[wheels]]; use actuator = \"torque\" "
-                         "(a hub torque) or add wheels")
-        cg = axes @ wheels["gsHat_B"].T
+            raise ck.bad(f"control.{act.name}", "wheels", "the spacecraft has no [[wheels]]; use actuator = "
+                         "\"torque\" (a hub torque) or add wheels")
+        cg = axes @ wheels[SPIN_AXIS].T
         sv = np.linalg.svd(cg, compute_uv=False)
         if sv.size < len(axes) or sv[-1] <= 1e-9 * max(sv[0], 1e-300):
-            raise ck.bad("control.controlAxes_B", raw_axes, f"the wheels' spin axes do not span these {len(axes)} "
-                         "control axes (rwMotorTorque could not realise a torque about each)")
+            raise ck.bad(f"control.{axes_field.name}", raw_axes, f"the wheels' spin axes do not span these "
+                         f"{len(axes)} control axes (rwMotorTorque could not realise a torque about each)")
         if inputs is not None and any(c.startswith("u_") for c in inputs["columns"]):
-            raise ck.fail("control.actuator", "the controller commands the wheels; recorded wheel commands "
+            raise ck.fail(f"control.{act.name}", "the controller commands the wheels; recorded wheel commands "
                           "(u_<wheel> columns in [inputs]) would be added to its command")
     return out
 
 
-def _check_wheels(ck: _Checker, raw: list, panels: Mapping[str, str]) -> dict[str, Any]:
-    """The `[[wheels]]` tables (Basilisk `BalancedWheels`): names unique (default `rw<index+1>`), a unit spin axis,
-    `Js` > 0, friction >= 0; `Omega` (initial speed), `u`, `u_max` any finite number."""
+def _check_wheels(ck: _Checker, raw: list, panels: Mapping[str, str], notes: list) -> dict[str, Any]:
+    """The `[[wheels]]` tables (Basilisk `BalancedWheels`): names unique (default `rw<number>`, counted from 1),
+    each field's rule (a unit spin axis, `Js` > 0, friction >= 0, ...)."""
     taken: dict[str, str] = {}
     rows, names = [], []
     for i, table in enumerate(raw):
@@ -539,19 +446,9 @@ def _check_wheels(ck: _Checker, raw: list, panels: Mapping[str, str]) -> dict[st
             raise ck.bad(f"{where}.name", name, f"already the name of {panels[name]}; parameter names (\"{name}.Js\") "
                          "need wheel and panel names to differ")
         label = f"{where} ({_toml_str(name)})"
-        ck.keys(table, label, _WHEEL_KEYS, _WHEEL_REQUIRED, _ALIASES["wheel"])
-        gs = ck.array(table["gsHat_B"], f"{label}.gsHat_B", (3,))
-        norm = float(np.linalg.norm(gs))
-        if not abs(norm - 1.0) <= UNIT_TOL:
-            raise ck.bad(f"{label}.gsHat_B", table["gsHat_B"], f"must be a unit vector (the spin axis in B); its norm "
-                         f"is {norm:.12g}")
-        row = {"gsHat_B": gs, "Js": ck.positive(table["Js"], f"{label}.Js", "kg m^2, spin-axis inertia")}
-        for key in ("Omega", "u", "u_max"):
-            row[key] = ck.number(table[key], f"{label}.{key}") if key in table else 0.0
-        row["cViscous"] = ck.nonnegative(table["cViscous"], f"{label}.cViscous", "N m s") if "cViscous" in table else 0.0
-        row["fCoulomb"] = ck.nonnegative(table["fCoulomb"], f"{label}.fCoulomb", "N m") if "fCoulomb" in table else 0.0
-        rows.append(row)
+        ck.keys(table, label, table_keys("wheels"), _required("wheels"), _aliases("wheels"))
+        rows.append(_fields(ck, table, label, in_table("wheels"), notes))
         names.append(name)
-    out = {k: np.array([r[k] for r in rows], dtype=float) for k in rows[0]}
+    out: dict[str, Any] = _stack(rows, in_table("wheels"))
     out["names"] = tuple(names)
     return out

@@ -11,20 +11,22 @@ The schema (Basilisk's field names, frames and units): docs/scenario-files.md.
 
 import os
 import pathlib
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from .._dynamics._energy import total_inertia_B
-from .._errors import ScenarioError
+from .._errors import JaxhingeNote, ScenarioError
 from .._format import fmt_shape as _fmt_shape
 from .._model._control import Control
 from .._model._loads import Inputs, Loads, Pulses
 from .._model._scenario import Scenario
+from .._model._schema import CONTROL_INERTIA, Field, in_table
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft, Wheels
 from ._checker import Checker as _Checker
-from ._scenario_check import _CHAIN_PANEL_KEYS, _LOAD_VECTORS, _PANEL_KEYS, _PULSE_KEYS, Parsed, check
+from ._scenario_check import _CHAIN_PANELS, _LOAD_VECTORS, _PULSE_KEYS, Parsed, check
 from ._writers import atomic_write, toml_text
 
 __all__ = [
@@ -38,33 +40,26 @@ __all__ = [
 ]
 
 
+def _of(values: dict, model: str, table: str) -> dict:
+    """The arguments of a model pytree (`_schema.of_model`) from a checked table's values."""
+    return {f.attribute: values[f.name] for f in in_table(table) if f.model == model}
+
+
 def _build(p: Parsed) -> Scenario:
-    """One `Panels` tree: the single panels in file order, then the chains, chain by chain, root first."""
-    hub = Hub(mHub=p.hub["mHub"], IHubPntBc_B=p.hub["IHubPntBc_B"], r_BcB_B=p.hub["r_BcB_B"])
-    singles = Panels(
-        **{k: p.panels[k] for k in _PANEL_KEYS if k not in ("name", "thetaInit", "thetaDotInit")},
-        names=p.names,
-    )
-    chains = [
-        Panels.chain_of(
-            cname, a["r_HB_B"], a["dcm_HB"],
-            **{k: a[k] for k in _CHAIN_PANEL_KEYS[1:] if k not in ("thetaInit", "thetaDotInit")},
-            names=pnames,
-        )
-        for cname, pnames, a in p.chains
-    ]
+    """One `Panels` tree: the single panels in file order, then the chains, chain by chain, root first. Every
+    model pytree takes its fields from the tables that hold them (`_schema`)."""
+    hub = Hub(**_of(p.hub, "hub", "hub"))
+    singles = Panels(**_of(p.panels, "panels", "panels"), names=p.names)
+    chains = [Panels.chain_of(cname, names=pnames, **_of(a, "panels", "chains.panels"), **_of(a, "panels", "chains"))
+              for cname, pnames, a in p.chains]
     panels = Panels.concat(singles, *chains) if chains else singles
-    gravity = None if p.mu is None else PointMassGravity(mu=p.mu)
-    wheels = None if p.wheels is None else Wheels(
-        **{k: p.wheels[k] for k in ("gsHat_B", "Js", "u", "u_max", "cViscous", "fCoulomb")}, names=p.wheels["names"])
+    gravity = None if p.gravity is None else PointMassGravity(**_of(p.gravity, "gravity", "gravity"))
+    wheels = None if p.wheels is None else Wheels(**_of(p.wheels, "wheels", "wheels"), names=p.wheels["names"])
     initial = InitialState(
-        r_CN_NInit=p.hub["r_CN_NInit"],
-        v_CN_NInit=p.hub["v_CN_NInit"],
-        sigma_BNInit=p.hub["sigma_BNInit"],
-        omega_BN_BInit=p.hub["omega_BN_BInit"],
-        thetaInit=np.concatenate([p.panels["thetaInit"], *[a["thetaInit"] for _, _, a in p.chains]]),
-        thetaDotInit=np.concatenate([p.panels["thetaDotInit"], *[a["thetaDotInit"] for _, _, a in p.chains]]),
-        OmegaInit=None if p.wheels is None else p.wheels["Omega"],
+        **_of(p.hub, "initial", "hub"),
+        **{f.attribute: np.concatenate([p.panels[f.name], *[a[f.name] for _, _, a in p.chains]])
+           for f in in_table("panels") if f.initial},
+        **({} if p.wheels is None else _of(p.wheels, "initial", "wheels")),
     )
     inputs = None
     if p.inputs is not None:
@@ -79,9 +74,9 @@ def _build(p: Parsed) -> Scenario:
     spacecraft = Spacecraft(hub=hub, panels=panels, gravity=gravity, wheels=wheels)
     control = None
     if p.control is not None:
-        c = dict(p.control)
-        if c["ISCPntB_B"] is None:  # the spacecraft's total inertia about B, hinges at their initial angles
-            c["ISCPntB_B"] = total_inertia_B(spacecraft, initial.thetaInit)
+        c = _of(p.control, "control", "control")
+        if c[CONTROL_INERTIA] is None:  # the spacecraft's total inertia about B, hinges at their initial angles
+            c[CONTROL_INERTIA] = total_inertia_B(spacecraft, initial.thetaInit)
         control = Control(**c)
     return Scenario(spacecraft=spacecraft, initial=initial, loads=loads, simulation=p.simulation, control=control)
 
@@ -104,7 +99,10 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
 
     **Raises:** `ScenarioError` (a `ValueError`) on the first problem found, before anything is built.
     """
-    return _build(check(data, source))
+    parsed = check(data, source)
+    for note in parsed.notes:
+        warnings.warn(note, JaxhingeNote, stacklevel=2)
+    return _build(parsed)
 
 
 def load_scenario(path: str | os.PathLike) -> Scenario:
@@ -162,6 +160,19 @@ def _host(x: Any, shape: tuple[int, ...], field: str) -> Any:
     return a.tolist()
 
 
+def _value(scenario: Scenario, f: Field, count: int | None, where: str) -> Any:
+    """A field's value as a file holds it (plain lists and floats, one element a panel or wheel: `count`), from
+    the pytree that carries it (`Scenario.part`); a per-wheel initial condition not set (None) is 0."""
+    x = getattr(scenario.part(f.model), f.attribute)
+    if f.static:
+        return x
+    if x is None:
+        x = np.zeros((count, *f.shape))
+    rank = np.ndim(x) - len(f.shape)
+    shape = tuple(np.shape(x)[rank + i] if d is None else d for i, d in enumerate(f.shape))
+    return _host(x, shape if count is None else (count, *shape), where)
+
+
 def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """The inverse of `scenario_from_dict`: plain Python floats, lists and strings, every key written out.
 
@@ -172,7 +183,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     **Returns:** a dict in the TOML schema; `scenario_from_dict(scenario_to_dict(s))` has identical leaves.
     Panels with no names get the default names `p<index>`.
     """
-    sc, ini, loads = scenario.spacecraft, scenario.initial, scenario.loads
+    sc, loads = scenario.spacecraft, scenario.loads
     for fn in ("extForce_B_fn", "extForce_N_fn", "extTorquePntB_B_fn", "motorTorque_fn"):
         if getattr(loads, fn) is not None:
             raise ScenarioError(
@@ -184,22 +195,9 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     pan = sc.panels
     n_all = pan.count
     names = pan.labels
-    hub = {
-        "mHub": _host(sc.hub.mHub, (), "hub.mHub"),
-        "IHubPntBc_B": _host(sc.hub.IHubPntBc_B, (3, 3), "hub.IHubPntBc_B"),
-        "r_BcB_B": _host(sc.hub.r_BcB_B, (3,), "hub.r_BcB_B"),
-        "r_CN_NInit": _host(ini.r_CN_NInit, (3,), "initial.r_CN_NInit"),
-        "v_CN_NInit": _host(ini.v_CN_NInit, (3,), "initial.v_CN_NInit"),
-        "sigma_BNInit": _host(ini.sigma_BNInit, (3,), "initial.sigma_BNInit"),
-        "omega_BN_BInit": _host(ini.omega_BN_BInit, (3,), "initial.omega_BN_BInit"),
-    }
-    columns = {
-        k: _host(getattr(pan, k), (n_all, *({"IPntS_S": (3, 3), "dcm_HB": (3, 3), "r_HB_B": (3,)}.get(k, ()))),
-                 f"panels.{k}")
-        for k in (*_PANEL_KEYS[1:], "l") if k not in ("thetaInit", "thetaDotInit")
-    }
-    columns["thetaInit"] = _host(ini.thetaInit, (n_all,), "initial.thetaInit")
-    columns["thetaDotInit"] = _host(ini.thetaDotInit, (n_all,), "initial.thetaDotInit")
+    hub = {f.name: _value(scenario, f, None, f"hub.{f.name}") for f in in_table("hub")}
+    panel_fields = {f.name: f for t in ("panels", "chains", "chains.panels") for f in in_table(t)}
+    columns = {k: _value(scenario, f, n_all, f"panels.{k}") for k, f in panel_fields.items()}
     panels, chains = [], []
     for i in range(n_all):
         if not pan.chain[i]:  # a single panel
@@ -207,21 +205,21 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
                 raise ScenarioError(f"<scenario>: panel {names[i]!r}: a scenario file lists the single panels "
                                     "(hinged to the hub, chain label \"\") first, then the chains",
                                     source="<scenario>")
-            panels.append({"name": names[i], **{k: columns[k][i] for k in _PANEL_KEYS[1:]}})
+            panels.append({"name": names[i], **{f.name: columns[f.name][i] for f in in_table("panels")}})
             continue
         if pan.parent[i] < 0:  # the root of a new chain
-            chains.append({"name": pan.chain[i], "r_HB_B": columns["r_HB_B"][i], "dcm_HB": columns["dcm_HB"][i],
-                           "panels": []})
+            chains.append({"name": pan.chain[i], **{f.name: columns[f.name][i] for f in in_table("chains")},
+                           _CHAIN_PANELS: []})
         elif pan.parent[i] != i - 1 or pan.chain[i - 1] != pan.chain[i]:
             raise ScenarioError(f"<scenario>: panel {names[i]!r} is not hinged to the panel before it; a scenario "
                                 "file holds chains (each panel hinged to the previous one)", source="<scenario>")
         last = i + 1 == n_all or pan.parent[i + 1] != i
         row: dict[str, Any] = {"name": names[i]}
-        for k in _CHAIN_PANEL_KEYS[1:]:
-            if k == "l" and last:
+        for f in in_table("chains.panels"):
+            if f.rule == "hinge_lever" and last:
                 continue  # l places the next panel: unused (and refused) on the last
-            row[k] = columns[k][i]
-        chains[-1]["panels"].append(row)
+            row[f.name] = columns[f.name][i]
+        chains[-1][_CHAIN_PANELS].append(row)
 
     out: dict[str, Any] = {"hub": hub}
     if panels:
@@ -229,15 +227,11 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     if chains:
         out["chains"] = chains
     if sc.gravity is not None:
-        out["gravity"] = {"mu": _host(sc.gravity.mu, (), "gravity.mu")}
+        out["gravity"] = {f.name: _value(scenario, f, None, f"gravity.{f.name}") for f in in_table("gravity")}
     if sc.wheels is not None:
-        w, W = sc.wheels, sc.wheels.count
-        cols = {k: _host(getattr(w, k), (W, 3) if k == "gsHat_B" else (W,), f"wheels.{k}")
-                for k in ("gsHat_B", "Js", "u", "u_max", "cViscous", "fCoulomb")}
-        cols["Omega"] = _host(ini.OmegaInit if ini.OmegaInit is not None else np.zeros(W), (W,), "initial.OmegaInit")
-        out["wheels"] = [{"name": nm, **{k: cols[k][j] for k in ("gsHat_B", "Js", "Omega", "u", "u_max", "cViscous",
-                                                                  "fCoulomb")}}
-                         for j, nm in enumerate(w.labels)]
+        W = sc.wheels.count
+        cols = {f.name: _value(scenario, f, W, f"wheels.{f.name}") for f in in_table("wheels")}
+        out["wheels"] = [{"name": nm, **{k: v[j] for k, v in cols.items()}} for j, nm in enumerate(sc.wheels.labels)]
     load_table: dict[str, Any] = {k: _host(getattr(loads, k), (3,), f"loads.{k}") for k in _LOAD_VECTORS}
     if loads.pulses is not None:
         pl = loads.pulses
@@ -265,11 +259,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         if float(loads.inputs.time_offset) != 0.0:
             out["inputs"]["time_offset"] = float(loads.inputs.time_offset)
     if scenario.control is not None:
-        c = scenario.control
-        out["control"] = {k: np.asarray(getattr(c, k), dtype=float).tolist() for k in
-                          ("sigma_R0N", "K", "P", "Ki", "integralLimit", "control_dt", "controlAxes_B", "ISCPntB_B",
-                           "knownTorquePntB_B")}
-        out["control"]["actuator"] = c.actuator
+        out["control"] = {f.name: _value(scenario, f, None, f"control.{f.name}") for f in in_table("control")}
     sim = scenario.simulation
     out["simulation"] = {
         "t_end": float(sim.t_end),

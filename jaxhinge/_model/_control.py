@@ -25,9 +25,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._math import cross3, mv3, sub_mrp
-from ._spacecraft import _f64
+from ._schema import field
+from ._spacecraft import _fill, schema_leaves
 
-ACTUATORS = ("wheels", "torque")
+ACTUATORS = field("control", "actuator").choices  # ("wheels", "torque")
 
 
 class Control(eqx.Module):
@@ -44,16 +45,14 @@ class Control(eqx.Module):
     Every number is an array leaf: the registry's `control.K`, `control.P`, ... (fits, sweeps, sensitivities).
     """
 
-    sigma_R0N: Float[Array, "3"] = eqx.field(converter=_f64)
-    K: Float[Array, ""] = eqx.field(converter=_f64)
-    P: Float[Array, ""] = eqx.field(converter=_f64)
-    Ki: Float[Array, ""] = eqx.field(converter=_f64)
-    integralLimit: Float[Array, ""] = eqx.field(converter=_f64)
-    ISCPntB_B: Float[Array, "3 3"] = eqx.field(converter=_f64)
-    knownTorquePntB_B: Float[Array, "3"] = eqx.field(converter=_f64)
-    controlAxes_B: Float[Array, "axes 3"] = eqx.field(converter=_f64)
-    control_dt: Float[Array, ""] = eqx.field(converter=_f64)
-    actuator: str = eqx.field(static=True, default="wheels")
+    __annotations__, _leaves = schema_leaves("control")
+    locals().update(_leaves)
+    del _leaves
+
+    def __init__(self, *args, **kwargs):
+        """Leaves by name, or positionally in the schema's order (`sigma_R0N, K, P, Ki, integralLimit, ISCPntB_B,
+        knownTorquePntB_B, controlAxes_B, control_dt, actuator`)."""
+        _fill(self, "control", args, kwargs)
 
 
 class ControlState(eqx.Module):

@@ -40,114 +40,17 @@ from jaxtyping import Array, ArrayLike, Float
 from .._errors import ParameterError
 from .._format import did_you_mean as _did_you_mean
 from .._format import fmt_value as _fmt_value
+from .._math import rotation_dcm
 from ._scenario import Scenario
+from ._schema import SCHEMA, Field
 
-
-@dataclasses.dataclass(frozen=True)
-class Field:
-    """One registered field: `owner` (`"hub"` or `"panel"`), `kind`, `unit`, `positive` (fitted in log),
-    `minimum`/`inclusive` (allowed values), `scale` (linear coordinates), `initial` (an `InitialState` field),
-    `description`."""
-
-    name: str
-    owner: str
-    kind: str
-    unit: str
-    description: str
-    positive: bool = False
-    minimum: float | None = None
-    inclusive: bool = False
-    scale: float = 1.0
-    initial: bool = False
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return () if self.kind == "scalar" else (3,)
-
-    def allowed(self) -> str:
-        """The value rule in words, e.g. `"must be > 0"`."""
-        if self.minimum is None:
-            return "any finite value"
-        return f"must be {'>=' if self.inclusive else '>'} {self.minimum:g}"
-
-    def admits(self, x) -> np.ndarray | np.bool_:
-        """Element-wise: the values `x` are allowed for this field (finite, and above the minimum)."""
-        x = np.asarray(x, dtype=float)
-        ok = np.isfinite(x)
-        if self.minimum is not None:
-            ok &= (x >= self.minimum) if self.inclusive else (x > self.minimum)
-        return ok
-
-
-def _f(name, owner, kind, unit, description, **kw) -> tuple[str, Field]:
-    return name, Field(name, owner, kind, unit, description, **kw)
-
-
-FIELDS: dict[str, Field] = dict(
-    [
-        _f("mass", "panel", "scalar", "kg", "panel mass", positive=True, minimum=0.0),
-        _f("d", "panel", "scalar", "m", "hinge to panel CoM distance", positive=True, minimum=0.0),
-        _f("l", "panel", "scalar", "m", "hinge to next hinge distance (chains)", positive=True, minimum=0.0,
-           inclusive=True),
-        _f("k", "panel", "scalar", "N m/rad", "hinge stiffness", positive=True, minimum=0.0, inclusive=True),
-        _f("c", "panel", "scalar", "N m s/rad", "hinge damping", positive=True, minimum=0.0, inclusive=True),
-        _f("thetaRef", "panel", "scalar", "rad", "spring reference angle", scale=0.1),
-        _f("thetaDotRef", "panel", "scalar", "rad/s", "damper reference rate", scale=0.1),
-        _f("motorTorque", "panel", "scalar", "N m", "hinge motor torque", scale=1.0),
-        _f("thetaInit", "panel", "scalar", "rad", "initial hinge angle", scale=0.1, initial=True),
-        _f("thetaDotInit", "panel", "scalar", "rad/s", "initial hinge rate", scale=0.1, initial=True),
-        _f("IPntS_S", "panel", "inertia", "1 (inertia scale factor)", "panel inertia", positive=True, minimum=0.0),
-        _f("r_HB_B", "panel", "vector", "m", "hinge point (chain: its root's)", scale=0.1),
-        _f("dcm_HB", "panel", "rotation", "rad (rotation vector)", "hinge frame (chain: its root's)", scale=0.01),
-        _f("mHub", "hub", "scalar", "kg", "hub mass", positive=True, minimum=0.0),
-        _f("IHubPntBc_B", "hub", "inertia", "1 (inertia scale factor)", "hub inertia", positive=True, minimum=0.0),
-        _f("r_BcB_B", "hub", "vector", "m", "hub CoM offset", scale=0.1),
-        _f("r_CN_NInit", "hub", "vector", "m", "initial system CoM position", scale=1.0, initial=True),
-        _f("v_CN_NInit", "hub", "vector", "m/s", "initial system CoM velocity", scale=0.1, initial=True),
-        _f("sigma_BNInit", "hub", "vector", "1 (MRP)", "initial attitude", scale=0.1, initial=True),
-        _f("omega_BN_BInit", "hub", "vector", "rad/s", "initial hub rate", scale=0.01, initial=True),
-        # reaction wheels (`"<wheel>.<field>"`): Js, initial speed, constant command, torque limit, friction
-        _f("Js", "wheel", "scalar", "kg m^2", "wheel spin-axis inertia", positive=True, minimum=0.0),
-        _f("Omega", "wheel", "scalar", "rad/s", "initial wheel speed relative to the hub", scale=10.0, initial=True),
-        _f("u", "wheel", "scalar", "N m", "wheel motor torque command (constant part)", scale=0.01),
-        _f("u_max", "wheel", "scalar", "N m", "wheel motor torque limit (<= 0: none)", scale=0.01),
-        _f("cViscous", "wheel", "scalar", "N m s", "wheel viscous friction", positive=True, minimum=0.0, inclusive=True),
-        _f("fCoulomb", "wheel", "scalar", "N m", "wheel Coulomb friction", positive=True, minimum=0.0, inclusive=True),
-        # the attitude controller (`"control.<field>"`, `[control]`)
-        _f("K", "control", "scalar", "N m", "MRP feedback gain", positive=True, minimum=0.0, inclusive=True),
-        _f("P", "control", "scalar", "N m s", "rate feedback gain", positive=True, minimum=0.0, inclusive=True),
-        _f("Ki", "control", "scalar", "1/s", "integral gain (<= 0: no integral term)", scale=1e-3),
-        _f("integralLimit", "control", "scalar", "1", "clip of each integral component", minimum=0.0,
-           inclusive=True, scale=0.01),
-        _f("control_dt", "control", "scalar", "s", "flight-software period (a whole multiple of dt)", positive=True,
-           minimum=0.0),
-        _f("ISCPntB_B", "control", "inertia", "1 (inertia scale factor)", "the controller's inertia model",
-           positive=True, minimum=0.0),
-        _f("sigma_R0N", "control", "vector", "1 (MRP)", "reference attitude", scale=0.1),
-        _f("knownTorquePntB_B", "control", "vector", "N m", "known external torque fed forward", scale=0.01),
-        # sensor models of the telemetry fit (`"<column>.bias"`, `"<column>.scale"`, `"time_offset"`): a column
-        # is measured as (1 + scale) * model(t + time_offset) + bias; bias is fitted in units of the column's sigma
-        _f("bias", "sensor", "scalar", "the column's unit", "sensor bias of a telemetry column", scale=1.0),
-        _f("scale", "sensor", "scalar", "1", "scale-factor error of a telemetry column", scale=1e-3),
-        _f("time_offset", "record", "scalar", "s", "time offset of a telemetry record (model at t + offset)",
-           scale=1e-3),
-    ]
-)
+FIELDS: dict[str, Field] = {f.name: f for f in SCHEMA if f.fit is not None and f.owner != "input"}
 # recorded inputs (`"inputs.<column>.gain"`, `"inputs.time_offset"`): applied input = gain * record(t - offset)
-INPUT_FIELDS: dict[str, Field] = dict(
-    [
-        _f("gain", "input", "scalar", "1", "gain of a recorded input column (applied = gain x recorded)",
-           scale=1e-2),
-        _f("time_offset", "input", "scalar", "s", "delay of the recorded inputs (applied at t: recorded at "
-           "t - offset)", scale=1e-2),
-    ]
-)
+INPUT_FIELDS: dict[str, Field] = {f.name: f for f in SCHEMA if f.fit is not None and f.owner == "input"}
 HUB_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "hub")
 PANEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "panel")
 WHEEL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "wheel")
 CONTROL_FIELDS = tuple(n for n, f in FIELDS.items() if f.owner == "control")
-_INITIAL_ATTR = {"Omega": "OmegaInit"}  # registry name -> `InitialState` attribute, where they differ
-_ROOT_ONLY = ("r_HB_B", "dcm_HB")
 _INPUT_NAME = re.compile(r"^\s*inputs\.(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
 _NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(-?\d+)\s*\])?\s*$")
 
@@ -169,11 +72,11 @@ class Parameter:
 
     @property
     def unit(self) -> str:
-        return self.field.unit
+        return self.field.param_unit
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return () if self.component is not None else self.field.shape
+        return () if self.component is not None else self.field.param_shape
 
 
 def parameter_names(scenario: Scenario) -> tuple[str, ...]:
@@ -182,7 +85,7 @@ def parameter_names(scenario: Scenario) -> tuple[str, ...]:
     names = [f"hub.{f}" for f in HUB_FIELDS]
     for i, nm in enumerate(p.labels):
         names += [f"{nm}.{f}" for f in PANEL_FIELDS
-                  if (f not in _ROOT_ONLY or p.parent[i] < 0) and (f != "l" or i in p.parent)]
+                  if (not FIELDS[f].root_only or p.parent[i] < 0) and (f != "l" or i in p.parent)]
     for nm in (() if w is None else w.labels):
         names += [f"{nm}.{f}" for f in WHEEL_FIELDS]
     if scenario.loads.inputs is not None:
@@ -242,7 +145,7 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
         raise ParameterError(f"{name!r}: unknown field {fld!r}{_did_you_mean(fld, fields)}; {owner} fields are "
                              f"{', '.join(fields)}")
     field = FIELDS[fld]
-    if fields is PANEL_FIELDS and fld in _ROOT_ONLY and p.parent[panel] >= 0:
+    if fields is PANEL_FIELDS and field.root_only and p.parent[panel] >= 0:
         root = labels[int(p.topology.root[panel])]
         raise ParameterError(f"{name!r}: panel {owner!r} is hinged to panel {labels[p.parent[panel]]!r}; every "
                              f"panel of a chain shares its root's hinge frame: use \"{root}.{fld}\"")
@@ -283,14 +186,7 @@ def _base_value(scenario: Scenario, par: Parameter):
         return jnp.ones(3)
     if f.kind == "rotation":
         return jnp.zeros(3)
-    sc, init = scenario.spacecraft, scenario.initial
-    if f.owner == "control":
-        return jnp.asarray(getattr(scenario.control, f.name), dtype=float)
-    if f.owner == "input":
-        inputs = scenario.loads.inputs
-        return jnp.asarray(inputs.time_offset if par.panel is None else inputs.gain[par.panel], dtype=float)
-    src = init if f.initial else {"hub": sc.hub, "panel": sc.panels, "wheel": sc.wheels}[f.owner]
-    v = jnp.asarray(getattr(src, _INITIAL_ATTR.get(f.name, f.name) if f.initial else f.name), dtype=float)
+    v = jnp.asarray(getattr(scenario.part(f.model), f.attribute), dtype=float)
     return v if par.panel is None else v[par.panel]
 
 
@@ -302,59 +198,21 @@ def current_value(scenario: Scenario, par: Parameter | str) -> Float[Array, "...
     return v if par.component is None else v[par.component]
 
 
-def _rotation(phi: Float[Array, "3"]) -> Float[Array, "3 3"]:
-    """DCM $\\exp(-[\\tilde\\phi])$ of a frame rotated by the rotation vector $\\phi$ (Rodrigues; exact at 0)."""
-    angle2 = jnp.sum(phi**2)
-    safe = jnp.where(angle2 > 0, angle2, 1.0)
-    angle = jnp.sqrt(safe)
-    small = angle2 < 1e-12
-    s = jnp.where(small, 1.0 - angle2 / 6.0, jnp.sin(angle) / angle)
-    c1 = jnp.where(small, 0.5 - angle2 / 24.0, (1.0 - jnp.cos(angle)) / safe)
-    x, y, z = phi
-    tilde = jnp.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return jnp.eye(3) - s * tilde + c1 * tilde @ tilde
-
-
 def _set(scenario: Scenario, par: Parameter, value) -> Scenario:
     """`scenario` with the base field of `par` set to `value` (the whole field's value, in registry meaning)."""
     f, i = par.field, par.panel
     value = jnp.asarray(value, dtype=float)
-    if f.initial:
-        get = lambda s: getattr(s.initial, _INITIAL_ATTR.get(f.name, f.name))
-        old = get(scenario)
-        return eqx.tree_at(get, scenario, value if i is None else old.at[i].set(value))
-    if f.owner == "control":
-        get = lambda s: getattr(s.control, f.name)
-        if f.kind == "inertia":
-            d = jnp.sqrt(value)
-            value = get(scenario) * d[:, None] * d[None, :]
-        return eqx.tree_at(get, scenario, value)
-    if f.owner == "hub":
-        get = lambda s: getattr(s.spacecraft.hub, f.name)
-        old = get(scenario)
-        if f.kind == "inertia":
-            d = jnp.sqrt(value)
-            value = old * d[:, None] * d[None, :]
-        return eqx.tree_at(get, scenario, value)
-    if f.owner == "input":
-        if i is None:
-            return eqx.tree_at(lambda s: s.loads.inputs.time_offset, scenario, value)
-        get = lambda s: s.loads.inputs.gain
-        return eqx.tree_at(get, scenario, get(scenario).at[i].set(value))
-    if f.owner == "wheel":
-        get = lambda s: getattr(s.spacecraft.wheels, f.name)
-        return eqx.tree_at(get, scenario, get(scenario).at[i].set(value))
-    get = lambda s: getattr(s.spacecraft.panels, f.name)
+    get = lambda s: getattr(s.part(f.model), f.attribute)
     old = get(scenario)
-    p = scenario.spacecraft.panels
+    if f.root_only:  # the whole subtree shares its root's hinge frame
+        new = rotation_dcm(value) @ old[i] if f.kind == "rotation" else value
+        members = np.flatnonzero(scenario.spacecraft.panels.topology.root == i)
+        return eqx.tree_at(get, scenario, old.at[members].set(new))
     if f.kind == "inertia":
         d = jnp.sqrt(value)
-        return eqx.tree_at(get, scenario, old.at[i].set(old[i] * d[:, None] * d[None, :]))
-    if f.name in _ROOT_ONLY:  # the whole subtree shares its root's hinge frame
-        new = _rotation(value) @ old[i] if f.kind == "rotation" else value
-        members = np.flatnonzero(p.topology.root == i)
-        return eqx.tree_at(get, scenario, old.at[members].set(new))
-    return eqx.tree_at(get, scenario, old.at[i].set(value))
+        old_i = old if i is None else old[i]
+        value = old_i * d[:, None] * d[None, :]
+    return eqx.tree_at(get, scenario, value if i is None else old.at[i].set(value))
 
 
 def apply_parameters(scenario: Scenario, params: Mapping[str, ArrayLike | Sequence[float]]) -> Scenario:

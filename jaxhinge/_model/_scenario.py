@@ -100,6 +100,14 @@ class Scenario(eqx.Module):
         cfg = self.simulation
         return Tolerances(cfg.rtol, cfg.atol, cfg.dt)
 
+    def part(self, model: str):
+        """The pytree that carries a schema model's fields (`jaxhinge._model._schema`, `Field.model`): `"hub"`,
+        `"panels"`, `"wheels"`, `"gravity"` (the spacecraft's), `"initial"`, `"control"`, `"inputs"` (the recorded
+        inputs of the loads); None where the scenario has none."""
+        sc = self.spacecraft
+        return {"hub": sc.hub, "panels": sc.panels, "wheels": sc.wheels, "gravity": sc.gravity, "initial": self.initial,
+                "control": self.control, "inputs": self.loads.inputs}[model]
+
     def with_simulation(self, **changes) -> "Scenario":
         """A copy with some simulation settings changed, e.g. `s.with_simulation(integrator="dopri8")`."""
         return dataclasses.replace(self, simulation=dataclasses.replace(self.simulation, **changes), tolerances=None)

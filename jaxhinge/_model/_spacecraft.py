@@ -19,11 +19,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, Float
 
 from .._errors import ScenarioError
 from .._math import lead_apply
 from ._rules import hub_problems, panels_problems, wheels_problems
+from ._schema import COMPUTED, Field, of_model
 
 
 def _concrete(*leaves) -> bool:
@@ -51,23 +52,90 @@ def _f64(x):
     return jnp.asarray(x, dtype=float)
 
 
+_AXIS = {"panel": "panels", "wheel": "wheels"}  # a field owned by a panel or wheel: one element per panel/wheel
+
+
+def _annotation(f: Field):
+    """The jaxtyping annotation of a schema field's leaf: the element axis (`panels`, `wheels`), then its shape."""
+    dims = [_AXIS.get(f.owner, "")] + ["axes" if d is None else str(d) for d in f.shape]
+    spec = " ".join(d for d in dims if d)
+    ann = Float[Array, spec if " " in spec or spec in ("", "3") else f" {spec}"]
+    return ann | None if f.owner == "wheel" and f.model == "initial" else ann
+
+
+def schema_leaves(model: str) -> tuple[dict, dict]:
+    """`(annotations, fields)` of a model pytree's leaves, one per schema field of `model` (`_schema.of_model`):
+    float64 array leaves (`_f64`), static values for `static` fields. A model class's body takes them:
+    `__annotations__, _ = schema_leaves("hub")`, `locals().update(_)`."""
+    ann, fields = {}, {}
+    for f in of_model(model):
+        if f.static:
+            ann[f.attribute] = str
+            fields[f.attribute] = eqx.field(static=True, default=f.default)
+        else:
+            ann[f.attribute] = _annotation(f)
+            fields[f.attribute] = eqx.field(converter=_f64_or_none if _annotation(f) != Float[Array, ""] and
+                                            f.owner == "wheel" and f.model == "initial" else _f64)
+    return ann, fields
+
+
+def _fill(module, model: str, args: tuple, kwargs: dict) -> None:
+    """Set a model pytree's leaves from constructor arguments: positional in schema order, then by name. A field
+    not given takes its schema default, one per element where it is a panel's or a wheel's (as many as the given
+    fields of that owner have); a per-wheel initial condition with no wheel field given is None (no wheels). A
+    required field not given, an unknown or repeated argument: TypeError."""
+    fields = of_model(model)
+    cls = type(module).__name__
+    names = tuple(f.attribute for f in fields)
+    if len(args) > len(fields):
+        raise TypeError(f"{cls}() takes {len(fields)} positional arguments ({', '.join(names)}) but {len(args)} "
+                        "were given")
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in given:
+            raise TypeError(f"{cls}() got multiple values for argument {k!r}")
+        if k not in names:
+            raise TypeError(f"{cls}() got an unexpected keyword argument {k!r}; its fields: {', '.join(names)}")
+        given[k] = v
+    count: dict[str, int] = {}
+    for f in fields:  # elements per owner: the trailing element axis of a given field
+        v = given.get(f.attribute)
+        if v is not None and f.owner in _AXIS and f.owner not in count and np.ndim(v) > len(f.shape):
+            count[f.owner] = int(np.shape(v)[-1 - len(f.shape)])
+    for f in fields:
+        v = given.get(f.attribute)
+        if v is None:
+            missing = f.required or f.default is COMPUTED or (f.owner == "panel" and "panel" not in count)
+            if missing:
+                raise TypeError(f"{cls}() missing required argument {f.attribute!r} ({f.words()})")
+            if f.owner in _AXIS:
+                v = None if f.owner not in count else np.broadcast_to(np.asarray(f.default, dtype=float),
+                                                                         (count[f.owner], *f.shape))
+            else:
+                v = f.default
+        setattr(module, f.attribute, v)
+
+
 class Hub(eqx.Module):
-    """Rigid hub (Basilisk `HubEffector`).
+    """Rigid hub (Basilisk `HubEffector`); its leaves are the schema's `hub` fields (`jaxhinge._model._schema`):
 
     - `mHub`: hub mass [kg].
     - `IHubPntBc_B`: hub inertia about its own CoM $B_c$, B-frame components [kg m^2] (symmetric 3x3).
-    - `r_BcB_B`: hub CoM relative to the body point B, B frame [m].
+    - `r_BcB_B`: hub CoM relative to the body point B, B frame [m] (default 0).
     """
 
-    mHub: Float[Array, ""] = eqx.field(converter=_f64)
-    IHubPntBc_B: Float[Array, "3 3"] = eqx.field(converter=_f64)
-    r_BcB_B: Float[Array, "3"] = eqx.field(converter=_f64)
+    __annotations__, _leaves = schema_leaves("hub")
+    locals().update(_leaves)
+    del _leaves
+
+    def __init__(self, *args, **kwargs):
+        _fill(self, "hub", args, kwargs)
 
     def __check_init__(self):
         """Built with values (not traced), one hub: the rules of a scenario file (`_model._rules`), refused with a
         `ScenarioError` naming the field, the value and the rule."""
         if _concrete(self.mHub, self.IHubPntBc_B) and jnp.ndim(self.mHub) == 0:
-            _refuse("Hub", hub_problems(self.mHub, self.IHubPntBc_B))
+            _refuse("Hub", hub_problems(self))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,53 +242,25 @@ class Panels(eqx.Module):
     Order: single panels in file order, then chain panels chain by chain, root first.
     """
 
-    mass: Float[Array, " panels"] = eqx.field(converter=_f64)
-    IPntS_S: Float[Array, "panels 3 3"] = eqx.field(converter=_f64)
-    d: Float[Array, " panels"] = eqx.field(converter=_f64)
-    l: Float[Array, " panels"] = eqx.field(converter=_f64)
-    k: Float[Array, " panels"] = eqx.field(converter=_f64)
-    c: Float[Array, " panels"] = eqx.field(converter=_f64)
-    r_HB_B: Float[Array, "panels 3"] = eqx.field(converter=_f64)
-    dcm_HB: Float[Array, "panels 3 3"] = eqx.field(converter=_f64)
-    thetaRef: Float[Array, " panels"] = eqx.field(converter=_f64)
-    thetaDotRef: Float[Array, " panels"] = eqx.field(converter=_f64)
-    motorTorque: Float[Array, " panels"] = eqx.field(converter=_f64)
+    __annotations__, _leaves = schema_leaves("panels")
+    locals().update(_leaves)
+    del _leaves
     parent: tuple[int, ...] = eqx.field(static=True)
     names: tuple[str, ...] = eqx.field(static=True)
     chain: tuple[str, ...] = eqx.field(static=True)
 
     def __init__(
         self,
-        mass: Float[ArrayLike, " panels"] | Sequence,
-        IPntS_S: Float[ArrayLike, "panels 3 3"] | Sequence,
-        d: Float[ArrayLike, " panels"] | Sequence,
-        k: Float[ArrayLike, " panels"] | Sequence,
-        c: Float[ArrayLike, " panels"] | Sequence,
-        r_HB_B: Float[ArrayLike, "panels 3"] | Sequence,
-        dcm_HB: Float[ArrayLike, "panels 3 3"] | Sequence,
-        thetaRef: Float[ArrayLike, " panels"] | Sequence | None = None,
-        thetaDotRef: Float[ArrayLike, " panels"] | Sequence | None = None,
-        motorTorque: Float[ArrayLike, " panels"] | Sequence | None = None,
-        *,
-        l: Float[ArrayLike, " panels"] | Sequence | None = None,
+        *args,
         parent: Sequence[int] | None = None,
         names: Sequence[str] = (),
         chain: Sequence[str] | None = None,
+        **fields,
     ):
-        mass = _f64(mass)
-        zeros = jnp.zeros_like(mass)
-        n = mass.shape[-1] if mass.ndim else 0
-        self.mass = mass
-        self.IPntS_S = IPntS_S
-        self.d = d
-        self.l = zeros if l is None else l
-        self.k = k
-        self.c = c
-        self.r_HB_B = r_HB_B
-        self.dcm_HB = dcm_HB
-        self.thetaRef = zeros if thetaRef is None else thetaRef
-        self.thetaDotRef = zeros if thetaDotRef is None else thetaDotRef
-        self.motorTorque = zeros if motorTorque is None else motorTorque
+        """Leaves by name (or positionally in the schema's order: `mass, IPntS_S, d, l, k, c, r_HB_B, dcm_HB,
+        thetaRef, thetaDotRef, motorTorque`); `l`, `c`, `thetaRef`, `thetaDotRef`, `motorTorque` default to 0."""
+        _fill(self, "panels", args, fields)
+        n = int(np.shape(self.mass)[-1]) if np.ndim(self.mass) else 0
         self.parent = tuple(int(p) for p in parent) if parent is not None else (-1,) * n
         self.names = tuple(names)
         self.chain = tuple(chain) if chain is not None else ("",) * len(self.parent)
@@ -251,33 +291,19 @@ class Panels(eqx.Module):
         return self.names if len(self.names) == self.count else tuple(f"p{i}" for i in range(self.count))
 
     @staticmethod
-    def chain_of(
-        name: str,
-        r_HB_B: Float[ArrayLike, "3"] | Sequence,
-        dcm_HB: Float[ArrayLike, "3 3"] | Sequence,
-        mass: Float[ArrayLike, " L"] | Sequence,
-        IPntS_S: Float[ArrayLike, "L 3 3"] | Sequence,
-        d: Float[ArrayLike, " L"] | Sequence,
-        l: Float[ArrayLike, " L"] | Sequence,
-        k: Float[ArrayLike, " L"] | Sequence,
-        c: Float[ArrayLike, " L"] | Sequence | None = None,
-        thetaRef: Float[ArrayLike, " L"] | Sequence | None = None,
-        thetaDotRef: Float[ArrayLike, " L"] | Sequence | None = None,
-        motorTorque: Float[ArrayLike, " L"] | Sequence | None = None,
-        names: Sequence[str] | None = None,
-    ) -> "Panels":
-        """A chain of L panels hinged edge to edge, the first (root) hinged to the hub at `r_HB_B` with frame
-        `dcm_HB` (every hinge axis is its $\\hat h_2$); `l[j]`: hinge j to hinge j+1 along $-\\hat s_{j,1}$ (the last
-        entry is unused and set to 0). Names default to `<name>_1 .. <name>_L`."""
-        mass = _f64(mass)
-        L = mass.shape[0]
-        z = jnp.zeros(L)
-        l = _f64(l).at[-1].set(0.0)  # l places the next panel's hinge: none follows the last
+    def chain_of(name: str, names: Sequence[str] | None = None, **fields) -> "Panels":
+        r"""A chain of L panels hinged edge to edge, the first (root) hinged to the hub. `fields`: the hinge frame of
+        the root, `r_HB_B` (3,) and `dcm_HB` (3, 3) (every hinge axis of the chain is its $\hat h_2$), and the
+        per-panel leaves, L values each (`mass`, `IPntS_S`, `d`, `l`, `k`, `c`, ...); `l[j]`: hinge j to hinge j+1
+        along $-\hat s_{j,1}$ (the last entry is unused and set to 0). Names default to `<name>_1 .. <name>_L`."""
+        shared = {f.attribute: f for f in of_model("panels") if f.root_only}
+        L = next(int(np.shape(v)[0]) for k, v in fields.items() if k not in shared)
+        for k, f in shared.items():
+            fields[k] = jnp.broadcast_to(_f64(fields[k]), (L, *f.shape))
+        if fields.get("l") is not None:
+            fields["l"] = _f64(fields["l"]).at[-1].set(0.0)  # l places the next panel's hinge: none follows the last
         return Panels(
-            mass, IPntS_S, d, k, z if c is None else c,
-            jnp.broadcast_to(_f64(r_HB_B), (L, 3)), jnp.broadcast_to(_f64(dcm_HB), (L, 3, 3)),
-            thetaRef, thetaDotRef, motorTorque,
-            l=l, parent=(-1, *range(L - 1)),
+            **fields, parent=(-1, *range(L - 1)),
             names=tuple(names) if names is not None else tuple(f"{name}_{j + 1}" for j in range(L)),
             chain=(name,) * L,
         )
@@ -290,20 +316,21 @@ class Panels(eqx.Module):
             off = len(parent)
             parent += [q if q < 0 else q + off for q in p.parent]
         names = [nm for p in parts for nm in p.labels] if any(p.names for p in parts) else []
-        cat = lambda f: jnp.concatenate([getattr(p, f) for p in parts]) if parts else jnp.zeros(0)
-        return Panels(
-            cat("mass"), cat("IPntS_S").reshape(-1, 3, 3), cat("d"), cat("k"), cat("c"),
-            cat("r_HB_B").reshape(-1, 3), cat("dcm_HB").reshape(-1, 3, 3), cat("thetaRef"), cat("thetaDotRef"),
-            cat("motorTorque"), l=cat("l"), parent=parent, names=names,
-            chain=[ch for p in parts for ch in p.chain],
-        )
+        leaves = {f.attribute: jnp.concatenate([getattr(p, f.attribute) for p in parts]) if parts else
+                  jnp.zeros((0, *f.shape)) for f in of_model("panels")}
+        return Panels(**leaves, parent=parent, names=names, chain=[ch for p in parts for ch in p.chain])
 
 
 class PointMassGravity(eqx.Module):
     """Point-mass gravity applied as Basilisk does: a uniform field evaluated at the system CoM C,
     plus each panel's gravity torque about its hinge. `mu` is the gravitational parameter [m^3/s^2]."""
 
-    mu: Float[Array, ""] = eqx.field(converter=_f64)
+    __annotations__, _leaves = schema_leaves("gravity")
+    locals().update(_leaves)
+    del _leaves
+
+    def __init__(self, *args, **kwargs):
+        _fill(self, "gravity", args, kwargs)
 
 
 class Wheels(eqx.Module):
@@ -321,26 +348,15 @@ class Wheels(eqx.Module):
     The motor torque acts on the wheel about `gsHat_B` and on the hub as `-u gsHat_B`.
     """
 
-    gsHat_B: Float[Array, "wheels 3"] = eqx.field(converter=_f64)
-    Js: Float[Array, " wheels"] = eqx.field(converter=_f64)
-    u: Float[Array, " wheels"] = eqx.field(converter=_f64)
-    u_max: Float[Array, " wheels"] = eqx.field(converter=_f64)
-    cViscous: Float[Array, " wheels"] = eqx.field(converter=_f64)
-    fCoulomb: Float[Array, " wheels"] = eqx.field(converter=_f64)
-    omegaLimitCycle: Float[Array, " wheels"] = eqx.field(converter=_f64)
+    __annotations__, _leaves = schema_leaves("wheels")
+    locals().update(_leaves)
+    del _leaves
     names: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(self, gsHat_B, Js, u=None, u_max=None, cViscous=None, fCoulomb=None, omegaLimitCycle=None, *,
-                 names: Sequence[str] = ()):
-        Js = _f64(Js)
-        zeros = jnp.zeros_like(Js)
-        self.gsHat_B = gsHat_B
-        self.Js = Js
-        self.u = zeros if u is None else u
-        self.u_max = zeros if u_max is None else u_max
-        self.cViscous = zeros if cViscous is None else cViscous
-        self.fCoulomb = zeros if fCoulomb is None else fCoulomb
-        self.omegaLimitCycle = jnp.full_like(Js, 1e-4) if omegaLimitCycle is None else omegaLimitCycle
+    def __init__(self, *args, names: Sequence[str] = (), **kwargs):
+        """Leaves by name, or positionally in the schema's order (`gsHat_B, Js, u, u_max, cViscous, fCoulomb,
+        omegaLimitCycle`); all but `gsHat_B` and `Js` have defaults (0; `omegaLimitCycle` 1e-4 rad/s)."""
+        _fill(self, "wheels", args, kwargs)
         self.names = tuple(names)
 
     def __check_init__(self):
@@ -377,13 +393,12 @@ class InitialState(eqx.Module):
     - `OmegaInit` [rad/s]: per wheel, its speed relative to the hub (None without wheels).
     """
 
-    r_CN_NInit: Float[Array, "3"] = eqx.field(converter=_f64)
-    v_CN_NInit: Float[Array, "3"] = eqx.field(converter=_f64)
-    sigma_BNInit: Float[Array, "3"] = eqx.field(converter=_f64)
-    omega_BN_BInit: Float[Array, "3"] = eqx.field(converter=_f64)
-    thetaInit: Float[Array, " panels"] = eqx.field(converter=_f64)
-    thetaDotInit: Float[Array, " panels"] = eqx.field(converter=_f64)
-    OmegaInit: Float[Array, " wheels"] | None = eqx.field(default=None, converter=_f64_or_none)  # [rad/s], wheels
+    __annotations__, _leaves = schema_leaves("initial")
+    locals().update(_leaves)
+    del _leaves
+
+    def __init__(self, *args, **kwargs):
+        _fill(self, "initial", args, kwargs)
 
 
 class State(eqx.Module):

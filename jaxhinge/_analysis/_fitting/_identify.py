@@ -55,6 +55,7 @@ from ..._errors import FitError
 from ..._format import fmt_value as _fmt
 from ..._model._params import FIELDS
 from ..._model._scenario import Scenario, compile_key
+from ..._model._schema import in_table
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._telemetry import Telemetry, model_outputs, output_names
@@ -197,14 +198,15 @@ def _sensor_coordinate(sen: _Sensor, tel: Telemetry, x0: float, n_records: int) 
     if sen.kind == "bias":
         scale, unit = float(tel.sigma[tel.columns.index(sen.column)]), "column unit"
     else:
-        scale, unit = fld.scale, fld.unit
+        scale, unit = fld.scale, fld.param_unit
     return Coordinate(name=_sensor_name(sen, n_records), targets=(), log=False, x0=float(x0), scale=scale,
                       field=sen.kind, unit=unit)
 
 
 def _initial_state_names(scenario: Scenario) -> list[str]:
-    return ["hub.omega_BN_BInit"] + [f"{p}.{f}" for p in scenario.spacecraft.panels.labels
-                                     for f in ("thetaInit", "thetaDotInit")]
+    """The initial state a telemetry fit estimates: the hub rate and every panel's initial conditions."""
+    return ["hub.omega_BN_BInit"] + [f"{p}.{f.name}" for p in scenario.spacecraft.panels.labels
+                                     for f in in_table("panels") if f.initial]
 
 
 def _prefixed(c: Coordinate, k: int) -> Coordinate:

@@ -134,7 +134,7 @@ def parse_free(
             else:
                 x0 = float(np.mean(x0s))
             out.append(Coordinate(name="=".join(t.name for t in targets), targets=tuple(targets), log=fld.positive,
-                                  x0=x0, scale=fld.scale, field=fld.name, unit=fld.unit))
+                                  x0=x0, scale=fld.scale, field=fld.name, unit=fld.param_unit))
     return tuple(out)
 
 

@@ -126,8 +126,8 @@ def check_dispersions(
                 raise ck(
                     f"{w}: unknown key {key!r} for dist = {dist!r}; allowed keys are {', '.join(_SPEC_KEYS[dist])}"
                 )
-        shape = field.shape
-        rule = f"{name} {field.allowed()} ({field.description}, {field.unit})"
+        shape = field.param_shape
+        rule = f"{name} {field.allowed()} ({field.description}, {field.param_unit})"
         if dist == "uniform":
             for key in ("low", "high"):
                 if key not in spec:
@@ -194,7 +194,7 @@ def sample_dispersions(
     for j, spec in enumerate(dispersions):
         name = spec["param"]
         field = FIELDS[resolve(scenario, name).field.name]
-        shape = (members, *field.shape)
+        shape = (members, *field.param_shape)
         k = jax.random.fold_in(key, j)
         dist = spec["dist"]
         if dist == "values":
