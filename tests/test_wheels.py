@@ -65,15 +65,18 @@ def test_torque_limit_clips_the_command():
 def test_energy_and_momentum_with_spinning_wheels_are_conserved():
     """Two undamped panels and four wheels spinning at 100-500 rad/s, no torque, no friction, no loads: the
     rotational energy and the angular momentum about C, wheels included (Basilisk's definitions), are conserved
-    to 1e-12 over 10 s of rk4 at 1 ms (measured ~2e-15); the wheels exchange momentum with the hub (their speeds
-    change by more than 1e-3 rad/s), so the wheel terms are exercised."""
+    over 10 s of rk4 at 1 ms to ~10x the round-off measured (`DRIFT` below: 4e-15 to 2e-14); the wheels exchange
+    momentum with the hub (their speeds change by more than 1e-3 rad/s), so the wheel terms are exercised."""
     d = _with_wheels()
     d["simulation"].update(t_end=10.0, save_dt=0.05, integrator="rk4", dt=0.001)
     s = jh.scenario_from_dict(d)
     assert float(np.max(s.spacecraft.panels.c)) == 0.0
     traj = jh.simulate(s)
-    for key in ("totRotEnergy", "totRotAngMomPntC_N", "totOrbEnergy", "totOrbAngMomPntN_N"):
-        assert traj.relative_drift(key).max() < 1e-12, key
+    # largest relative drift measured (2026-11, x86-64, jax 0.10.2): totRotEnergy 5.7e-15, totRotAngMomPntC_N
+    # 4.0e-15, totOrbEnergy 6.8e-17, totOrbAngMomPntN_N 1.9e-14 (round-off of 10 000 steps); tolerances ~10x
+    DRIFT = {"totRotEnergy": 5e-14, "totRotAngMomPntC_N": 5e-14, "totOrbEnergy": 1e-15, "totOrbAngMomPntN_N": 2e-13}
+    for key, tol in DRIFT.items():
+        assert traj.relative_drift(key).max() < tol, key
     assert np.abs(np.asarray(traj.Omega)[-1] - np.asarray(traj.Omega)[0]).max() > 1e-3
     # the momentum without the wheels' term is not conserved: the check above can fail
     Js, gs, sig = np.asarray(s.spacecraft.wheels.Js), np.asarray(s.spacecraft.wheels.gsHat_B), np.asarray(traj.sigma_BN)
@@ -127,7 +130,8 @@ def test_wheels_in_scenario_files():
 # their tolerances; the same scenarios run in bsk 2.12.1 in tests/data/bsk/rw_unit/*.npz)
 # ------------------------------------------------------------------------------------------------------------
 
-RW_UNIT = json.load(open(os.path.join(DATA, "bsk", "rw_unit_tests.json")))["cases"]
+with open(os.path.join(DATA, "bsk", "rw_unit_tests.json")) as _f:
+    RW_UNIT = json.load(_f)["cases"]
 
 
 @pytest.mark.parametrize("case", RW_UNIT, ids=[c["name"] for c in RW_UNIT])
@@ -153,7 +157,7 @@ def test_basilisks_own_wheel_tests(case):
     if "formulas" in truth:  # BOE: omega_3, theta = 4 atan(sigma_3), Omega at the listed times
         t = np.asarray(tr.t)
         for row in truth["values"]:
-            k = int(round(row["t"] / 0.1))
+            k = round(row["t"] / 0.1)
             assert abs(t[k] - row["t"]) < 1e-9
             got = {"omega_BN_B_3": float(tr.omega_BN_B[k, 2]), "theta": 4 * math.atan(float(tr.sigma_BN[k, 2])),
                    "Omega": float(tr.Omega[k, 0])}
@@ -248,9 +252,11 @@ def test_bad_input_records_are_refused(tmp_path, rows, match):
 def test_wheel_parameters_in_the_registry(tmp_path):
     """`rw<i>.Js`, `.Omega` (initial speed), `.u`, `.u_max`, `.cViscous`, `.fCoulomb` are registry parameters:
     set by `apply_parameters`, swept by `simulate_batch` (member m applies its own command), differentiated
-    (d Omega(t_end) / d Js by reverse mode equals a central difference to 1e-6: truncation and rounding of the
-    difference, measured 1e-9). A wheel may not take a panel's name (the names would be ambiguous). A hub with two
-    wheels and no panel keeps the compiled programs small."""
+    (d Omega(t_end) / d Js by reverse mode equals a fourth-order central difference, h = 5e-4, to 5e-8 relative:
+    measured 2.4e-9, 3e-10 to 2.4e-9 at h = 4e-4 to 7e-4, the difference's own error: truncation ~4e-10 and the
+    rounding of Omega ~ 300 rad/s over h; a second-order difference at h = 1e-4 is 4e-7 off by truncation alone).
+    A wheel may not take a panel's name (the names would be ambiguous). A hub with two wheels and no panel keeps
+    the compiled programs small."""
     d = {"hub": {"mHub": 500.0, "IHubPntBc_B": [[400.0, 0, 0], [0, 300.0, 0], [0, 0, 200.0]],
                  "omega_BN_BInit": [0.01, -0.02, 0.03]},
          "wheels": [{"name": "rw1", "gsHat_B": PYRAMID[0], "Js": 0.159, "Omega": 300.0, "u": 0.01},
@@ -263,10 +269,11 @@ def test_wheel_parameters_in_the_registry(tmp_path):
     assert float(s2.spacecraft.wheels.u[1]) == -0.05
     batch = jh.simulate_batch(s, {"rw1.u": np.array([0.0, 0.01, 0.02])})
     np.testing.assert_array_equal(np.asarray(batch.u_current)[:, -1, 0], [0.0, 0.01, 0.02])
-    f = lambda Js: jh.simulate(jh.apply_parameters(s, {"rw1.Js": Js})).Omega[-1, 0]
-    h = 1e-4
-    fd = (f(0.159 + h) - f(0.159 - h)) / (2 * h)
-    assert abs(float(jax.grad(f)(0.159)) - float(fd)) <= 1e-6 * abs(float(fd))
+    f = lambda Js: float(jh.simulate(jh.apply_parameters(s, {"rw1.Js": Js})).Omega[-1, 0])
+    h = 5e-4
+    fd = (8 * (f(0.159 + h) - f(0.159 - h)) - (f(0.159 + 2 * h) - f(0.159 - 2 * h))) / (12 * h)
+    grad = jax.grad(lambda Js: jh.simulate(jh.apply_parameters(s, {"rw1.Js": Js})).Omega[-1, 0])(0.159)
+    assert abs(float(grad) - fd) <= 5e-8 * abs(fd)
     bad = copy.deepcopy(_with_wheels())
     bad["wheels"][0]["name"] = "p0"
     with pytest.raises(jh.ScenarioError, match=r'wheels\[0\]\.name = "p0": already the name of panels\[0\]'):
@@ -321,7 +328,8 @@ def test_bundled_wheel_slew_example(tmp_path):
     path = jh.example_path("wheels_slew")
     s = jh.load_scenario(path)
     traj = jh.simulate(s)
-    rows = [r for r in csv.reader(open(path.with_name("wheels_slew_inputs.csv"))) if r and not r[0].startswith("#")]
+    with open(path.with_name("wheels_slew_inputs.csv")) as f:
+        rows = [r for r in csv.reader(f) if r and not r[0].startswith("#")]
     np.testing.assert_array_equal(np.asarray(traj.u_current)[0], [float(x) for x in rows[1][1:]])
     assert traj.relative_drift("totRotAngMomPntC_N").max() < 1e-12
     assert np.abs(np.asarray(traj.sigma_BN)[-1]).max() > 1e-3
@@ -357,8 +365,8 @@ def test_the_basilisk_slew_record_needs_the_wheels(tmp_path):
     test_basilisk_reference.py, case wheels_slew_record): the same record fitted with the wheels left out (their
     commands applied as the hub torque -sum u gsHat_B they exert, the usual shortcut; k and c of the three panels
     free) cannot match it: chi2/dof > 10 (458 measured; the wheels' momentum, |h| ~ 100 N m s, turns the hub's
-    rates through omega x h). The fit of the wheeled model to this record (k within 1 %, c within 10 %, truths within 3 sigma) is
-    notebook 08's, executed by tests/test_notebooks.py."""
+    rates through omega x h). The fit of the wheeled model to the same record identifies the hinges:
+    `test_the_basilisk_slew_record_identifies_the_hinges`."""
     # without the wheels: the same commands as a hub torque, the hub inertia unchanged, the nominal hinges
     d = jh.scenario_to_dict(_record_model())
     G = np.array([w["gsHat_B"] for w in d.pop("wheels")])
@@ -372,3 +380,30 @@ def test_the_basilisk_slew_record_needs_the_wheels(tmp_path):
     r0 = jh.identify(s0, jh.load_telemetry(jh.example_path("wheels_slew_record.csv"), GYRO, 1e-5, s0), HINGES,
                      horizon=[1.0])
     assert r0.chi2_per_dof > 10, (r0.chi2_per_dof, r0.message)
+
+
+@pytest.mark.slow
+def test_the_basilisk_slew_record_identifies_the_hinges():
+    """The positive identification of notebook 08 (there through `jaxhinge fit`, at 50 ms, with the wheel speeds
+    too): the wheeled model, the bundled example at its nominal hinges (4-16 % off), fitted to the gyro rates of
+    the Basilisk record (sigma 1e-5 rad/s, the record's noise) with k and c of the three panels free, recovers
+    the hinges Basilisk ran with (tests/data/bsk/wheels_slew_record.toml): each within 3 of its reported sigmas
+    (measured 1.4, 0.5, 2.6 for k of wing_pY, wing_mY, antenna; 1.0, 0.5, 2.0 for c; rk4's bias at 100 ms is
+    about 1 sigma of the antenna's k: 1.6 sigma at 50 ms), k within 0.1 % (measured 0.034 % at most) and c
+    within 10 % (0.96 %); the record determines k to 0.1 % (sigma/k 8e-5 to 6e-4) and the residuals are the
+    gyro noise: chi2/dof within 0.1 of 1 (1.0003; its spread over noise draws is sqrt(2 / dof) = 0.033)."""
+    truth = jh.load_scenario(os.path.join(DATA, "bsk", "wheels_slew_record.toml")).spacecraft.panels
+    s = _record_model()
+    want = np.array([float(getattr(truth, f)[truth.labels.index(p)]) for p, f in (n.split(".") for n in HINGES)])
+    start = np.array([float(getattr(s.spacecraft.panels, f)[truth.labels.index(p)])
+                      for p, f in (n.split(".") for n in HINGES)])
+    assert np.abs(start / want - 1).min() > 0.04  # the fit starts 4-16 % off
+    r = jh.identify(s, jh.load_telemetry(jh.example_path("wheels_slew_record.csv"), GYRO, 1e-5, s), HINGES,
+                    horizon=[1.0])
+    assert r.converged, r.message
+    got, sigma = np.asarray(r.values), np.asarray(r.sigma)
+    assert np.all(np.abs(got - want) < 3 * sigma), (got - want) / sigma
+    err = np.abs(got / want - 1)
+    assert err[:3].max() < 1e-3 and err[3:].max() < 0.1, err
+    assert np.all(sigma[:3] / want[:3] < 1e-3), sigma / want
+    assert abs(r.chi2_per_dof - 1) < 0.1, r.chi2_per_dof
