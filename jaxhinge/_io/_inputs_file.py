@@ -1,9 +1,15 @@
 """Recorded-input CSV files (a scenario's `[inputs]` table): a header row `t,<columns>`, one row per sample.
 
 Columns (docs/scenario-files.md): `extForce_B_1..3`, `extForce_N_1..3`, `extTorquePntB_B_1..3`,
-`motorTorque_<panel>`, `u_<wheel>`. `t` [s] strictly increasing and covering the run, `[0, simulation.t_end]`;
-every value a finite number. Lines starting with `#` and blank lines are skipped. Errors are one line naming the
-file, the line, the value and the rule (`ScenarioError`).
+`motorTorque_<panel>`, `u_<wheel>`. `t` [s] strictly increasing and covering the run, `[0, simulation.t_end]`
+(first sample at or before 0, last at or after `t_end`); every value a finite number. Lines starting with `#` and
+blank lines are skipped. Errors are one line naming the file, the line, the value and the rule (`ScenarioError`).
+
+A record that does not fit the run in time, as one whose `t` is in milliseconds, is refused: one that spans more
+than `SPAN_MAX` runs, or of which only one sample falls in the run while more follow its end. Doubts that do not
+stop the run are notes (`notes`, issued by the scenario checker's caller as `JaxhingeNote`): with `hold = "zoh"`, a
+sample held over more than `HOLD_NOTE` of the run; with the `rk4` integrator, samples that fall between two step
+starts and so never act.
 """
 
 import csv
@@ -14,15 +20,21 @@ import numpy as np
 from .._errors import ScenarioError
 from .._format import did_you_mean
 from .._format import fmt_value as _fmt
+from .._model._loads import rk4_unsampled
 
 __all__ = ["read_inputs"]
 
-TIME_RTOL = 1e-9  # the record must reach 0 and t_end within this fraction of t_end
+TIME_RTOL = 1e-9  # a sample within this fraction of t_end (at least 1e-9 s) of 0 or t_end counts as there
+SPAN_MAX = 100.0  # the longest record accepted, in run lengths (a time column in ms spans 1000 or more)
+HOLD_NOTE = 0.9  # zoh: a note when one sample is held over more than this share of the run
 
 
-def read_inputs(path: str, allowed: tuple[str, ...], t_end: float) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+def read_inputs(path: str, allowed: tuple[str, ...], t_end: float, dt: float | None = None, hold: str = "zoh",
+                notes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """`(t (S,), values (S, C), columns)` of the CSV file `path`, checked against the `allowed` column names and
-    the run's `[0, t_end]`."""
+    the run, `[0, t_end]` [s]; `dt` [s]: the `rk4` step (None for the adaptive integrators, which step onto every
+    sample); `hold`: `"zoh"` or `"linear"`. Doubts that do not stop the run are appended to `notes` (one line
+    each, naming the file)."""
 
     def fail(msg: str, line: int | None = None) -> ScenarioError:
         where = f"{path}:{line}" if line is not None else path
@@ -70,11 +82,63 @@ def read_inputs(path: str, allowed: tuple[str, ...], t_end: float) -> tuple[np.n
         if not t[i] > t[i - 1]:
             raise fail(f"t = {_fmt(t[i])}: must increase (after t = {_fmt(t[i - 1])} at line {lines[i - 1]})",
                        lines[i])
-    tol = TIME_RTOL * max(1.0, t_end)
-    if t[0] > tol or t[-1] < t_end - tol:
-        raise fail(f"t = {_fmt(t[0])} .. {_fmt(t[-1])} s: the record must cover the run, [0, {_fmt(t_end)}] s "
-                   "(simulation.t_end)")
+    problem = _time_problem(t, t_end)
+    if problem:
+        raise fail(problem)
+    if notes is not None:
+        notes.extend(f"{path}: {n}" for n in _time_notes(t, data[:, 1:], t_end, dt, hold))
     return t, data[:, 1:], columns
+
+
+def _run(t_end: float) -> str:
+    return f"the run, [0, {_fmt(t_end)}] s (simulation.t_end)"
+
+
+def _first(t: np.ndarray, t_end: float) -> tuple[int, int]:
+    """`(i0, i1)`: the sample acting at t = 0 (the last at or before 0) and the first at or after `t_end` (a
+    record that covers the run has both)."""
+    tol = TIME_RTOL * max(1.0, t_end)
+    return int(np.flatnonzero(t <= tol)[-1]), int(np.flatnonzero(t >= t_end - tol)[0])
+
+
+def _time_problem(t: np.ndarray, t_end: float) -> str | None:
+    """Why the sample times `t` [s] (increasing) cannot drive the run `[0, t_end]`, or None."""
+    tol = TIME_RTOL * max(1.0, t_end)
+    span = f"t = {_fmt(t[0])} .. {_fmt(t[-1])} s"
+    if t[0] > tol or t[-1] < t_end - tol:
+        return f"{span}: the record must cover {_run(t_end)}: first t <= 0, last t >= {_fmt(t_end)}"
+    if t[-1] - t[0] > SPAN_MAX * t_end:
+        return (f"{span}: the record spans {(t[-1] - t[0]) / t_end:.0f}x {_run(t_end)}, at most {SPAN_MAX:.0f}x: "
+                "t is in seconds (a time column in ms?); of a longer record keep the rows of the run")
+    i0, i1 = _first(t, t_end)
+    after = int(np.count_nonzero(t > t_end + tol))
+    if i1 == i0 + 1 and after >= 2:  # no sample inside the run, more than one after its end
+        return (f"{span}: only the sample at t = {_fmt(t[i0])} acts in {_run(t_end)}, the {len(t) - i0 - 1} after it "
+                f"reach t = {_fmt(t[-1])}: t is in seconds (a time column in ms?); a constant input needs two rows, "
+                f"t = 0 and t = {_fmt(t_end)}")
+    return None
+
+
+def _time_notes(t: np.ndarray, values: np.ndarray, t_end: float, dt: float | None, hold: str) -> list[str]:
+    """What the run will make of a record that fits it, where it may not be what its author meant."""
+    if hold != "zoh":
+        return []
+    out = []
+    i0, i1 = _first(t, t_end)
+    start = np.maximum(t[i0:i1], 0.0)
+    stop = np.minimum(t[i0 + 1:i1 + 1], t_end)  # sample i acts on [t_i, t_i+1) within the run
+    j = int(np.argmax(stop - start))
+    share = (stop[j] - start[j]) / t_end
+    if share > HOLD_NOTE and np.ptp(values, axis=0).any():
+        out.append(f"t: the sample at t = {_fmt(t[i0 + j])} is held over {share:.0%} of {_run(t_end)} (the next is at "
+                   f"t = {_fmt(t[i0 + j + 1])}): the rest of the record barely acts; is t in seconds?")
+    if dt is not None and i1 > i0 + 1:
+        silent = np.flatnonzero(rk4_unsampled(start[1:], stop[1:], dt))  # the samples inside the run
+        if len(silent):
+            out.append(f"t: {len(silent)} of the {i1 - i0 - 1} samples inside the run never act: with integrator "
+                       f"\"rk4\" the inputs are sampled at each step start, t = k dt (dt = {_fmt(dt)} s), and these "
+                       f"fall between two (the first at t = {_fmt(t[i0 + 1 + silent[0]])})")
+    return out
 
 
 def relative_to(source: str, csv_path: str) -> str:

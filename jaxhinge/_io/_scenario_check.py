@@ -387,7 +387,8 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         hold = ck.choice(table.get("hold", field("input", "hold").default), "inputs.hold", HOLDS)
         panel_names = tuple(names) + tuple(pn for _, pns, _ in chains for pn in pns)
         allowed = input_columns(panel_names, () if wheels is None else wheels["names"])
-        t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end)
+        t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end,
+                                         sim.dt if sim.integrator == "rk4" else None, hold, notes)
         gains = ck.table(table.get("gain", {}), "inputs.gain", "[inputs.gain]")
         for c in gains:
             if c not in columns:

@@ -7,7 +7,6 @@ Semantics, chosen to match Basilisk where it matters:
   jump times so they are never stepped over.
 """
 
-import math
 from collections.abc import Callable
 
 import equinox as eqx
@@ -179,12 +178,17 @@ class Loads(eqx.Module):
         return jnp.concatenate(times) if times else None
 
 
+def rk4_unsampled(t_start, t_end, dt: float) -> np.ndarray:
+    r"""Which intervals $[t_{start}, t_{end})$ [s] contain no step start of the fixed-step `rk4` integrator,
+    $t_k = k\,dt$ (within rounding), as a bool array: a load that changes only there (a pulse, a recorded sample
+    held until the next) is never applied, since loads are sampled at the start of each step."""
+    a, b = (np.atleast_1d(np.asarray(x, float)) for x in (t_start, t_end))
+    k = np.ceil(a / dt - 1e-9)  # the first step start at or after t_start (within rounding)
+    return ~(k * dt < b - 1e-9 * dt)
+
+
 def rk4_silent_pulse(t_start, t_end, dt: float) -> int | None:
-    r"""The first pulse that never acts with the fixed-step `rk4` integrator, or None: loads are sampled at the
-    start of each step, $t_k = k\,dt$, so a pulse $[t_{start}, t_{end})$ that contains no $t_k$ (shorter than `dt`
-    and between two step starts) is never applied."""
-    for j, (a, b) in enumerate(zip(np.atleast_1d(np.asarray(t_start, float)), np.atleast_1d(np.asarray(t_end, float)))):
-        k = math.ceil(a / dt - 1e-9)  # the first step start at or after t_start (within rounding)
-        if not k * dt < b - 1e-9 * dt:
-            return j
-    return None
+    """The first pulse $[t_{start}, t_{end})$ that never acts with the fixed-step `rk4` integrator
+    (`rk4_unsampled`: shorter than `dt` and between two step starts), or None."""
+    silent = np.flatnonzero(rk4_unsampled(t_start, t_end, dt))
+    return int(silent[0]) if len(silent) else None

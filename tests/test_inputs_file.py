@@ -1,0 +1,151 @@
+"""Recorded-input CSV files (`[inputs]`, jaxhinge/_io/_inputs_file.py) against the run they drive: a record that
+does not fit the run in time (its `t` in milliseconds, only its first sample inside the run) is refused in one line
+naming the file, the column `t`, its values and the rule; a record that fits but will not act as its author may have
+meant (one sample held over most of the run, samples the rk4 steps never reach) gets a note. File checks only:
+nothing is built or compiled (`check`, the scenario checker, returns the notes that `scenario_from_dict` issues as
+`JaxhingeNote` warnings).
+
+References: the bundled wheel-slew record and the Basilisk reference records (tests/data/bsk/), which fit their runs
+and must pass without a note; the same slew record with its time column in milliseconds; rk4's step starts
+t = k dt written out by hand for the sampling note."""
+
+import os
+import tomllib
+import warnings
+
+import numpy as np
+import pytest
+from conftest import DATA
+
+import jaxhinge as jh
+from jaxhinge._errors import JaxhingeNote
+from jaxhinge._io._scenario_check import check
+
+EXAMPLES = os.path.join(os.path.dirname(jh.__file__), "examples")
+
+
+def _scenario(t_end=2.0, integrator="rk4", dt=0.01, hold="zoh") -> dict:
+    """A hub and one wheel, driven by the record in.csv (next to the scenario file)."""
+    return {"hub": {"mHub": 500.0, "IHubPntBc_B": [[400.0, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]]},
+            "wheels": [{"name": "rw1", "gsHat_B": [1.0, 0.0, 0.0], "Js": 0.1}],
+            "inputs": {"csv": "in.csv", "hold": hold},
+            "simulation": {"t_end": t_end, "save_dt": dt, "integrator": integrator, "dt": dt}}
+
+
+def _check(tmp_path, t, u=None, **kw):
+    """The notes of the scenario `_scenario(**kw)` with the record `t`, `u` (default: a command that changes at
+    every sample); raises its ScenarioError."""
+    u = np.arange(len(t), dtype=float) * 0.01 if u is None else u
+    (tmp_path / "in.csv").write_text("t,u_rw1\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, u)))
+    return check(_scenario(**kw), str(tmp_path / "s.toml")).notes
+
+
+def _example(tmp_path, scale=1.0) -> dict:
+    """The bundled wheel slew (60 s, rk4 at 5 ms) with its recorded commands, the time column multiplied by
+    `scale`, written to tmp_path/in.csv."""
+    with open(os.path.join(EXAMPLES, "wheels_slew.toml"), "rb") as f:
+        d = tomllib.load(f)
+    with open(os.path.join(EXAMPLES, d["inputs"]["csv"])) as f:
+        header, *rows = [line for line in f if line.strip() and not line.startswith("#")]
+    rows = [line.split(",", 1) for line in rows]
+    (tmp_path / "in.csv").write_text(header + "".join(f"{float(t) * scale!r},{rest}" for t, rest in rows))
+    d["inputs"]["csv"] = "in.csv"
+    return d
+
+
+def test_the_slew_record_in_milliseconds_is_refused(tmp_path):
+    """The issue's case: the bundled slew record with t in ms "covered" [0, 60] s and its first command was held
+    for the whole run (rw1 ended at 331 rad/s instead of 400). In seconds it loads without a note."""
+    d = _example(tmp_path)
+    assert check(d, str(tmp_path / "s.toml")).notes == []
+    d = _example(tmp_path, scale=1000.0)
+    msg = (r"^\S*in\.csv: t = 0\.0 \.\. 60000\.0 s: the record spans 1000x the run, \[0, 60\.0\] s "
+           r"\(simulation\.t_end\), at most 100x: t is in seconds \(a time column in ms\?\); of a longer record keep "
+           r"the rows of the run$")
+    with pytest.raises(jh.ScenarioError, match=msg):
+        check(d, str(tmp_path / "s.toml"))
+    with pytest.raises(jh.ScenarioError, match=msg):  # the public path, the file written
+        with open(os.path.join(EXAMPLES, "wheels_slew.toml")) as f:
+            (tmp_path / "s.toml").write_text(f.read().replace("wheels_slew_inputs.csv", "in.csv"))
+        jh.load_scenario(tmp_path / "s.toml")
+
+
+@pytest.mark.parametrize("t, match", [
+    # the record must cover [0, t_end]: first sample at or before 0, last at or after t_end
+    ([0.5, 1.0, 2.0], (r"t = 0\.5 \.\. 2\.0 s: the record must cover the run, \[0, 2\.0\] s \(simulation\.t_end\): "
+                       r"first t <= 0, last t >= 2\.0$")),
+    ([0.0, 1.0, 1.5], r"t = 0\.0 \.\. 1\.5 s: the record must cover the run"),
+    # ms: 1000x the run; a record 100x the run is the longest accepted (below)
+    ([0.0, 500.0, 1000.0, 2000.0], (r"t = 0\.0 \.\. 2000\.0 s: the record spans 1000x the run, \[0, 2\.0\] s "
+                                    r"\(simulation\.t_end\), at most 100x: t is in seconds \(a time column in ms\?\)")),
+    # the span counts, not the last time: a second before the run too
+    ([-1.0, 0.5, 201.0], r"t = -1\.0 \.\. 201\.0 s: the record spans 101x the run"),
+    # only the first sample acts, and the record goes on: 3 s sampling for a 2 s run
+    ([0.0, 3.0, 6.0], (r"t = 0\.0 \.\. 6\.0 s: only the sample at t = 0\.0 acts in the run, \[0, 2\.0\] s "
+                       r"\(simulation\.t_end\), the 2 after it reach t = 6\.0: t is in seconds \(a time column in ms\?\); "
+                       r"a constant input needs two rows, t = 0 and t = 2\.0$")),
+    ([-3.0, 0.0, 2.0, 4.0, 6.0], r"t = -3\.0 \.\. 6\.0 s: only the sample at t = 0\.0 acts in the run.*the 3 after it reach"),
+])
+def test_records_that_do_not_fit_the_run_are_refused(tmp_path, t, match):
+    with pytest.raises(jh.ScenarioError, match=r"^\S*in\.csv: " + match):
+        _check(tmp_path, t)
+
+
+@pytest.mark.parametrize("t", [
+    [0.0, 1.0, 200.0],  # 100x the run: the longest accepted
+    [0.0, 1.0, 3.0, 6.0],  # one sample inside the run
+    [0.0, 2.0, 4.0],  # the sample at t_end closes the run, one after it
+    [-1e-10, 2.0 - 1e-10],  # within TIME_RTOL of 0 and t_end
+])
+def test_records_that_fit_the_run_load(tmp_path, t):
+    _check(tmp_path, t)
+
+
+def test_one_sample_held_over_the_run_gets_a_note(tmp_path):
+    """zoh: the sample at 0 acts over all of [0, 2) when the next comes at 3 s (or at t_end itself); a note names
+    it, its share of the run and the next sample. The same with a constant record (a constant command written as
+    a record), with `hold = "linear"` (a ramp over the run) or commands held for half the run each (the Basilisk
+    wheels_mixed case, below) gets none."""
+    for t, share, nxt in (([0.0, 3.0], "100%", "3.0"), ([0.0, 2.0], "100%", "2.0"), ([0.0, 1.9, 2.0], "95%", "1.9")):
+        notes = _check(tmp_path, t)
+        assert notes == [(f"{tmp_path / 'in.csv'}: t: the sample at t = 0.0 is held over {share} of the run, [0, "
+                          f"2.0] s (simulation.t_end) (the next is at t = {nxt}): the rest of the record barely acts; "
+                          "is t in seconds?")], t
+    assert _check(tmp_path, [0.0, 1.7, 2.0]) == []  # 85 %
+    assert _check(tmp_path, [0.0, 3.0], u=[0.02, 0.02]) == []
+    assert _check(tmp_path, [0.0, 3.0], hold="linear") == []
+
+
+def test_samples_between_two_rk4_steps_get_a_note(tmp_path):
+    """rk4 samples the inputs at each step start, t = k dt (dt = 0.01 s): the sample at 0.503 s is held until
+    0.507 s, before the step at 0.51 s, so it never acts; the one at 0.507 s acts from 0.51 s; the one at 1.2 s
+    acts from its own step. Adaptive integrators step onto every sample: no note."""
+    t = [0.0, 0.503, 0.507, 1.2, 2.0]
+    steps = np.arange(200) * 0.01
+    acting = [bool(np.any((steps >= t[i] - 1e-12) & (steps < t[i + 1] - 1e-12))) for i in (1, 2, 3)]
+    assert acting == [False, True, True]
+    notes = _check(tmp_path, t)
+    assert notes == [(f"{tmp_path / 'in.csv'}: t: 1 of the 3 samples inside the run never act: with integrator "
+                      "\"rk4\" the inputs are sampled at each step start, t = k dt (dt = 0.01 s), and these fall "
+                      "between two (the first at t = 0.503)")]
+    assert _check(tmp_path, t, integrator="tsit5") == []
+    assert _check(tmp_path, [0.0, 0.5, 0.51, 1.2, 2.0]) == []  # on step starts (0.5 = 50 dt, within rounding)
+
+
+def test_notes_are_issued_as_jaxhinge_notes(tmp_path):
+    """`scenario_from_dict` issues the checker's notes as `JaxhingeNote` warnings (the command line prints them
+    as `jaxhinge: note: ...`)."""
+    _check(tmp_path, [0.0, 3.0])
+    with pytest.warns(JaxhingeNote, match=r"in\.csv: t: the sample at t = 0\.0 is held over 100% of the run"):
+        jh.scenario_from_dict(_scenario(), str(tmp_path / "s.toml"))
+
+
+@pytest.mark.parametrize("case", ["wheels_mixed", "wheels_slew_record"])
+def test_the_basilisk_reference_records_fit_their_runs(case):
+    """The records Basilisk ran (tests/data/bsk/*_inputs.csv): commands switched at 15 s of a 30 s run, and the
+    60 s slew: no refusal, no note."""
+    with open(os.path.join(DATA, "bsk", case + ".toml"), "rb") as f:
+        d = tomllib.load(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JaxhingeNote)
+        assert check(d, os.path.join(DATA, "bsk", case + ".toml")).notes == []
