@@ -7,11 +7,12 @@ import os
 import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._errors import ConfigError, JaxhingeError
+from ._errors import ConfigError, JaxhingeError, JaxhingeNote
 from ._io._interrupt import install as install_interrupt
 from ._io._scenario_file import example_path, is_bundled
 from ._io._writers import write_output_files
@@ -56,10 +57,10 @@ def _log(msg: str) -> None:
 def cmd_simulate(args) -> int:
     from ._io._scenario_file import load_scenario
     from ._report._plot import plot_trajectory
-    from ._report._simulate import simulate_report_lines
+    from ._report._simulate import simulate_header, simulate_report_lines
     from ._simulation._memory import check_memory
     from ._simulation._simulate import simulate
-    from ._simulation._trajectory import failure_reason
+    from ._simulation._trajectory import conserved, failure_reason
 
     path = args.scenario or str(example_path(EXAMPLE))
     _check_out_path(args.out, (".npz",), "--out")
@@ -68,10 +69,7 @@ def cmd_simulate(args) -> int:
     cfg = scenario.simulation
     names = scenario.spacecraft.panels.labels
     check_memory(cfg, len(names))  # before the progress line: a refusal is the only line
-    _log(
-        f"jaxhinge: {path}: {len(names)} panel(s), t_end = {cfg.t_end} s, integrator {cfg.integrator}, "
-        f"dt = {cfg.dt} s; compiling and running..."
-    )
+    _log(simulate_header(path, scenario))
     t0 = time.perf_counter()
     traj = simulate(scenario)
     traj.t.block_until_ready()
@@ -82,16 +80,19 @@ def cmd_simulate(args) -> int:
             f"{failure_reason(int(traj.result), scenario)}. Nothing was written."
         )
     out = traj.as_dict()
-    wheel_names = None if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
+    wheels = scenario.spacecraft.wheels
+    wheel_names = None if wheels is None else wheels.labels
+    u_max = None if wheels is None else np.asarray(wheels.u_max)
     labels = {"panel_names": np.array(names, dtype=str)}
     if wheel_names is not None:
-        labels["wheel_names"] = np.array(wheel_names, dtype=str)
+        labels.update(wheel_names=np.array(wheel_names, dtype=str), wheel_u_max=u_max)
     writers = {args.out: lambda f: np.savez(f, **labels, **out),
                args.plot: lambda f: plot_trajectory(out, names, f, title=os.path.basename(path), fmt=_fmt(args.plot),
-                                                    wheel_names=wheel_names)}
+                                                    wheel_names=wheel_names, u_max=u_max,
+                                                    conserved=conserved(scenario))}
     for w in write_output_files(".", {k: v for k, v in writers.items() if k}):  # both or neither
         _log(f"jaxhinge: wrote {os.path.relpath(w)}")
-    print("\n".join(simulate_report_lines(path, traj, names, wall)))
+    print("\n".join(simulate_report_lines(path, traj, names, wall, scenario)))
     warning = traj.drift_warning(scenario)
     if warning:
         _log(f"jaxhinge: warning: {path}: {warning}")
@@ -143,17 +144,18 @@ def cmd_modes(args) -> int:
         return _closed_loop_modes(args, scenario)
     boundary = "clamped" if args.clamped else "free"
     m = modes(scenario, boundary)
+    wheels = scenario.spacecraft.wheels is not None
     if args.json:
-        print(json.dumps(modes_cli_json(m, args.scenario, boundary), allow_nan=False))
+        print(json.dumps(modes_cli_json(m, args.scenario, boundary, wheels), allow_nan=False))
     else:
-        print("\n".join(modes_table_lines(m, args.scenario)))
+        print("\n".join(modes_table_lines(m, args.scenario, wheels)))
     return 0
 
 
 def _closed_loop_modes(args, scenario) -> int:
     import json
 
-    from ._analysis._linear._closed_loop import closed_loop_poles
+    from ._analysis._linear._closed_loop import closed_loop_poles, first_command
     from ._report._modes import closed_loop_json, closed_loop_table_lines
 
     if args.clamped:
@@ -162,11 +164,11 @@ def _closed_loop_modes(args, scenario) -> int:
     if scenario.control is None:
         raise CLIError(f"--closed-loop: {args.scenario} has no [control] table (the attitude controller the loop "
                          "is closed with: docs/scenario-files.md, Attitude control)")
-    p = closed_loop_poles(scenario, sampled=not args.continuous)
+    p, first = closed_loop_poles(scenario, sampled=not args.continuous), first_command(scenario)
     if args.json:
-        print(json.dumps(closed_loop_json(p, args.scenario), allow_nan=False))
+        print(json.dumps(closed_loop_json(p, args.scenario, first), allow_nan=False))
     else:
-        print("\n".join(closed_loop_table_lines(p, args.scenario)))
+        print("\n".join(closed_loop_table_lines(p, args.scenario, first)))
     return 0
 
 
@@ -357,6 +359,23 @@ def _warm_plotting(plt_loader) -> None:
         pass
 
 
+def _notes_on_stderr() -> None:
+    """Print the notes of jaxhinge (`JaxhingeNote`: a value adjusted, a doubt about an input) as `jaxhinge: note:
+    <message>` lines; other warnings as Python prints them."""
+    show = warnings.showwarning
+    if getattr(show, "_jaxhinge", False):
+        return
+
+    def _show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, JaxhingeNote):
+            _log(f"jaxhinge: note: {message}")
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    _show._jaxhinge = True
+    warnings.showwarning = _show
+
+
 def main(argv=None) -> int:
     """The `jaxhinge` command; **returns** its exit status (0 done, 1 result not valid, 2 refused, 3 several
     solutions (modal fit), 130 interrupted). As a program (`argv` None, started through `jaxhinge._entry`, which
@@ -373,6 +392,7 @@ def main(argv=None) -> int:
         return 0
     enable_x64()
     use_compile_cache(not args.no_cache, as_program)
+    _notes_on_stderr()
     try:
         if not as_program:
             return args.func(args)

@@ -415,7 +415,8 @@ def test_many_panels_print_a_bounded_report():
 
 def test_modes_json_writes_no_negative_zero(capsys):
     """`modes --json --clamped` of an undamped model: every damping ratio is 0 (c = 0: analytic; round-off below 1e-15) and
-    no number is written as a negative zero (before: `"damping_ratio": -0.0`)."""
+    no number is written as a negative zero (before: `"damping_ratio": -0.0`); without wheels the undamped frequency
+    is that of C = 0 (`natural_frequency_model`), and the table's damping column prints no "-0.000000" either."""
     import re
 
     assert main(["modes", str(example_path("two_panel")), "--json", "--clamped"]) == 0
@@ -423,3 +424,7 @@ def test_modes_json_writes_no_negative_zero(capsys):
     data = json.loads(out)
     assert all(abs(m["damping_ratio"]) < 1e-15 for m in data["modes"])
     assert not re.search(r"-0\.0(?![0-9])", out)
+    assert data["natural_frequency_model"] == "C = 0"
+    assert main(["modes", str(example_path("two_panel")), "--clamped"]) == 0
+    out = capsys.readouterr().out
+    assert "undamped [Hz]" in out and "-0.000000" not in out and out.count(" 0.000000 ") == len(data["modes"])

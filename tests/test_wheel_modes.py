@@ -124,3 +124,35 @@ def test_modes_with_wheels_need_wheel_speeds_and_measure_refuses_them():
         jh.measure_modes(scn)
     with pytest.raises(jh.FitError, match=r"^check = True: the independent check"):
         jh.fit(scn, [0.1, 0.2], free=["p0.k"], check=True)
+
+
+def test_modes_table_says_which_frequencies_hold_the_wheels_spin(tmp_path, capsys):
+    """Issue 37: `jaxhinge modes` with spinning wheels labels its columns for what they are. On `_strong_gyro`
+    without damping (c = 0): the freq column is the C = 0 frequency with the wheels spinning (`jh.modes`), the
+    column once labelled "undamped" is that of the wheels stopped (`jh.modes(..., Omega=0)`), now "C=0,G=0", and
+    the two differ by the gyroscopic shift (> 1e-4 relative; the table prints 1e-6 Hz); the damping ratios,
+    zero to round-off (1e-16), print without a sign ("0.000000", never "-0.000000"); `--json` names the model
+    of `natural_frequency_hz`."""
+    import json
+    import re
+
+    from jaxhinge._cli import main
+
+    d = jh.scenario_to_dict(_strong_gyro())
+    for p in d["panels"]:
+        p["c"] = 0.0
+    scn = jh.scenario_from_dict(d)
+    jh.dump_scenario(scn, tmp_path / "gyro.toml")
+    spinning, stopped = jh.modes(scn), jh.modes(scn, Omega=np.zeros(4))
+    assert main(["modes", str(tmp_path / "gyro.toml")]) == 0
+    out = capsys.readouterr().out
+    head = next(ln for ln in out.splitlines() if ln.startswith("mode"))
+    assert "C=0,G=0 [Hz]" in head and "undamped" not in head
+    rows = np.array([[float(x) for x in ln.split()[:5]] for ln in out.splitlines() if re.match(r"^ +\d+ ", ln)])
+    np.testing.assert_allclose(rows[:, 1], np.asarray(spinning.frequency_hz), atol=1e-6)
+    np.testing.assert_allclose(rows[:, 4], np.asarray(stopped.frequency_hz), atol=1e-6)
+    assert np.all(np.abs(rows[:, 1] / rows[:, 4] - 1) > 1e-4)
+    assert np.abs(np.asarray(spinning.damping_ratio)).max() < 1e-15 and "-0.000000" not in out
+    assert "C=0,G=0: the undamped frequency with the wheels stopped" in out
+    assert main(["modes", str(tmp_path / "gyro.toml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["natural_frequency_model"] == "C = 0, wheels stopped (G = 0)"

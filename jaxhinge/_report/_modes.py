@@ -60,53 +60,77 @@ def measurement_json(mm) -> dict:
     }
 
 
-def modes_table_lines(m, path: str) -> list[str]:
-    """The console table of `jaxhinge modes`: each flexible mode's frequencies, damping and energy shares."""
+def _fixed(x, w: int, d: int) -> str:
+    """`x` in `w` characters with `d` decimals, "-" for None; a value that rounds to zero without a sign (no
+    "-0.000000")."""
+    if x is None:
+        return f"{'-':>{w}}"
+    text = f"{x:{w}.{d}f}"
+    return text.replace("-", " ") if float(text) == 0 else text
+
+
+def spinning_wheels(m, wheels: bool) -> bool:
+    """Whether `Modes` `m` of a spacecraft with (`wheels`) or without reaction wheels carry the wheels'
+    gyroscopic coupling (free-free modes with wheels): their undamped frequency is then that of the wheels stopped."""
+    return wheels and m.boundary == "free"
+
+
+def modes_table_lines(m, path: str, wheels: bool = False) -> list[str]:
+    """The console table of `jaxhinge modes`: each flexible mode's frequencies, damping and energy shares.
+    `wheels`: the spacecraft has reaction wheels (the columns then say which frequencies hold the wheels' spin)."""
     rows = modes_json(m)["modes"]
     parts = list(m.participants)
+    spinning = spinning_wheels(m, wheels)
     excluded = "6 rigid-body modes excluded" if m.boundary == "free" else "hub fixed"
     lines = [
         f"scenario            {path}",
         (f"boundary            {m.boundary} ({excluded}); linearised about theta = thetaRef, hub at rest, "
-         "no gravity, loads or motor torque"),
+         "no gravity, loads or motor torque" + ("; wheels at OmegaInit" if spinning else "")),
         f"flexible modes      {len(rows)}",
     ]
     if not rows:
         return lines
-    head = f"{'mode':>4}  {'freq [Hz]':>12}  {'damping':>10}  {'damped [Hz]':>12}  {'undamped [Hz]':>13}"
+    undamped = "C=0,G=0 [Hz]" if spinning else "undamped [Hz]"
+    head = f"{'mode':>4}  {'freq [Hz]':>12}  {'damping':>10}  {'damped [Hz]':>12}  {undamped:>13}"
     label = {"hub_translation": "hub transl.", "hub_rotation": "hub rot."}
     head += "".join(f"  {label.get(p, p)[:12]:>12}" for p in parts)
     lines += ["", "kinetic energy share per mode (hub translation, hub rotation, each panel):", head]
     for r in rows:
-        def f(x, w, fmt):
-            return f"{'-':>{w}}" if x is None else f"{x:{w}{fmt}}"
-
-        line = (f"{r['mode']:>4}  {f(r['frequency_hz'], 12, '.6f')}  {f(r['damping_ratio'], 10, '.6f')}  "
-                f"{f(r['damped_frequency_hz'], 12, '.6f')}  {f(r['natural_frequency_hz'], 13, '.6f')}")
-        line += "".join(f"  {f(None if r['energy_fraction'][p] is None else 100 * r['energy_fraction'][p], 11, '.1f')}%"
+        line = (f"{r['mode']:>4}  {_fixed(r['frequency_hz'], 12, 6)}  {_fixed(r['damping_ratio'], 10, 6)}  "
+                f"{_fixed(r['damped_frequency_hz'], 12, 6)}  {_fixed(r['natural_frequency_hz'], 13, 6)}")
+        line += "".join(f"  {_fixed(None if r['energy_fraction'][p] is None else 100 * r['energy_fraction'][p], 11, 1)}%"
                         for p in parts)
         if r["overdamped"]:
             line += "  (overdamped)"
         lines.append(line)
     lines.append("")
     lines.append("freq = |lambda|/2pi, damping = -Re(lambda)/|lambda| (MATLAB damp); damped = |Im lambda|/2pi; "
-                 "undamped: C = 0")
+                 + (UNDAMPED_SPINNING if spinning else "undamped: C = 0"))
     return lines
 
 
-def modes_cli_json(m, scenario_path: str, boundary: str) -> dict:
-    """The object `jaxhinge modes --json` prints."""
+UNDAMPED_SPINNING = ("freq, damping, damped: with the wheels spinning at OmegaInit (their gyroscopic coupling G "
+                     "in the poles); C=0,G=0: the undamped frequency with the wheels stopped (C = 0 and G = 0), "
+                     "the same at any wheel speed")
+
+
+def modes_cli_json(m, scenario_path: str, boundary: str, wheels: bool = False) -> dict:
+    """The object `jaxhinge modes --json` prints (`wheels`: the spacecraft has reaction wheels;
+    `natural_frequency_hz` is then the wheels-stopped frequency of a free-free mode, said by
+    `natural_frequency_model`)."""
     return {"scenario": scenario_path, "boundary": boundary,
             "rigid_body_modes_excluded": 6 if boundary == "free" else 0,
+            "natural_frequency_model": ("C = 0, wheels stopped (G = 0)" if spinning_wheels(m, wheels) else "C = 0"),
             "panels": list(m.panel_names), "modes": modes_json(m)["modes"]}
 
 
-def closed_loop_json(p, scenario_path: str) -> dict:
-    """The object `jaxhinge modes --closed-loop --json` prints: the loop, its margins and one entry per pole with
-    Im >= 0 (a complex pair once; neutral poles counted, not listed)."""
-    lam, f, z, neutral, flex, ef, we = (np.asarray(x) for x in (p.eigenvalue, p.frequency_hz, p.damping_ratio,
-                                                                p.neutral, p.flexible, p.energy_fraction,
-                                                                p.wheel_energy))
+def closed_loop_json(p, scenario_path: str, first_command: float | None = None) -> dict:
+    """The object `jaxhinge modes --closed-loop --json` prints: the loop, its margins, whether the scenario's own
+    run starts saturated (`first_command`: as `closed_loop_table_lines`) and one entry per pole with Im >= 0 (a
+    complex pair once; neutral poles counted, not listed)."""
+    lam, f, z, neutral, flex, ef, cmd, sat = (np.asarray(x) for x in (
+        p.eigenvalue, p.frequency_hz, p.damping_ratio, p.neutral, p.flexible, p.energy_fraction, p.command_per_rad,
+        p.saturation_angle))
     keep = [j for j in range(lam.shape[0]) if not neutral[j] and lam[j].imag >= 0]
     growth = float(p.growth_rate)
     out = {"scenario": scenario_path, "loop": "sampled" if p.sampled else "continuous",
@@ -114,20 +138,25 @@ def closed_loop_json(p, scenario_path: str) -> dict:
            "margin": _num(p.margin), "flexible_margin": _num(p.flexible_margin),
            "growth_rate_per_s": _num(growth), "stable": bool(growth < 0),
            "neutral_poles": int(np.sum(neutral)), "participants": list(p.participants),
+           "first_command_over_u_max": _num(first_command) if first_command is not None else None,
+           "starts_saturated": first_command is not None and first_command > 1,
            "poles": [{"frequency_hz": _num(f[j]), "damping_ratio": _num(z[j]),
                       "eigenvalue": [_num(lam[j].real), _num(lam[j].imag)],
                       "kind": "flexible" if flex[j] else "rigid", "complex_pair": bool(lam[j].imag > 0),
                       "energy_fraction": {k: _num(v) for k, v in zip(p.participants, ef[j])},
-                      "wheel_energy": _num(we[j])} for j in keep]}
+                      "command_Nm_per_rad": _num(cmd[j]), "saturation_angle_rad": _num(sat[j])}
+                     for j in keep]}
     if p.sampled:
         out["spectral_radius"] = _num(np.exp(growth * float(p.control_dt)))
     return out
 
 
-def closed_loop_table_lines(p, path: str) -> list[str]:
-    """The console table of `jaxhinge modes --closed-loop`: each pole (a complex pair once), its kind, damping
-    and which body moves in it, then the margins."""
-    d = closed_loop_json(p, path)
+def closed_loop_table_lines(p, path: str, first_command: float | None = None) -> list[str]:
+    """The console table of `jaxhinge modes --closed-loop`: each pole (a complex pair once), its kind, damping,
+    which body moves in it and how hard the actuators work, then the margins. `first_command`: the largest
+    |u| / u_max of the wheels at the scenario's first call of the flight software (`_closed_loop.first_command`):
+    above 1 the scenario's own run starts saturated, which the linearisation leaves out (a note says so)."""
+    d = closed_loop_json(p, path, first_command)
     label = {"hub_translation": "hub transl.", "hub_rotation": "hub rot."}
     loop = (f"sampled every control_dt = {d['control_dt_s']:g} s, zero-order hold (poles ln(z)/control_dt)"
             if p.sampled else "continuous law (the controller applied continuously)")
@@ -137,17 +166,21 @@ def closed_loop_table_lines(p, path: str) -> list[str]:
              (f"poles               {len(d['poles'])} listed (a complex pair once), {d['neutral_poles']} neutral "
               "(|lambda| < 1e-9 1/s: conserved momentum, wheel null motion) not listed"), ""]
     head = f"{'pole':>4}  {'freq [Hz]':>12}  {'damping':>10}  {'kind':>8}"
-    head += "".join(f"  {label.get(q, q)[:12]:>12}" for q in d["participants"]) + f"  {'wheels':>8}"
-    lines += ["kinetic energy share per pole (structure; wheels: their spin's share of all kinetic energy):", head]
+    head += "".join(f"  {label.get(q, q)[:12]:>12}" for q in d["participants"])
+    head += f"  {'N m/deg':>9}  {'sat. [deg]':>10}"
+    lines += [("kinetic energy share per pole (structure); N m/deg: the largest actuator command per degree of "
+               "the pole's largest angle; sat.: that angle where a wheel reaches u_max"), head]
 
     def pct(x, w):
         return f"{'-':>{w}}" if x is None else f"{100 * x:{w - 1}.1f}%"
 
+    deg = np.degrees(1.0)
     for j, r in enumerate(d["poles"], 1):
-        zeta = "-" if r["damping_ratio"] is None else f"{r['damping_ratio']:.6f}"
-        line = f"{j:>4}  {r['frequency_hz']:12.6f}  {zeta:>10}  {r['kind']:>8}"
+        line = f"{j:>4}  {_fixed(r['frequency_hz'], 12, 6)}  {_fixed(r['damping_ratio'], 10, 6)}  {r['kind']:>8}"
         line += "".join(f"  {pct(r['energy_fraction'][q], 12)}" for q in d["participants"])
-        line += f"  {pct(r['wheel_energy'], 8)}"
+        cmd, sat = r["command_Nm_per_rad"], r["saturation_angle_rad"]
+        line += f"  {'-' if cmd is None else f'{cmd / deg:.4g}':>9}"
+        line += f"  {'-' if sat is None else 'none' if np.isinf(sat) else f'{sat * deg:.4g}':>10}"
         if not r["complex_pair"]:
             line += "  (real)"
         lines.append(line)
@@ -156,5 +189,11 @@ def closed_loop_table_lines(p, path: str) -> list[str]:
                    f"{d['flexible_margin']:.6f}"),
               f"growth rate         {d['growth_rate_per_s']:.6g} 1/s (largest Re lambda): {state}"
               + (f"; spectral radius max|z| = {d['spectral_radius']:.9f}" if p.sampled else ""),
-              "freq = |lambda|/2pi, damping = -Re(lambda)/|lambda| (MATLAB damp)"]
+              "freq = |lambda|/2pi, damping = -Re(lambda)/|lambda| (MATLAB damp)",
+              (f"{'linear':<20}the poles hold while every wheel command stays below its u_max (amplitudes below "
+               "sat.): saturation is not in the linearisation")]
+    if d["starts_saturated"]:
+        lines.append(f"{'note':<20}the scenario's own run starts saturated: its first wheel command is "
+                     f"{first_command:.3g} x u_max, so these poles do not describe it until the wheels leave "
+                     "their limits (jaxhinge simulate reports for how long)")
     return lines

@@ -8,6 +8,7 @@ axes (`legend_outside`) so they never cover a curve."""
 import numpy as np
 
 from .._simulation._trajectory import relative_drift
+from ._simulate import saturation
 
 __all__ = ["legend_outside", "plot_trajectory", "pyplot", "shown"]
 
@@ -41,26 +42,39 @@ def legend_outside(ax, **kw) -> None:
 
 
 def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | None = None,
-                    wheel_names=None) -> None:
-    """Hinge angles, hub rates, the wheels' speed changes (with wheels), the attitude error and the controller's
-    torque request (with a controller), and energy/momentum drift of a trajectory dict (`Trajectory.as_dict()`)."""
+                    wheel_names=None, u_max=None, conserved=None) -> None:
+    """Hinge angles, hub rates, the wheels' speed changes and applied motor torques `u_current` (with wheels; with
+    their `u_max` (W,) [N m]: the limits dashed and the samples at a limit marked), the attitude error and the
+    controller's torque request (with a controller), and energy/momentum drift of a trajectory dict
+    (`Trajectory.as_dict()`); `conserved`: the outputs the run's physics conserves (`_trajectory.conserved`),
+    named in the drift panel (None: not known)."""
     plt = pyplot()
     t = traj["t"]
     wheels = traj.get("Omega") is not None and np.shape(traj["Omega"])[-1] > 0
     control = traj.get("sigma_BR") is not None and np.shape(traj["sigma_BR"])[-1] > 0
-    rows = 3 + int(wheels) + 2 * int(control)
+    rows = 3 + 2 * int(wheels) + 2 * int(control)
     fig, axes = plt.subplots(rows, 1, figsize=(10, 3 + 2.9 * rows), sharex=True)
     ax_theta, ax_rate, ax = axes[0], axes[1], axes[-1]
-    if wheels:  # the speed change of each wheel (their speeds are hundreds of rad/s)
-        ax_w = axes[2]
+    if wheels:  # the speed change of each wheel (their speeds are hundreds of rad/s) and its applied torque
+        ax_w, ax_u = axes[2], axes[3]
         names = wheel_names if wheel_names is not None else [f"rw{j + 1}" for j in range(traj["Omega"].shape[-1])]
         for j, name in enumerate(names):
             ax_w.plot(t, traj["Omega"][:, j] - traj["Omega"][0, j], label=f"{name} ({traj['Omega'][0, j]:.0f} rad/s at 0)")
+            line = ax_u.step(t, traj["u_current"][:, j], where="post", label=name)[0]
+            if u_max is not None and u_max[j] > 0:
+                at = saturation(traj["u_current"][:, j:j + 1], u_max[j:j + 1])[:, 0]
+                ax_u.plot(t[at], traj["u_current"][at, j], "o", ms=3, color=line.get_color(),
+                          label=f"{name} at u_max ({at.sum()} samples)" if at.any() else None)
+        for lim in sorted({abs(float(v)) for v in (() if u_max is None else u_max) if v > 0}):
+            ax_u.axhline(lim, color="0.4", ls="--", lw=0.8)
+            ax_u.axhline(-lim, color="0.4", ls="--", lw=0.8, label=f"+-u_max = {lim:g} N m")
         ax_w.set_ylabel("wheel speed change\nOmega - Omega(0) [rad/s]")
-        legend_outside(ax_w)
-        ax_w.grid(alpha=0.3)
+        ax_u.set_ylabel("applied wheel motor torque\nu_current [N m] (held)")
+        for a in (ax_w, ax_u):
+            legend_outside(a)
+            a.grid(alpha=0.3)
     if control:  # the pointing error (principal angle 4 atan|sigma_BR|) and the torque requested on the hub
-        ax_e, ax_l = axes[2 + int(wheels)], axes[3 + int(wheels)]
+        ax_e, ax_l = axes[2 + 2 * int(wheels)], axes[3 + 2 * int(wheels)]
         ax_e.semilogy(t, np.maximum(np.degrees(4 * np.arctan(np.linalg.norm(traj["sigma_BR"], axis=-1))), 1e-12),
                       label="4 atan|sigma_BR|")
         ax_e.set_ylabel("attitude error [deg]")
@@ -88,8 +102,12 @@ def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | N
     ax.set_xlabel("t [s]")
     legend_outside(ax)
     ax.grid(alpha=0.3, which="both")
-    ax.set_title("conserved only without damping, motor torque, loads (and, for rot. energy, thetaRef motion)",
-                 fontsize="x-small")
+    if conserved is None:
+        note = "conserved only without damping, motor torque, loads (and, for rot. energy, thetaRef motion)"
+    else:
+        note = ("conserved in this run: " + ", ".join(conserved) if conserved else
+                "none conserved in this run (external loads or a hub-torque controller act)")
+    ax.set_title(note, fontsize="x-small")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

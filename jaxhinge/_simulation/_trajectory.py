@@ -130,16 +130,19 @@ def conserved(scenario: Scenario) -> tuple[str, ...]:
     is part of the model): the orbital energy (with the gravity potential), the orbital momentum about N and the
     rotational momentum about C (springs, dampers, hinge and wheel motors and wheel friction act inside the
     spacecraft); the rotational energy (springs and wheels included) too when no hinge has damping (`c = 0`) or
-    motor torque and no wheel has a motor torque or friction. With external loads (recorded ones included): none."""
-    L, p, w = scenario.loads, scenario.spacecraft.panels, scenario.spacecraft.wheels
+    motor torque and no wheel has a motor torque or friction. With external loads (recorded ones included, and an
+    attitude controller that torques the hub, `control.actuator = "torque"`): none. A controller on the wheels
+    is a wheel motor torque (internal: the rotational energy is not conserved, the momenta are)."""
+    L, p, w, ctrl = scenario.loads, scenario.spacecraft.panels, scenario.spacecraft.wheels, scenario.control
     vectors = (L.extForce_B, L.extForce_N, L.extTorquePntB_B) + (
         () if L.pulses is None else (L.pulses.extForce_B, L.pulses.extForce_N, L.pulses.extTorquePntB_B))
     loaded = L.inputs is not None and any(i >= 0 for idx in L.inputs.targets[:3] for i in idx)
-    if loaded or any(f is not None for f in (L.extForce_B_fn, L.extForce_N_fn, L.extTorquePntB_B_fn)) or any(
+    torqued = ctrl is not None and ctrl.actuator == "torque"  # the controller's torque acts on the hub from outside
+    if torqued or loaded or any(f is not None for f in (L.extForce_B_fn, L.extForce_N_fn, L.extTorquePntB_B_fn)) or any(
             np.any(np.asarray(v) != 0) for v in vectors):
         return ()
     driven = L.inputs is not None and any(i >= 0 for idx in L.inputs.targets[3:] for i in idx)
-    wheels_active = w is not None and (L.wheel_u_fn is not None or any(
+    wheels_active = w is not None and (ctrl is not None or L.wheel_u_fn is not None or any(
         np.any(np.asarray(getattr(w, k)) != 0) for k in ("u", "cViscous", "fCoulomb")))
     passive = (L.motorTorque_fn is None and not np.any(np.asarray(p.c) != 0) and not np.any(np.asarray(p.motorTorque))
                and not driven and not wheels_active)
