@@ -54,7 +54,7 @@ _PUBLIC = {
     "ModeMeasurement": ("_analysis._linear._measure", "ModeMeasurement"),
     "measure_modes": ("_analysis._linear._measure", "measure_modes"),
     "LeastSquaresResult": ("_analysis._fitting._lsq_analysis", "LeastSquaresResult"),
-    "FitResult": ("_analysis._fitting._fit", "FitResult"),
+    "FitResult": ("_analysis._fitting._fit_result", "FitResult"),
     "fit": ("_analysis._fitting._fit", "fit"),
     "FeaModes": ("_analysis._fitting._pairing", "FeaModes"),
     "pair_modes": ("_analysis._fitting._pairing", "pair_modes"),
@@ -104,8 +104,8 @@ _PUBLIC = {
 __all__ = ["__version__", *_PUBLIC]
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mkdocstrings)
-    from ._analysis._fitting._fit import FitResult as FitResult
     from ._analysis._fitting._fit import fit as fit
+    from ._analysis._fitting._fit_result import FitResult as FitResult
     from ._analysis._fitting._identify import IdentifyResult as IdentifyResult
     from ._analysis._fitting._identify import identify as identify
     from ._analysis._fitting._lsq_analysis import LeastSquaresResult as LeastSquaresResult

@@ -199,12 +199,12 @@ def test_effective_masses_agree_with_the_kane_reference_model():
     import _kane
     import scipy.linalg
 
-    from jaxhinge._analysis._linear._linearize import _rest_spacecraft
+    from jaxhinge._analysis._linear._linearize import rest_spacecraft
 
     rng = np.random.default_rng(5)
     sc = mixed(rng, 1, [2])
     n, ref = sc.panels.count, np.array([0.4, -0.3, 0.2])
-    rest = _rest_spacecraft(sc)
+    rest = rest_spacecraft(sc)
     zero = jnp.zeros(6 + n)
     state = jh.State(r_BN_N=zero[:3], v_BN_N=zero[:3], sigma_BN=zero[:3], omega_BN_B=zero[:3],
                      theta=rest.panels.thetaRef, thetaDot=zero[6:])

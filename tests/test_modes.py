@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._linear._linearize import _rest_spacecraft, body_jacobians, linearize, mass_matrix, reduced_matrices
+from jaxhinge._analysis._linear._linearize import rest_spacecraft, body_jacobians, linearize, mass_matrix, reduced_matrices
 from jaxhinge._analysis._linear._modes import complex_mode_state, modes, modes_unjitted
 from jaxhinge._analysis._linear._measure import measure_modes
 from jaxhinge._dynamics._energy import diagnostics
@@ -279,10 +279,10 @@ def test_damped_poles_equal_an_independent_host_computation():
 def test_eigvals_in_the_program_on_cpu_and_on_the_host_elsewhere():
     """On CPU the modal program holds LAPACK's eigen-solve and no host callback (so JAX can store it); the
     host branch used on other backends gives the same eigenvalues, batched too."""
-    from jaxhinge._analysis._linear._modes import _eigvals, _eigvals_host, _modes
+    from jaxhinge._analysis._linear._modes import eigenvalues, _eigvals_host, _modes
 
     A = jnp.asarray(np.random.default_rng(3).normal(size=(2, 6, 6)))
-    np.testing.assert_allclose(np.sort_complex(np.asarray(jax.jit(_eigvals)(A))),
+    np.testing.assert_allclose(np.sort_complex(np.asarray(jax.jit(eigenvalues)(A))),
                                np.sort_complex(np.asarray(jax.jit(_eigvals_host)(A))), rtol=1e-12)
     text = jax.jit(_modes, static_argnums=1).lower(random_spacecraft(8, 3), "free").as_text()
     assert "geev" in text and "callback" not in text
@@ -327,7 +327,7 @@ def test_linearisation_is_the_simulators(case):
     lin = linearize(sc)
     M, K, C, A = (np.asarray(x) for x in (lin.M, lin.K, lin.C, lin.A))
     scale = np.abs(M).max()
-    rest = _rest_spacecraft(sc)
+    rest = rest_spacecraft(sc)
     q0 = jnp.zeros(dof)
 
     def kinetic(u):
@@ -569,7 +569,7 @@ def test_reduced_matrices_symmetric_positive_definite():
 def test_body_jacobians_velocities():
     """Panel CoM velocity from the Jacobian equals the simulator's inertial panel velocity (diagnostics)."""
     sc = random_spacecraft(13, 3)
-    rest = _rest_spacecraft(sc)
+    rest = rest_spacecraft(sc)
     u = jnp.asarray(np.random.default_rng(0).normal(size=9))
     d = jax.jit(diagnostics)(rest, _state(rest, jnp.zeros(9), u))
     bj = jax.jit(body_jacobians)(sc)

@@ -11,8 +11,6 @@ nodes: CalculiX `*NODE PRINT` (the `.dat`) and `*NODE FILE` (the ASCII `.frd`), 
 (`DISP(PRINT)`, MYSTRAN's and MSC's layouts). FEA axes rotated from B: `dcm_BF` turns every vector into B.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import math
 import os

@@ -13,10 +13,10 @@ import os
 from .._analysis._studies._sensitivity import (
     MODES,
     SensitivityResult,
-    _blocks,
-    _row_names,
+    output_blocks,
     parse_outputs,
     parse_parameters,
+    row_names,
     sensitivity,
 )
 from .._errors import SensitivityError
@@ -74,8 +74,8 @@ def load_study(path: str | os.PathLike, *, out_dir: str | None = None) -> Study:
     scenario = load_scenario(scen_path)
     params = data.get("parameters")
     parse_parameters(scenario, params, source)
-    blocks = _blocks(scenario, parse_outputs(scenario, data["outputs"], source))
-    rows = _row_names([b for b in blocks if b.kind != "history"], None)  # what a tornado plot may show
+    blocks = output_blocks(scenario, parse_outputs(scenario, data["outputs"], source))
+    rows = row_names([b for b in blocks if b.kind != "history"], None)  # what a tornado plot may show
     tornado = data.get("tornado", rows[:1])
     if isinstance(tornado, str):
         tornado = [tornado]

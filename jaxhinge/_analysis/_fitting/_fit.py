@@ -50,215 +50,37 @@ entry, and several of them are reported as "targets reached by N distinct parame
 
 **Independent check** (`check=True`): `measure_modes` simulates the fitted nonlinear model, one free response
 per mode, and measures frequency and damping from the time histories.
+
+The steps of `fit`, one module each: the settings checked (here), the targets (`_fit_targets`), the least-squares
+problem (`_fit_problem`), the solve (`_lsq_solver`), the solutions and the result (`_fit_result`).
 """
 
 import dataclasses
-import itertools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import ArrayLike, Float
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
-from ..._model._loads import Loads
-from ..._model._params import Parameter
-from ..._model._rules import model_ok
-from ..._model._scenario import Scenario, SimulationConfig
-from ..._model._spacecraft import strip_labels
-from .._linear._closed_loop import closed_loop_modes, closed_loop_modes_unjitted, loop_shape
+from ..._model._scenario import Scenario
 from .._linear._linearize import check_boundary
-from .._linear._measure import ModeMeasurement, measure_modes
-from .._linear._modes import Modes, _relabel, modes, modes_unjitted
-from ._lsq_analysis import LeastSquaresResult, analyse, common_fields, to_numpy
-from ._lsq_coords import Coordinates, apply_coordinates, parse_free
-from ._lsq_solver import FAIL, AbstractResiduals, evaluate, make_solver, solve, solve_batch, solvers_of
-from ._pairing import (
-    _FREQ_WEIGHT,
-    FeaModes,
-    ShapeMap,
-    _pairing_table,
-    _pairs_by_hand,
-    _totals,
-    _unit_vectors,
-    fea_shape_vectors,
-    mac,
-    model_shape_matrix,
-    pair_modes,
-    shape_mac,
-    unclean_free_modes,
-)
+from .._linear._measure import measure_modes
+from ._fit_problem import build_problem, start_points
+from ._fit_result import FitResult, fit_result, pick_solutions
+from ._fit_targets import fit_targets
+from ._lsq_coords import apply_coordinates
+from ._lsq_solver import make_solver, solve, solve_batch, solvers_of
+from ._pairing import FeaModes, ShapeMap
 
 __all__ = ["SOLVERS", "FitError", "FitResult", "fit"]
 
 SOLVERS = solvers_of("modal")
 DEFAULT_STARTS = 8  # modal fits: starts of the batched multi-start search ("lm")
-START_FACTOR = 3.0  # default start box: a factor 3 either side of a positive parameter's initial value
-_SAME = 1e-5  # two solutions closer than this in every fitted coordinate (log-ratio or scale units) are one
-_REACH_SCALE = 1e6  # free stiffnesses scaled by 1e-6 and 1e6 for the reachability bounds
-_REACH_MARGIN = 1e-3
-_NOT_IN_MODES = ("motorTorque", "thetaDotRef")  # besides the initial conditions
 LOOPS = ("open", "closed")
-
-
-# ------------------------------------------------------------------------------------------------------------
-# The residuals (a pytree: repeated fits of one model structure reuse the compiled programs)
-# ------------------------------------------------------------------------------------------------------------
-
-
-class _ModalResiduals(AbstractResiduals):
-    scenario: Scenario  # label-free, default loads and simulation settings (they do not enter the modes)
-    coordinates: Coordinates
-    targets_hz: Float[Array, " targets"]
-    damping_ratios: Float[Array, " dtargets"]
-    w_f: Float[Array, " targets"]
-    w_z: Float[Array, " dtargets"]
-    reference_point: Float[Array, "3"]
-    mass_targets: Float[Array, "mtargets 6"]  # FEA effective masses of the paired modes (empty: not fitted)
-    w_m: Float[Array, "6"]
-    track: Float[Array, "ttargets 6"]  # unit-free FEA participation vectors of the paired modes (empty: by index)
-    track_scale: Float[Array, "6"]
-    boundary: str = eqx.field(static=True)
-    mode_index: tuple[int, ...] = eqx.field(static=True)
-    track_signed: bool = eqx.field(static=True, default=True)
-    loop: tuple[int, bool] | None = eqx.field(static=True, default=None)  # closed loop: `loop_shape`; None: open
-    shape_fe: Float[Array, "stargets c"] | None = None  # unit FEA shape vectors of the paired modes (`ShapeMap`)
-    shape_w: Float[Array, ""] | None = None  # 1 / ShapeMap.sigma (shape residuals), 0: shapes pair only
-    shape_map: ShapeMap | None = eqx.field(static=True, default=None)
-
-    def shape_vectors(self, m: Modes, model: Scenario):
-        """Every model mode in the shape coordinates of `shape_map` (modes x c)."""
-        return m.shape @ model_shape_matrix(model.spacecraft, self.shape_map).T
-
-    def at(self, u) -> Scenario:
-        return self.coordinates.apply(self.scenario, u)
-
-    def index(self, m: Modes):
-        """The model mode of each target: fixed (`mode_index`; free-free FEA modes, mode-shape pairing: decided
-        once, at the initial guess, so it cannot switch between iterates), or tracked through the fit (clamped
-        FEA modes with effective masses): the mode whose participation vector matches the paired FEA mode's best
-        (MAC, then frequency), whatever the order of the model's frequencies at this point."""
-        if not self.track.shape[0]:
-            return np.array(self.mode_index)
-        b = m.participation / self.track_scale
-        score = mac(self.track, b if self.track_signed else jnp.abs(b)) - _FREQ_WEIGHT * jnp.abs(
-            jnp.log(m.frequency_hz[None, :] / self.targets_hz[:, None]))
-        return jnp.argmax(score, axis=1)
-
-    def modes_at(self, model: Scenario) -> Modes:
-        """The modes the targets refer to: the open-loop structure's (`modes`) or the sampled closed loop's."""
-        if self.loop is None:
-            return modes_unjitted(model, self.boundary, self.reference_point)
-        return closed_loop_modes_unjitted(model, self.loop, self.reference_point)
-
-    def __call__(self, u):
-        model = self.at(u)
-        m = self.modes_at(model)
-        idx = self.index(m)
-        r = (m.frequency_hz[idx] - self.targets_hz) * self.w_f
-        if self.damping_ratios.shape[0]:
-            r = jnp.concatenate([r, (m.damping_ratio[idx] - self.damping_ratios) * self.w_z])
-        if self.mass_targets.shape[0]:
-            r = jnp.concatenate([r, ((m.effective_mass[idx] - self.mass_targets) * self.w_m).ravel()])
-        if self.shape_map is not None and self.shape_map.sigma is not None:  # unit shapes, sign-aligned
-            v = self.shape_vectors(m, model)[idx]
-            v = v / jnp.linalg.norm(v, axis=1, keepdims=True)
-            sign = jnp.where(jnp.sum(v * self.shape_fe, axis=1, keepdims=True) < 0, -1.0, 1.0)
-            r = jnp.concatenate([r, ((sign * v - self.shape_fe) * self.shape_w).ravel()])
-        return r, model_ok(model.spacecraft), m  # an iterate that breaks a physical rule is a failed evaluation
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Result
-# ------------------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class FitResult(LeastSquaresResult):
-    """The outcome of `fit`: the fields every fit shares (`LeastSquaresResult`: `names`, `values`, `sigma`,
-    `initial`, `units`, `covariance`, `correlation`, `chi2`, `cost`, `dof`, `converged`, `status`, `message`,
-    `iterations`, the identifiability report, the fitted `scenario`, `history`, `wall_s`, `solve_s`, ...) and:
-
-    - `modes`, `initial_modes`: the modes of the fitted and of the initial model.
-    - `targets_hz`, `damping_targets` (empty if none), `mode_numbers` (1-based, matched modes).
-    - `frequency_error`, `damping_error`: relative model-minus-target errors at the solution.
-    - `residuals`: the weighted residual vector (frequencies, then damping ratios).
-    - `targets_reached`: every error below `reach_rtol` (damping: `100 * reach_rtol`); `boundary`.
-    - `check`: the `ModeMeasurement` of the fitted model (`None` if not requested).
-    - `pairing`: with FEA modes, one entry per pair (`pair_modes`): FEA mode number and frequency, model mode,
-      initial and fitted model frequency, MAC at the start and at the solution, FEA and fitted model effective
-      masses; `None` without FEA modes.
-    - `warnings`: what the user should know about the inputs (free-free FEA modes that carry effective mass:
-      `unclean_free_modes`); the CLI prints each as a warning and `result.json` lists them.
-    - `solutions`: every distinct parameter set the multi-start search (`starts`) found that reaches the targets,
-      the reported one first; each a dict: `values` (name -> value [unit]), `start` (index of the start it came
-      from, 0 = the initial guess), `initial` (that start's values), `steps`, `cost`, `frequency_error` (largest
-      relative), `mac` (the paired modes' mode-shape MAC, where shapes are given). Empty when none does.
-      `ambiguous`: more than one.
-    - `mac_matrix`: with mode shapes (`shapes`), the MAC of every FEA mode read (rows, `fea.mode_numbers`)
-      against every model mode at the solution (columns), the FEA mode numbers in `mac_fea_modes`; else None.
-    """
-
-    modes: Modes
-    initial_modes: Modes
-    targets_hz: np.ndarray
-    damping_targets: np.ndarray
-    mode_numbers: tuple[int, ...]
-    frequency_error: np.ndarray
-    damping_error: np.ndarray
-    residuals: np.ndarray
-    targets_reached: bool
-    boundary: str
-    check: ModeMeasurement | None = None
-    pairing: list[dict] | None = None
-    warnings: tuple[str, ...] = ()
-    solutions: tuple[dict, ...] = ()
-    mac_matrix: np.ndarray | None = None
-    mac_fea_modes: tuple[int, ...] = ()
-
-    @property
-    def ambiguous(self) -> bool:
-        """Several distinct parameter sets reach the targets (`solutions`): the data cannot tell them apart."""
-        return len(self.solutions) > 1
-
-
-# ------------------------------------------------------------------------------------------------------------
-# fit
-# ------------------------------------------------------------------------------------------------------------
-
-
-def _floats(value, field: str, *, positive: bool) -> np.ndarray:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        raise FitError(f"{field} = {_fmt(value)}: must be a list of numbers", field=field)
-    out = []
-    for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise FitError(f"{field}[{i}] = {_fmt(v)}: must be a number", field=field)
-        x = float(v)
-        if not math.isfinite(x) or (positive and not x > 0):
-            raise FitError(f"{field}[{i}] = {_fmt(v)}: must be a finite number > 0", field=field)
-        out.append(x)
-    if not out:
-        raise FitError(f"{field} = []: give at least one value", field=field)
-    return np.asarray(out)
-
-
-def _fmt_hz(x: float) -> str:
-    return f"{x:.6g} Hz"
-
-
-def _modal_scenario(scenario: Scenario, closed: bool = False) -> Scenario:
-    """What the modes depend on, without names, loads or simulation settings (one program per structure); the
-    controller too for the closed loop."""
-    if not closed:
-        return Scenario(strip_labels(scenario.spacecraft), scenario.initial, Loads(), SimulationConfig())
-    # the closed loop: its rk4 step (steps per control period) from the scenario's simulation settings
-    return Scenario(strip_labels(scenario.spacecraft), scenario.initial, Loads(), scenario.simulation,
-                    control=scenario.control)
 
 
 def fit(
@@ -353,11 +175,11 @@ def fit(
                        "reaction wheels; with wheels, fit with check = False (modes() is checked against the "
                        "simulator's Jacobian in the tests)", field="check", value=check)
     n_starts = _check_starts(starts, solver)
-    tg = _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
-                  effective_mass_sigma, shapes)
-    pb = _build(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say, loop,
-                bounds)
-    U0 = _start_points(pb.coords, n_starts, bounds)
+    tg = fit_targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes,
+                     reference_point, effective_mass_sigma, shapes)
+    pb = build_problem(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say,
+                       loop, bounds)
+    U0 = start_points(pb.coords, n_starts, bounds)
     pb = dataclasses.replace(pb, starts=U0)
     say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}"
         + (f", {n_starts} starts" if n_starts > 1 else "") + "; compiling and solving...")
@@ -365,7 +187,8 @@ def fit(
         None if progress is None else (lambda s: say(f"fit: {s}")))
     sols = solve_batch(pb.problem, U0, slv, max_steps=max_steps, progress=report) if n_starts > 1 else \
         [solve(pb.problem, U0[0], slv, max_steps=max_steps, progress=report)]
-    sol, solutions, multi_notes = _solutions(sols, pb, tg, frequency_sigma, damping_sigma, reach_rtol, ident_rtol)
+    sol, solutions, multi_notes = pick_solutions(sols, pb, tg, frequency_sigma, damping_sigma, reach_rtol,
+                                                 ident_rtol)
     pb = dataclasses.replace(pb, notes=pb.notes + multi_notes)
     fitted = apply_coordinates(scenario, pb.coords, jnp.asarray(sol.u))
     measured = None
@@ -377,8 +200,8 @@ def fit(
                "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
                "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist(), "loop": loop,
                "starts": n_starts}
-    res = _result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol, warn_rtol,
-                  wall=time.perf_counter() - t_start)
+    res = fit_result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol,
+                     warn_rtol, wall=time.perf_counter() - t_start)
     low = [] if tg.shape_map is None else [p for p in res.pairing if not p["mac"] >= tg.shape_map.mac_min]
     if low and res.targets_reached:
         res = dataclasses.replace(res, targets_reached=False, message=(
@@ -396,8 +219,7 @@ def fit(
 
 
 # ------------------------------------------------------------------------------------------------------------
-# The steps of `fit`: check the settings, the targets (and their pairing with FEA modes), build the problem,
-# solve, report
+# Checks of the settings, before any compute
 # ------------------------------------------------------------------------------------------------------------
 
 
@@ -450,510 +272,3 @@ def _check_starts(starts, solver: str) -> int:
         raise FitError.bad(None, "starts", starts, f"the multi-start search runs the least-squares solver "
                            f"(solver = \"lm\"); solver = {solver!r} runs from the initial guess only (starts = 1)")
     return int(starts)
-
-
-def _halton(n: int, dims: int) -> np.ndarray:
-    """The first `n` points (after the origin) of the Halton sequence in [0, 1)^dims (bases: the primes)."""
-    primes = [p for p in range(2, 600) if all(p % q for q in range(2, int(p**0.5) + 1))][:dims]
-    out = np.zeros((n, dims))
-    for d, b in enumerate(primes):
-        for i in range(n):
-            f, k, x = 1.0, i + 1, 0.0
-            while k:
-                f /= b
-                x += f * (k % b)
-                k //= b
-            out[i, d] = x
-    return out
-
-
-def _start_points(coords, n: int, bounds) -> np.ndarray:
-    """(n, P) starting coordinates: the initial guess (zeros), then n - 1 Halton points of the start box
-    (`bounds`, in the fitted coordinates; default `START_FACTOR` either side of a log coordinate, +/- 1 scale
-    unit for a linear one)."""
-    lo = np.array([-math.log(START_FACTOR) if c.log else -1.0 for c in coords])
-    hi = -lo
-    by_name = {}
-    for j, c in enumerate(coords):
-        for name in (c.name, *c.members):
-            by_name[name.replace(" ", "")] = j
-    for key, pair in (bounds or {}).items():
-        field = f"bounds[{key!r}]"
-        j = by_name.get(str(key).replace(" ", ""))
-        if j is None:
-            raise FitError(f"{field}: not a free parameter (free: {', '.join(c.name for c in coords)})",
-                           field="bounds")
-        vals = _floats(pair, field, positive=coords[j].log)
-        if len(vals) != 2 or not vals[0] < vals[1]:
-            raise FitError(f"{field} = {_fmt(list(pair))}: must be [low, high] with low < high", field="bounds")
-        lo[j], hi[j] = (coords[j].coordinate(v) for v in vals)
-    U = np.zeros((n, len(coords)))
-    if n > 1:
-        U[1:] = lo + (hi - lo) * _halton(n - 1, len(coords))
-    return U
-
-
-def _solutions(sols, pb: "_Problem", tg: "_Targets", frequency_sigma, damping_sigma, reach_rtol, ident_rtol):
-    """The reported solution and every distinct parameter set that reaches the targets (`FitResult.solutions`).
-    A start reaches them when it converged with every frequency error within `reach_rtol` (damping: 100 x), a
-    Jacobian of full rank (a continuum of solutions along an undetermined direction is the identifiability
-    report's, not a list of points) and, with mode shapes, a MAC of every pair of at least `ShapeMap.mac_min`.
-    The start from the initial guess is reported when it reaches the targets, else the reaching start of lowest
-    cost, else the initial guess's. Points within `_SAME` of each other are one."""
-    nf, nz = len(tg.ft), len(tg.zt)
-    coords = pb.coords
-
-    def reaches_values(s) -> bool:
-        r = np.asarray(s.residuals)
-        if not (s.converged and np.all(np.isfinite(r)) and np.all(r != FAIL)):
-            return False
-        ok = np.all(np.abs(r[:nf]) * frequency_sigma <= reach_rtol) and \
-            np.all(np.abs(r[nf:nf + nz]) * damping_sigma <= 100 * reach_rtol)
-        sv = np.linalg.svd(np.asarray(s.jacobian), compute_uv=False)
-        return bool(ok and len(sv) and sv[-1] > ident_rtol * sv[0])
-
-    def distinct(indices) -> list[int]:
-        groups: list[int] = []
-        for i in indices:
-            if all(np.max(np.abs(sols[i].u - sols[g].u)) > _SAME for g in groups):
-                groups.append(i)
-        return groups
-
-    values_ok = [i for i, s in enumerate(sols) if reaches_values(s)]
-    macs = {i: _pair_macs(pb.problem, sols[i].u) for i in values_ok} if tg.shape_map is not None else {}
-    good = [i for i in values_ok if tg.shape_map is None or np.min(macs[i]) >= tg.shape_map.mac_min]
-    notes = []
-    say = lambda i: ", ".join(f"{c.name} = {float(c.value(sols[i].u[j])):.6g}" for j, c in enumerate(coords))
-    rejected = distinct([i for i in values_ok if i not in good])
-    if rejected:
-        notes.append("rejected by the mode shapes (every target frequency reached, but a paired mode's shape MAC "
-                     f"below mac_min = {tg.shape_map.mac_min:g}): " + "; ".join(
-                         f"{say(i)} (MAC {', '.join(f'{x:.3f}' for x in macs[i])})" for i in rejected))
-    if not good:
-        return sols[0], [], notes
-    first = 0 if 0 in good else min(good, key=lambda i: sols[i].chi2)
-    if first != 0:
-        why = "its mode shapes do not match" if 0 in values_ok else f"status {sols[0].status}"
-        notes.insert(0, f"the solver's run from the initial guess did not reach the targets ({why}); start "
-                     f"{first} of the multi-start search did, and is reported")
-    groups = distinct([first] + sorted((i for i in good if i != first), key=lambda i: sols[i].chi2))
-    out = []
-    for i in groups:
-        s = sols[i]
-        out.append({
-            "values": {c.name: float(c.value(s.u[j])) for j, c in enumerate(coords)},
-            "start": i, "initial": {c.name: float(c.value(pb.starts[i, j])) for j, c in enumerate(coords)},
-            "steps": int(s.steps), "cost": 0.5 * s.chi2,
-            "frequency_error": float(np.max(np.abs(np.asarray(s.residuals)[:nf])) * frequency_sigma),
-            "mac": None if tg.shape_map is None else macs[i].tolist(),
-        })
-    return sols[first], out, notes
-
-
-@dataclasses.dataclass(frozen=True)
-class _Targets:
-    """What the fit aims at: frequency and damping targets `ft`, `zt`, the model mode index of each, the FEA
-    effective masses fitted (`em_t`), the FEA pairing at the start (`pairs0`, `by_hand`), the tracked FEA
-    participation vectors (`track`, `track_scale`) and the reference point `ref` [m, B]."""
-
-    ft: np.ndarray
-    zt: np.ndarray
-    idx: tuple[int, ...]
-    em_t: np.ndarray
-    pairs0: tuple | None
-    by_hand: bool
-    track: np.ndarray
-    track_scale: np.ndarray
-    ref: np.ndarray
-    fea: FeaModes | None
-    warnings: tuple[str, ...] = ()
-    shape_map: ShapeMap | None = None  # panels by index
-    shape_fe: np.ndarray | None = None  # (FEA modes, c) the FEA modes in the shape coordinates
-
-
-def _targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
-             effective_mass_sigma, shapes=None) -> _Targets:
-    """The targets from the arguments or the FEA modes (paired automatically or by hand), checked."""
-    sc = scenario.spacecraft
-    names = sc.panels.labels
-    n = len(names)
-    ref = np.zeros(3) if fea is None else np.asarray(fea.reference_point, float)
-    if reference_point is not None:
-        ref = _floats(reference_point, "reference_point", positive=False)
-        if ref.shape != (3,):
-            raise FitError(f"reference_point = {_fmt(reference_point)}: must be 3 numbers [m] in B",
-                           field="reference_point")
-    if shapes is not None and fea is None:
-        raise FitError("shapes (a mode-shape map) need FEA modes with their shapes: give fea", field="shapes")
-    elif fea is not None and fea.reference_grid and fea.effective_mass is not None and reference_point is None:
-        raise FitError(f"{fea.source}: its effective masses refer to grid {fea.reference_grid} (PARAM GRDPNT), whose "
-                       "coordinates are not in the file: give reference_point (that grid's position in B [m])",
-                       field="reference_point")
-    em_t, pairs0, track, track_scale, by_hand = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6), False
-    smap = fe_vecs = None
-    warnings: tuple[str, ...] = ()
-    if fea is not None and boundary == "free":
-        if effective_mass_sigma is not None:
-            raise FitError("effective_mass_sigma with free-free FEA modes: free-free elastic modes carry no "
-                           "effective mass (the model's are zero), so there is nothing to fit; it applies to "
-                           "clamped modes", field="effective_mass_sigma")
-        unclean = unclean_free_modes(fea)
-        warnings = () if unclean is None else (unclean,)
-    if fea is not None:
-        if fea.boundary is not None and fea.boundary != boundary:
-            raise FitError(f"boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
-                           "fit the model with the FEA's boundary condition", field="boundary")
-        if targets_hz is not None:
-            raise FitError("give either targets_hz or FEA modes (fea), not both", field="targets_hz")
-        by_hand = mode_numbers is not None or fea_modes is not None
-        if shapes is not None:
-            smap, fe_vecs = _shape_setup(scenario, fea, shapes)
-        fi, idx_f = _pairs_by_hand(fea, n, mode_numbers, fea_modes) if by_hand else \
-            pair_modes(fea, modes(scenario, boundary, ref), shapes=None if shapes is None else (
-                fe_vecs, model_shape_matrix(sc, smap)))[:2]
-        pairs0 = (fi, idx_f)
-        targets_hz, mode_numbers = fea.frequencies[fi], [j + 1 for j in idx_f]
-        if fea.damping is not None:
-            if damping_ratios is not None:
-                raise FitError("give damping ratios either with the FEA modes (FeaModes.damping, "
-                               "fea_damping_ratios) or as damping_ratios, not both", field="damping_ratios")
-            damping_ratios = np.asarray(fea.damping, float)[fi]
-        if effective_mass_sigma is not None:
-            if fea.effective_mass is None:
-                why = "" if fea.unread is None else f" ({fea.unread})"
-                raise FitError(f"effective_mass_sigma is given but {fea.source} has no effective masses{why}",
-                               field="effective_mass_sigma")
-            em_t = np.asarray(fea.effective_mass, float)[fi]
-        vec = _unit_vectors(fea, modes(scenario, boundary, ref))
-        if vec is not None and not by_hand and shapes is None:  # tracked by participation; by hand: fixed
-            track, track_scale = vec[0][fi], np.sqrt(_totals(fea))
-    ft = _floats(targets_hz, "targets_hz", positive=True)
-    if fea is None and np.any(np.diff(ft) < 0):
-        raise FitError(f"targets_hz = {_fmt(ft)}: must be in ascending order (they are matched to the modes "
-                       "in ascending frequency)", field="targets_hz")
-    zt = np.zeros(0)
-    if damping_ratios is not None:
-        zt = _floats(damping_ratios, "damping_ratios", positive=True)
-        if len(zt) != len(ft):
-            raise FitError(f"damping_ratios has {len(zt)} values but targets_hz has {len(ft)}: give one "
-                           "damping ratio per target frequency", field="damping_ratios")
-        if np.any(zt >= 1):
-            raise FitError(f"damping_ratios = {_fmt(zt)}: each must be < 1 (an oscillating mode)",
-                           field="damping_ratios")
-    if n == 0:
-        raise FitError("the scenario has no panels, hence no flexible modes to fit", field="scenario")
-    if len(ft) > n:
-        raise FitError(f"{len(ft)} target frequencies but the model has only {n} flexible mode(s) (one per panel; "
-                       f"the {boundary} hub adds none): no parameter values can produce the extra ones",
-                       field="targets_hz")
-    if mode_numbers is None:
-        idx = tuple(range(len(ft)))
-    else:
-        mn = list(mode_numbers)
-        if len(mn) != len(ft) or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in mn):
-            raise FitError(f"mode_numbers = {_fmt(mn)}: must be {len(ft)} integers (one per target)",
-                           field="mode_numbers")
-        if any(x < 1 or x > n for x in mn) or (fea is None and any(b <= a for a, b in itertools.pairwise(mn))):
-            raise FitError(f"mode_numbers = {_fmt(mn)}: must be strictly increasing, between 1 and {n}",
-                           field="mode_numbers")
-        idx = tuple(int(x) - 1 for x in mn)
-
-    return _Targets(ft, zt, idx, em_t, pairs0, by_hand, track, track_scale, ref, fea, warnings, smap, fe_vecs)
-
-
-def _shape_setup(scenario, fea: FeaModes, shapes: ShapeMap):
-    """The shape map with panels by index, checked against the FEA file and the model, and the FEA modes in its
-    coordinates (`fea_shape_vectors`)."""
-    sc = scenario.spacecraft
-    if not isinstance(shapes, ShapeMap):
-        raise FitError(f"shapes: expected a ShapeMap, got {type(shapes).__name__}", field="shapes")
-    if fea.shapes is None:
-        raise FitError(f"shapes: {fea.source} has no mode shapes (CalculiX: *NODE PRINT or *NODE FILE of U in the "
-                       "*FREQUENCY step, the .dat or the .frd; NASTRAN: DISP(PRINT) = <set>): docs/modes-and-fea.md",
-                       field="shapes")
-    known = [int(x) for x in fea.shape_nodes]
-    for what, node in (("hub", shapes.hub), ("hub_rotation", shapes.hub_rotation),
-                       *((f"panels.{p}", nd) for p, nd, _ in shapes.panels)):
-        if node is not None and node not in known:
-            raise FitError(f"shapes.{what} = {_fmt(node)}: not a node with mode shapes in "
-                           f"{fea.shapes_source or fea.source} (nodes: "
-                           f"{', '.join(map(str, known))})", field="shapes")
-    if shapes.hub is None and shapes.hub_rotation is not None:
-        raise FitError("shapes.hub_rotation is given without shapes.hub", field="shapes")
-    if not shapes.panels:
-        raise FitError("shapes.panels: map at least one panel to a node", field="shapes")
-    labels = list(sc.panels.labels)
-    panels = []
-    for name, node, dist in shapes.panels:
-        if name not in labels:
-            raise FitError(f"shapes.panels.{name}: not a panel of the model (panels: {', '.join(labels)})",
-                           field="shapes")
-        j = labels.index(name)
-        if sc.panels.parent[j] != -1:
-            raise FitError(f"shapes.panels.{name}: a panel of a chain; mode shapes map panels hinged to the hub "
-                           "only", field="shapes")
-        if dist is not None and not (isinstance(dist, (int, float)) and math.isfinite(dist) and dist > 0):
-            raise FitError(f"shapes.panels.{name}.distance = {_fmt(dist)}: must be a distance > 0 [m] from the "
-                           "hinge line", field="shapes")
-        panels.append((j, int(node), None if dist is None else float(dist)))
-    smap = dataclasses.replace(shapes, panels=tuple(panels))
-    if shapes.hub is not None and shapes.hub_rotation is None and not np.all(np.isfinite(
-            fea.shapes[:, known.index(shapes.hub), 3:])):
-        raise FitError(f"shapes.hub = {shapes.hub}: the file has no rotations at this node (CalculiX writes none): "
-                       "give hub_rotation, a node whose displacements are the hub's rotation (a *RIGID BODY ROT "
-                       "NODE)", field="shapes")
-    vecs = fea_shape_vectors(fea, smap, sc)
-    if not np.all(np.isfinite(vecs)):
-        raise FitError(f"shapes: {fea.source} lacks values of the mapped nodes' shapes (NaN)", field="shapes")
-    if shapes.sigma is not None and not (math.isfinite(shapes.sigma) and shapes.sigma > 0):
-        raise FitError(f"shapes.sigma = {_fmt(shapes.sigma)}: must be a finite number > 0", field="shapes")
-    if not 0 <= shapes.mac_min <= 1:
-        raise FitError(f"shapes.mac_min = {_fmt(shapes.mac_min)}: must be in [0, 1]", field="shapes")
-    return smap, vecs
-
-
-@dataclasses.dataclass(frozen=True)
-class _Problem:
-    """The least-squares problem: its coordinates, residuals, counts, the initial modes and notes so far."""
-
-    coords: tuple
-    problem: "_ModalResiduals"
-    n_res: int
-    m_init: Modes
-    notes: list
-    starts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((1, 0)))
-
-
-def _build(scenario, free, tg: _Targets, boundary, frequency_sigma, damping_sigma, effective_mass_sigma,
-           say, loop: str = "open", bounds=None) -> _Problem:
-    """The fitted coordinates (a free c at 0 seeded from the damping targets) and the residuals, refused when
-    the targets cannot determine them, cannot be reached, or do not depend on one of them."""
-    sc = scenario.spacecraft
-    ft, zt, idx, em_t, ref, fea = tg.ft, tg.zt, tg.idx, tg.em_t, tg.ref, tg.fea
-    # the coordinates; a free c at 0 is seeded from the damping targets (the panel alone about its own hinge)
-    k0 = np.asarray(sc.panels.k, float)
-    Itheta = np.asarray(sc.panels.IPntS_S[:, 1, 1] + sc.panels.mass * sc.panels.d**2, float)
-
-    def seed(par: Parameter) -> float | None:
-        if par.field.name != "c":
-            return None
-        if not len(zt):
-            raise FitError(f"free: {par.name} is free but no damping_ratios are given: the damping c hardly "
-                           "changes the frequencies, so it cannot be fitted to them; add [modes] damping_ratios or "
-                           "fix c", field="free")
-        return float(2.0 * np.mean(zt) * np.sqrt(max(k0[par.panel], 1e-12) * Itheta[par.panel]))
-
-    coords = parse_free(scenario, free, seed=seed)
-    for c in coords:
-        f = c.targets[0].field
-        if f.owner == "control" and loop == "open":
-            raise FitError(f"free: {c.name} is a controller parameter, which does not enter the structure's modes; "
-                           "fit closed-loop targets with loop = \"closed\"", field="free")
-        if f.owner == "control" and f.name == "sigma_R0N":
-            raise FitError(f"free: {c.name} is the reference attitude, about which the loop is linearised: "
-                           "it does not move the closed-loop modes", field="free")
-        if f.initial or f.name in _NOT_IN_MODES:
-            what = "an initial condition" if f.initial else f"{f.name} ({f.description})"
-            raise FitError(f"free: {c.name} is {what}, which does not enter the modes (linearised about "
-                           "rest); a modal fit frees model parameters such as k, c, mass, d, IPntS_S",
-                           field="free")
-    _start_points(coords, 1, bounds)  # the bounds checked against the free parameters, before any compute
-    n_shape = 0 if tg.shape_map is None or tg.shape_map.sigma is None else len(ft) * tg.shape_fe.shape[1]
-    n_par, n_res = len(coords), len(ft) + len(zt) + em_t.size + n_shape
-    if n_par > n_res:
-        raise FitError(f"{n_par} free parameters but only {n_res} target{'s' if n_res != 1 else ''}: the parameters "
-                       "cannot all be determined; "
-                       "tie parameters (\"a.k = b.k\") or add targets (damping_ratios)", field="free")
-    kinds = {c.field for c in coords}
-    c_coords = [c for c in coords if c.field == "c"]
-    if c_coords and not len(zt):
-        raise FitError(f"free: {c_coords[0].name} is free but no damping_ratios are given: the damping c hardly "
-                       "changes the frequencies, so it cannot be fitted to them; add [modes] damping_ratios or fix c",
-                       field="free")
-    damps = "c" in kinds or (loop == "closed" and any(c.targets[0].field.owner == "control" for c in coords))
-    if len(zt) and not damps:
-        raise FitError("damping_ratios are given but no damping c is free: free at least one \"<panel>.c\" "
-                       + ("(or a controller gain) " if loop == "closed" else "")
-                       + "or drop the damping targets", field="damping_ratios")
-    notes = [f"{c.name} started at 0; seeded with 2 zeta sqrt(k I) = {c.x0:.6g}"
-             for c in c_coords if any(float(sc.panels.c[t.panel]) <= 0 for t in c.targets)]
-
-    problem = _ModalResiduals(
-        scenario=_modal_scenario(scenario, loop == "closed"),
-        coordinates=Coordinates(coords),
-        targets_hz=jnp.asarray(ft),
-        damping_ratios=jnp.asarray(zt),
-        w_f=jnp.asarray(1.0 / (frequency_sigma * ft)),
-        w_z=jnp.asarray(1.0 / (damping_sigma * zt)) if len(zt) else jnp.zeros(0),
-        reference_point=jnp.asarray(ref),
-        mass_targets=jnp.asarray(em_t),
-        w_m=jnp.asarray(1.0 / (effective_mass_sigma * _totals(fea)) if len(em_t) else np.zeros(6)),
-        track=jnp.asarray(tg.track), track_scale=jnp.asarray(tg.track_scale), track_signed=fea is None or
-        fea.participation is not None,
-        boundary=boundary,
-        mode_index=idx,
-        loop=loop_shape(scenario) if loop == "closed" else None,
-        **({} if tg.shape_map is None else {
-            "shape_map": tg.shape_map, "shape_fe": jnp.asarray(_unit_rows(tg.shape_fe[tg.pairs0[0]])),
-            "shape_w": jnp.asarray(0.0 if tg.shape_map.sigma is None else 1.0 / tg.shape_map.sigma)}),
-    )
-    u0 = jnp.zeros(n_par)
-
-    # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
-    say("fit: checking that the targets are reachable...")
-    m_init = to_numpy(_relabel(_target_modes(problem, problem.at(u0)), sc))
-    if kinds <= {"k", "c"} and not len(tg.track) and loop == "open":  # (tracked modes may change their order with k)
-        _check_reach(problem, coords, m_init, ft, idx, boundary)
-
-    # every free parameter must move the targets
-    J0 = np.asarray(evaluate(u0, problem).jacobian)
-    col = np.linalg.norm(J0, axis=0)
-    for j, c in enumerate(coords):
-        if not col[j] > 1e-9 * max(col.max(), 1e-300):
-            raise FitError(f"free: {c.name} has no effect on the targeted modes (zero sensitivity at the "
-                           "initial guess): fix it or target modes it takes part in", field="free")
-    return _Problem(tuple(coords), problem, n_res, m_init, notes)
-
-
-def _pair_macs(problem: "_ModalResiduals", u) -> np.ndarray:
-    """The mode-shape MAC of each FEA-model pair at coordinates `u`."""
-    model = problem.at(jnp.asarray(u))
-    m = _target_modes(problem, model)
-    idx = np.asarray(problem.index(m))
-    return np.asarray(mac(problem.shape_fe, problem.shape_vectors(m, model)))[np.arange(len(idx)), idx]
-
-
-def _unit_rows(a: np.ndarray) -> np.ndarray:
-    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)
-
-
-def _target_modes(problem: "_ModalResiduals", model: Scenario) -> Modes:
-    """The modes the targets refer to (`_ModalResiduals.modes_at`), compiled: `modes` or `closed_loop_modes`."""
-    ref = problem.reference_point
-    return modes(model, problem.boundary, ref) if problem.loop is None else closed_loop_modes(model, ref)
-
-
-def _result(scenario, tg: _Targets, pb: _Problem, sol, fitted, measured, options, boundary, reach_rtol,
-            ident_rtol, warn_rtol, wall) -> "FitResult":
-    """The `FitResult`: the fitted modes, errors, covariance and identifiability, pairing, and the status in
-    words."""
-    sc, coords, problem, m_init, ft, zt, fea = (scenario.spacecraft, pb.coords, pb.problem, pb.m_init, tg.ft,
-                                                tg.zt, tg.fea)
-    notes, n_par, n_res = list(pb.notes), len(pb.coords), pb.n_res
-    r, J = sol.residuals, sol.jacobian
-    m_fit = to_numpy(_relabel(_target_modes(problem, problem.at(jnp.asarray(sol.u))), sc))
-    converged = sol.converged and bool(np.all(np.isfinite(m_fit.frequency_hz)) and np.all(r != FAIL))
-    idx = tuple(int(j) for j in np.asarray(problem.index(m_fit)))
-    f_fit = np.asarray(m_fit.frequency_hz)[list(idx)]
-    ferr = (f_fit - ft) / ft
-    derr = (np.asarray(m_fit.damping_ratio)[list(idx)] - zt) / zt if len(zt) else np.zeros(0)
-    a = analyse(J, r, coords, ident_rtol=ident_rtol, warn_rtol=warn_rtol, s2_floor=1.0)
-    if a.dof > 0:
-        sigma_note = (f"Gauss-Newton covariance (J^T J)^-1 of the weighted residuals (target uncertainties "
-                      f"propagated), scaled by max(1, chi^2/dof) = {a.s2:.3g} (dof = {a.dof})")
-    else:
-        sigma_note = ("Gauss-Newton covariance (J^T J)^-1 of the weighted residuals: the stated target uncertainties "
-                      "(frequency_sigma, damping_sigma) propagated to the parameters (as many targets as parameters, "
-                      "so the fit itself gives no scatter estimate)")
-    values = np.array([c.value(sol.u[j]) for j, c in enumerate(coords)], dtype=float)
-    sigma = a.sigma(coords, values)
-    reached = bool(np.all(np.abs(ferr) <= reach_rtol) and np.all(np.abs(derr) <= 100 * reach_rtol))
-    poor = [f"{c.name} is poorly determined by these targets (sigma = {100 * sigma[j] / abs(values[j]):.0f} % of "
-            "its value): tie it to a similar parameter or add targets"
-            for j, c in enumerate(coords) if c.log and np.isfinite(sigma[j]) and sigma[j] > 0.5 * abs(values[j])]
-    pairing = mac_matrix = None
-    mac_modes: tuple[int, ...] = ()
-    if fea is not None:
-        shp = None if tg.shape_map is None else (
-            tg.shape_fe, model_shape_matrix(problem.at(jnp.zeros(n_par)).spacecraft, tg.shape_map),
-            model_shape_matrix(problem.at(jnp.asarray(sol.u)).spacecraft, tg.shape_map))
-        pairing, swapped = _pairing_table(fea, tg.pairs0, list(idx), m_init, m_fit, auto=not tg.by_hand,
-                                          shapes=shp)
-        if shp is not None:
-            mac_matrix = np.asarray(shape_mac(shp[0], m_fit, shp[2]))
-            mac_modes = tuple(int(x) for x in fea.mode_numbers)
-        notes += swapped
-        if len(set(idx)) < len(idx):
-            notes.append(f"two FEA modes ended up paired with one model mode ({[j + 1 for j in idx]}): fix the "
-                         "pairing with mode_numbers and fea_modes")
-    message = _message(converged, reached, sol.status, sol.steps, ferr, derr,
-                       [d["description"] for d in a.undetermined], notes, n_par, n_res, J, r, poor)
-
-    return FitResult(
-        **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
-                        message=message, iterations=sol.steps, scenario=fitted, solver=options["solver"], options=options,
-                        history=sol.history, wall_s=wall, solve_s=sol.wall_s),
-        modes=m_fit,
-        initial_modes=m_init,
-        targets_hz=ft,
-        damping_targets=zt,
-        mode_numbers=tuple(j + 1 for j in idx),
-        frequency_error=ferr,
-        damping_error=derr,
-        residuals=r,
-        targets_reached=reached,
-        boundary=boundary,
-        check=measured,
-        pairing=pairing,
-        warnings=tg.warnings,
-        mac_matrix=mac_matrix,
-        mac_fea_modes=mac_modes,
-    )
-
-
-def _check_reach(problem: _ModalResiduals, coords, m_init: Modes, ft, idx, boundary: str) -> None:
-    """Refuse a target outside what the free stiffnesses can reach (the others fixed)."""
-    k_idx = [j for j, c in enumerate(coords) if c.field == "k"]
-    shift = np.zeros(len(coords))
-    shift[k_idx] = math.log(_REACH_SCALE)
-    lo = np.sort(np.asarray(modes(problem.at(jnp.asarray(-shift)), boundary).natural_frequency_hz))
-    hi = np.sort(np.asarray(modes(problem.at(jnp.asarray(shift)), boundary).natural_frequency_hz))
-    free_k = ", ".join(coords[j].name for j in k_idx)
-    for i, j in enumerate(idx):
-        if lo[j] * (1 - _REACH_MARGIN) <= ft[i] <= hi[j] * (1 + _REACH_MARGIN):
-            continue
-        ef = np.asarray(m_init.energy_fraction)[j]
-        dom = m_init.participants[int(np.argmax(ef))]
-        if not k_idx:
-            why = (f"no stiffness is free, so mode {j + 1} stays at {_fmt_hz(hi[j])} whatever the damping; "
-                   "free a stiffness k")
-        else:
-            side = "above the highest" if ft[i] > hi[j] else "below the lowest"
-            how = "infinitely stiff" if ft[i] > hi[j] else "infinitely soft"
-            why = (f"it is {side} frequency mode {j + 1} can have: with the free stiffnesses ({free_k}) anywhere "
-                   f"in (0, inf) and the other parameters fixed, mode {j + 1} stays between {_fmt_hz(lo[j])} "
-                   f"and {_fmt_hz(hi[j])} (the limit when they are {how})")
-        raise FitError(f"target {i + 1} = {_fmt_hz(ft[i])} ({boundary} boundary) is out of reach: {why}. Mode "
-                       f"{j + 1} is dominated by {dom} ({100 * ef.max():.0f} % of its kinetic energy); free the "
-                       "stiffness of the part that dominates it, or check the target", field="targets_hz")
-
-
-def _message(converged, reached, status, steps, ferr, derr, undetermined, notes, n_par, n_res, J, r, poor) -> str:
-    parts = []
-    worst_f = float(np.max(np.abs(ferr))) if len(ferr) else 0.0
-    worst_z = float(np.max(np.abs(derr))) if len(derr) else 0.0
-    if converged and reached:
-        parts.append(f"converged in {steps} steps; every target reached (largest relative error: frequency "
-                     f"{worst_f:.2e}" + (f", damping ratio {worst_z:.2e})" if len(derr) else ")"))
-    elif converged:
-        g = J.T @ r
-        stationary = float(np.max(np.abs(g))) <= 1e-6 * max(1.0, float(r @ r))
-        parts.append(
-            f"converged in {steps} steps to a least-squares compromise: the targets cannot all be reached "
-            + ("by any nearby values of the free parameters" if stationary else "")
-            + f" (largest relative error: frequency {worst_f:.2e}"
-            + (f", damping ratio {worst_z:.2e})" if len(derr) else ")")
-            + ("; there are more targets than free parameters" if n_res > n_par else "")
-        )
-    else:
-        why = {"max_steps_reached": f"it used all {steps} allowed steps (raise max_steps)",
-               "nonlinear_max_steps_reached": f"it used all {steps} allowed steps (raise max_steps)"}.get(
-            status, f"the solver stopped with status {status!r}")
-        parts.append(f"did NOT converge: {why}; the values written are the last iterate, not a solution "
-                     f"(largest relative error: frequency {worst_f:.2e}"
-                     + (f", damping ratio {worst_z:.2e})" if len(derr) else ")"))
-    for u in undetermined:
-        parts.append(f"not determined by these targets: {u}")
-    parts += poor
-    parts += notes
-    return "; ".join(parts)

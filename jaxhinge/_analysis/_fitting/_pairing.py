@@ -6,10 +6,8 @@ $(1 - \mathrm{MAC}) + 0.1\,|\ln(f_{model}/f_{FEA})|$, the MAC of unit-free parti
 alone where the FEA modes carry no effective mass, and always free-free (whose elastic modes carry none:
 `unclean_free_modes` warns when an FEA's do). With mode shapes (`ShapeMap`: FEA nodes -> the model's
 coordinates, `fea_shape_vectors`, `model_shape_matrix`) the MAC is the shapes' and the frequency term weighs 1
-(`SHAPE_FREQ_WEIGHT`). `_pairs_by_hand` checks a pairing given by mode numbers.
+(`SHAPE_FREQ_WEIGHT`). `pairs_by_hand` checks a pairing given by mode numbers.
 """
-
-from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
@@ -24,7 +22,7 @@ from .._linear._modes import Modes
 
 __all__ = ["FeaModes", "ShapeMap", "mac", "pair_modes", "unclean_free_modes"]
 
-_FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
+FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
 # with mode shapes: a factor e weighs as much as the whole MAC range (an elastic mode of a flexible FE part, far in
 # frequency, can look like a hinge mode on the few shape coordinates that map the model)
 SHAPE_FREQ_WEIGHT = 1.0
@@ -74,21 +72,21 @@ class FeaModes:
     shapes_source: str = ""
 
 
-def _totals(fea: FeaModes) -> np.ndarray:
+def total_effective_mass(fea: FeaModes) -> np.ndarray:
     """Each component's total effective mass (the file's total line, else the listed modes' sum), floored."""
     t = fea.total_mass if fea.total_mass is not None else np.sum(fea.effective_mass, axis=0)
     t = np.asarray(t, float)
     return np.maximum(t, 1e-12 * max(float(t.max()), 1e-300))
 
 
-def _unit_vectors(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] | None:
+def unit_participation(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndarray] | None:
     """Participation vectors made unit-free (each component over the square root of its total effective mass),
     FEA and model; `None` where they cannot tell modes apart: the FEA modes carry no effective mass (not in the
     file), or the modes are free-free, whose elastic modes carry none (the model's are zero; an FEA's that are
     not are the residue of unclean rigid-body modes, `unclean_free_modes`, and would pair by noise)."""
     if fea.effective_mass is None or model.boundary == "free":
         return None
-    scale = np.sqrt(_totals(fea))
+    scale = np.sqrt(total_effective_mass(fea))
     if fea.participation is not None:
         a, b = np.asarray(fea.participation) / scale, np.asarray(model.participation) / scale
     else:  # effective masses only: the signs are unknown, compare magnitudes
@@ -107,7 +105,7 @@ def unclean_free_modes(fea: FeaModes) -> str | None:
     hub, pins with spring elements). Names the modes and their largest fraction; `None` when clean or absent."""
     if fea.effective_mass is None:
         return None
-    frac = np.asarray(fea.effective_mass, float) / _totals(fea)
+    frac = np.asarray(fea.effective_mass, float) / total_effective_mass(fea)
     names = ("T1", "T2", "T3", "R1", "R2", "R3")
     bad = [(int(fea.mode_numbers[i]), float(frac[i].max()), names[int(np.argmax(frac[i]))])
            for i in range(frac.shape[0]) if frac[i].max() > UNCLEAN_FRACTION]
@@ -224,17 +222,17 @@ def shape_mac(fea_vectors, model: Modes, T):
 def pair_modes(fea: FeaModes, model: Modes, shapes=None) -> tuple[list[int], list[int], np.ndarray]:
     """Pair every model mode with one FEA mode: minimum total cost $(1 - \\mathrm{MAC}) + 0.1\\,|\\ln(f_{model} /
     f_{FEA})|$ (an assignment problem: the effective-mass direction first, the frequency to tell apart modes of
-    one direction), the MAC of the unit-free participation vectors (`_unit_vectors`); by
+    one direction), the MAC of the unit-free participation vectors (`unit_participation`); by
     frequency alone where the FEA modes carry no effective mass (free-free). With `shapes` = (FEA shape vectors
     (n_fea, c), `model_shape_matrix`) the MAC is that of the mode shapes instead. **Returns:** FEA indices, model
     indices (0-based, ascending) and the MAC of each pair (NaN without effective masses)."""
     f_fea, f_mod = np.asarray(fea.frequencies, float), np.asarray(model.frequency_hz, float)
-    weight = _FREQ_WEIGHT if shapes is None else SHAPE_FREQ_WEIGHT
+    weight = FREQ_WEIGHT if shapes is None else SHAPE_FREQ_WEIGHT
     cost = weight * np.abs(np.log(f_mod[None, :] / f_fea[:, None]))
     if shapes is not None:
         m = np.asarray(shape_mac(shapes[0], model, shapes[1]))
     else:
-        vec = _unit_vectors(fea, model)
+        vec = unit_participation(fea, model)
         m = np.asarray(mac(*vec)) if vec is not None else np.full(cost.shape, np.nan)
     if np.all(np.isfinite(m)):
         cost = cost + (1.0 - m)
@@ -246,7 +244,7 @@ def pair_modes(fea: FeaModes, model: Modes, shapes=None) -> tuple[list[int], lis
     return fi, mj, np.array([m[i, j] for i, j in zip(fi, mj)])
 
 
-def _pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list[int], list[int]]:
+def pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list[int], list[int]]:
     if mode_numbers is None or fea_modes is None:
         raise FitError("pairing by hand needs both mode_numbers (model) and fea_modes (FEA mode numbers, "
                        "one per model mode)", field="fea_modes")
@@ -266,7 +264,7 @@ def _pairs_by_hand(fea: FeaModes, n: int, mode_numbers, fea_modes) -> tuple[list
     return [known.index(x) for x in fm], [int(x) - 1 for x in mn]
 
 
-def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit: Modes,
+def pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit: Modes,
                    auto: bool, shapes=None) -> tuple[list[dict], list[str]]:
     """The pairing report (the model mode of each FEA mode at the start and at the solution), and a note when a
     fresh automatic pairing at the solution differs from the one the fit tracked. `shapes`: (FEA shape vectors,
@@ -276,7 +274,7 @@ def _pairing_table(fea: FeaModes, pairs0, final: list[int], m_init: Modes, m_fit
         mac0 = np.asarray(shape_mac(shapes[0], m_init, shapes[1]))
         mac1 = np.asarray(shape_mac(shapes[0], m_fit, shapes[2]))
     else:
-        vec0, vec1 = _unit_vectors(fea, m_init), _unit_vectors(fea, m_fit)
+        vec0, vec1 = unit_participation(fea, m_init), unit_participation(fea, m_fit)
         mac0 = np.asarray(mac(*vec0)) if vec0 is not None else None
         mac1 = np.asarray(mac(*vec1)) if vec1 is not None else None
     em = None if fea.effective_mass is None else np.asarray(fea.effective_mass)

@@ -52,8 +52,8 @@ from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
 from ..._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
-from ._linearize import _labels, _rest_spacecraft, body_jacobians, mass_matrix, structure, wheel_speeds
-from ._modes import _eigvals, _first_order_clusters, _poles_first_order
+from ._linearize import body_jacobians, mass_matrix, mode_labels, rest_spacecraft, structure, wheel_speeds
+from ._modes import as_point, eigenvalues, first_order_clusters, modes_unjitted, poles_first_order, relabel
 
 _NEUTRAL = 1e-9  # |lambda| [1/s] below this: a neutral pole (uncontrolled wheel speed)
 
@@ -103,7 +103,7 @@ def loop_shape(scenario: Scenario) -> tuple[int, bool]:
 def _parts(scenario: Scenario, integral: bool):
     """The rest model, the equilibrium state vector and its layout `(panels, wheels, integral)`."""
     ctrl = scenario.control
-    sc = _rest_spacecraft(scenario.spacecraft, wheel_speeds(scenario))
+    sc = rest_spacecraft(scenario.spacecraft, wheel_speeds(scenario))
     n = sc.panels.count
     W = 0 if sc.wheels is None else sc.wheels.count
     dtype = jnp.result_type(sc.hub.mHub)
@@ -276,11 +276,11 @@ def _branch(z, X, sigma_R, layout, T):
 
 def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
     A0 = jax.lax.stop_gradient(A)
-    ev = _eigvals(A0)
-    proj, X = _first_order_clusters(ev, A0)
+    ev = eigenvalues(A0)
+    proj, X = first_order_clusters(ev, A0)
     parts, spin, strain = _energies(jax.lax.stop_gradient(sc), X[:, :, -1], layout)
     kinetic = jnp.sum(parts, 1)
-    ev = _poles_first_order(A, ev, proj)
+    ev = poles_first_order(A, ev, proj)
     lam = ev if T is None else (jnp.log(ev) + 2j * jnp.pi * _branch(ev, X[:, :, -1], sigma_R, layout, T)) / T
     mag = jnp.abs(lam)
     neutral = mag < _NEUTRAL
@@ -299,7 +299,7 @@ def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
     wheel = jnp.where(neutral, jnp.nan, spin / jnp.maximum(kinetic + spin, 1e-300))
     return ClosedLoopPoles(lam, mag / (2 * jnp.pi), jnp.where(neutral, jnp.nan, zeta), neutral, fraction, wheel,
                            flexible, margin, flexible_margin, growth, dt, T is not None,
-                           _labels(sc)["participants"])
+                           mode_labels(sc)["participants"])
 
 
 def closed_loop_unjitted(scenario: Scenario, shape: tuple[int, bool], sampled: bool) -> ClosedLoopPoles:
@@ -325,7 +325,7 @@ def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPol
         raise ScenarioError.fail(None, "control", "closed-loop poles need a controller ([control])")
     steps, integral = loop_shape(scenario)
     poles = _closed_loop_jit(strip_labels(scenario), (steps if sampled else 0, integral), sampled)
-    return dataclasses.replace(poles, participants=_labels(scenario.spacecraft)["participants"])
+    return dataclasses.replace(poles, participants=mode_labels(scenario.spacecraft)["participants"])
 
 
 def closed_loop_modes_unjitted(scenario: Scenario, shape: tuple[int, bool], reference_point=None):
@@ -334,8 +334,6 @@ def closed_loop_modes_unjitted(scenario: Scenario, shape: tuple[int, bool], refe
     pole pairs in ascending frequency, and their energy shares; the undamped frequencies, shapes, participation
     factors and effective masses are those of the open-loop free-free modes in the same frequency order (the
     structure the controller acts on). Inside a caller's program: `shape` from `loop_shape` (static)."""
-    from ._modes import modes_unjitted
-
     cl = closed_loop_unjitted(scenario, shape, True)
     ref = modes_unjitted(scenario, "free", reference_point)
     n = scenario.spacecraft.panels.count
@@ -355,8 +353,6 @@ _closed_loop_modes_jit = program(closed_loop_modes_unjitted)
 
 def closed_loop_modes(scenario: Scenario, reference_point=None):
     """`closed_loop_modes_unjitted` of a scenario with a controller, compiled (one program per structure)."""
-    from ._modes import _point, _relabel
-
     poles_shape = loop_shape(scenario)
-    m = _closed_loop_modes_jit(strip_labels(scenario), poles_shape, _point(reference_point))
-    return _relabel(m, scenario.spacecraft)
+    m = _closed_loop_modes_jit(strip_labels(scenario), poles_shape, as_point(reference_point))
+    return relabel(m, scenario.spacecraft)

@@ -73,7 +73,7 @@ def check_boundary(boundary: str) -> str:
     return boundary
 
 
-def _spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
+def spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
     if isinstance(model, Scenario):
         return model.spacecraft
     if isinstance(model, Spacecraft):
@@ -84,7 +84,7 @@ def _spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
 def wheel_speeds(model: Scenario | Spacecraft, Omega=None) -> Float[Array, " wheels"] | None:
     """The wheel speeds [rad/s] the model is linearised at: `Omega` if given, else the scenario's `OmegaInit`;
     None without wheels. A bare `Spacecraft` with wheels needs `Omega` (a `ScenarioError` otherwise)."""
-    sc = _spacecraft_of(model)
+    sc = spacecraft_of(model)
     if sc.wheels is None:
         if Omega is not None:
             raise ScenarioError.bad(None, "Omega", Omega, "the spacecraft has no reaction wheels")
@@ -113,7 +113,7 @@ def structure(spacecraft: Spacecraft) -> Spacecraft:
                       spacecraft.gravity, None)
 
 
-def _labels(sc: Spacecraft) -> dict[str, tuple[str, ...]]:
+def mode_labels(sc: Spacecraft) -> dict[str, tuple[str, ...]]:
     """The static names of `Modes` for the model's panels."""
     names = sc.panels.labels
     return {"panel_names": names, "dof_names": HUB_DOF_NAMES + tuple(f"theta[{nm}]" for nm in names),
@@ -123,7 +123,7 @@ def _labels(sc: Spacecraft) -> dict[str, tuple[str, ...]]:
 def _dof_names(sc: Spacecraft) -> tuple[str, ...]:
     """`Linearization.dof_names`: the hub, `theta[<panel>]`, then `psi[<wheel>]` (wheel spin angles)."""
     wheels = () if sc.wheels is None else tuple(f"psi[{nm}]" for nm in sc.wheels.labels)
-    return _labels(sc)["dof_names"] + wheels
+    return mode_labels(sc)["dof_names"] + wheels
 
 
 class Linearization(eqx.Module):
@@ -227,7 +227,7 @@ def linear_matrices(spacecraft: Spacecraft, Omega=None):
     return Mw, C, G, K
 
 
-def _rest_spacecraft(spacecraft: Spacecraft, Omega=None) -> Spacecraft:
+def rest_spacecraft(spacecraft: Spacecraft, Omega=None) -> Spacecraft:
     """The unforced model: no gravity, no motor torque, no damper reference rate; wheels at the speeds `Omega`
     held by their motors (the motor torque balances the friction torque, so that the spinning wheels are in
     equilibrium: the friction's slope enters the linearisation, its constant part does not)."""
@@ -244,7 +244,7 @@ def state_matrix(spacecraft: Spacecraft, Omega=None) -> Float[Array, "state stat
     r"""$A = \partial \dot z / \partial z$ at the rest equilibrium, $z = (x_B, \phi_B, \delta\theta, \psi, v_B,
     \omega, \dot\theta, \Omega - \Omega_0)$, by forward-mode autodiff of the simulator's vector field
     (`state_derivative_held`; $\sigma_{BN} = \phi_B/4$, wheels at the speeds `Omega`)."""
-    sc = _rest_spacecraft(spacecraft, Omega)
+    sc = rest_spacecraft(spacecraft, Omega)
     n = sc.panels.count
     nw = 0 if sc.wheels is None else sc.wheels.count
     dof = 6 + n + nw
@@ -282,7 +282,7 @@ def linearize(model: Scenario | Spacecraft, *, Omega=None) -> Linearization:
 
     Compiled once per model structure (`eqx.filter_jit`); differentiable.
     """
-    sc, Om = _spacecraft_of(model), wheel_speeds(model, Omega)
+    sc, Om = spacecraft_of(model), wheel_speeds(model, Omega)
     return dataclasses.replace(_linearize(strip_labels(sc), Om), dof_names=_dof_names(sc))
 
 

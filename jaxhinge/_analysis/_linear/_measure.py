@@ -14,7 +14,7 @@ from ..._model._spacecraft import InitialState, Spacecraft
 from ..._runtime._programs import program
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
-from ._linearize import _rest_spacecraft, _spacecraft_of, check_boundary
+from ._linearize import check_boundary, rest_spacecraft, spacecraft_of
 from ._modes import complex_mode_state, modes
 
 # ------------------------------------------------------------------------------------------------------------
@@ -108,11 +108,11 @@ def measure_modes(
     **Returns:** a `ModeMeasurement` (NumPy arrays; host function, not differentiable).
     """
     check_boundary(boundary)
-    if _spacecraft_of(model).wheels is not None:
+    if spacecraft_of(model).wheels is not None:
         raise ScenarioError.fail(None, "wheels", "measure_modes starts the modes of a spacecraft without reaction "
                                  "wheels; with wheels, use modes() (the tests check it against a "
                                  "finite-difference Jacobian of the simulator)")
-    sc = _rest_spacecraft(_spacecraft_of(model))
+    sc = rest_spacecraft(spacecraft_of(model))
     m = modes(sc, boundary)
     n = sc.panels.count
     f_model, z_model = np.asarray(m.frequency_hz), np.asarray(m.damping_ratio)

@@ -4,7 +4,7 @@ r"""Modes of the linearisation (`_linearize`): undamped and damped, and their de
 and mass-normalised shapes (differentiable, robust to repeated frequencies). Damped: the $2N$ poles $\lambda$ of
 $\lambda^2 I + \lambda\tilde C + \tilde K$ (eigenvalues of the first-order matrix, computed inside the compiled
 program: `jnp.linalg.eigvals`, LAPACK on CPU, with no host callback, so the modal programs go into the compile
-cache; on other backends on the host, `_eigvals`). Each flexible mode is a pair of poles $(a, b)$: a
+cache; on other backends on the host, `eigenvalues`). Each flexible mode is a pair of poles $(a, b)$: a
 complex-conjugate pair (underdamped), or two real poles (overdamped, paired by their overlap with the undamped
 modes). MATLAB `damp` definitions:
 `frequency_hz` $= |\lambda|/2\pi = \sqrt{ab}/2\pi$, `damping_ratio` $= -\mathrm{Re}\,\lambda/|\lambda| =
@@ -37,13 +37,13 @@ from ..._model._scenario import Scenario
 from ..._model._spacecraft import Spacecraft, strip_labels
 from ..._runtime._programs import program
 from ._linearize import (
-    _labels,
-    _spacecraft_of,
     body_jacobians,
     check_boundary,
     linear_matrices,
     mass_matrix,
+    mode_labels,
     reduced_matrices,
+    spacecraft_of,
     structure,
     wheel_speeds,
 )
@@ -87,7 +87,7 @@ def _eigvals_host(a):
                              jax.ShapeDtypeStruct(a.shape[:-1], jnp.complex128), a, vmap_method="broadcast_all")
 
 
-def _eigvals(a):
+def eigenvalues(a):
     """Eigenvalues of real square matrices: LAPACK inside the program on CPU (no callback, so the program can be
     cached); on other backends, whose support for nonsymmetric eigenproblems varies, on the host. Only the
     branch of the backend in use is compiled (`lax.platform_dependent`)."""
@@ -100,7 +100,7 @@ def _poles_in_program(Kt, Ct):
     (`_pair_poles`) of $\lambda^2 I + \lambda\tilde C + \tilde K$."""
     n = Kt.shape[-1]
     eye = jnp.eye(n, dtype=Kt.dtype)
-    lam = _eigvals(jnp.block([[jnp.zeros_like(Kt), eye], [-Kt, -Ct]]))
+    lam = eigenvalues(jnp.block([[jnp.zeros_like(Kt), eye], [-Kt, -Ct]]))
     w2, phi = jnp.linalg.eigh(0.5 * (Kt + Kt.T))
     proj, overlap = _pole_clusters(lam, Kt, Ct, phi)
     return _pair_poles(lam, proj, overlap, w2)
@@ -184,7 +184,7 @@ def _gyroscopic_system(sc: Spacecraft, Omega):
     return A, Mq, K[6:6 + n, 6:6 + n]
 
 
-def _first_order_clusters(lam, A):
+def first_order_clusters(lam, A):
     r"""For every eigenvalue of `A`: the cluster's mean-derivative projector $X (Y^H X)^+ Y^H / m$ (right and left
     eigenspace bases $X$, $Y$: the null spaces of $\lambda_c I - A$ from its SVD, $m$ the cluster size, as in
     `_pole_clusters`), and $X$ (columns kept by a mask; the last column spans the smallest singular value)."""
@@ -202,11 +202,11 @@ def _first_order_clusters(lam, A):
 
 
 @jax.custom_jvp
-def _poles_first_order(A, lam, proj):
+def poles_first_order(A, lam, proj):
     return lam
 
 
-@_poles_first_order.defjvp
+@poles_first_order.defjvp
 def _poles_first_order_jvp(primals, tangents):
     _, lam, proj = primals
     return lam, jnp.einsum("iab,ba->i", proj, jnp.asarray(tangents[0], dtype=proj.dtype))
@@ -224,8 +224,8 @@ def _spinning_poles(sc: Spacecraft, Omega, ref: "Modes", Mr):
     A, Mq, k = _gyroscopic_system(sc, Omega)
     n = sc.panels.count
     A0 = jax.lax.stop_gradient(A)
-    lam = _eigvals(A0)
-    proj, X = _first_order_clusters(lam, A0)
+    lam = eigenvalues(A0)
+    proj, X = first_order_clusters(lam, A0)
     x = X[:, :, -1]
     strain = jnp.real(jnp.einsum("pi,ij,pj->p", jnp.conj(x[:, :n]), k, x[:, :n]))
     kinetic = jnp.real(jnp.einsum("pi,ij,pj->p", jnp.conj(x[:, n:]), Mq, x[:, n:]))
@@ -235,7 +235,7 @@ def _spinning_poles(sc: Spacecraft, Omega, ref: "Modes", Mr):
     overlap = jnp.sum(jnp.abs(jnp.einsum("ka,kl,plc->pac", phi, Mr, Xt)) ** 2, -1)
     overlap = overlap / jnp.maximum(jnp.real(jnp.einsum("pkc,kl,plc->p", jnp.conj(Xt), Mr, Xt)), 1e-300)[:, None]
     lam, proj, undamped, over = _pair_poles(lam[sel], proj[sel], overlap, ref.natural_frequency_hz)
-    return _poles_first_order(A, lam, proj), undamped, over
+    return poles_first_order(A, lam, proj), undamped, over
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def _modes(sc: Spacecraft, boundary: str, reference_point=None, Omega=None) -> M
     if n == 0:
         e, e6 = jnp.zeros((0,), dtype), jnp.zeros((0, 6), dtype)
         return Modes(e, e, e, e, jnp.zeros((0,), jnp.complex128), jnp.zeros((0,), bool),
-                     e6, jnp.zeros((0, 2), dtype), e6, e6, ref, boundary, **_labels(sc))
+                     e6, jnp.zeros((0, 2), dtype), e6, e6, ref, boundary, **mode_labels(sc))
     Mr, Cr, Kr = reduced_matrices(sc, boundary)
     L = jnp.linalg.cholesky(Mr)
 
@@ -355,7 +355,7 @@ def _modes(sc: Spacecraft, boundary: str, reference_point=None, Omega=None) -> M
                  damped_frequency_hz=jnp.abs(jnp.imag(rep)) / two_pi,
                  natural_frequency_hz=safe_sqrt(w2) / two_pi, eigenvalue=rep, overdamped=overdamped, shape=X,
                  energy_fraction=parts / jnp.sum(parts, 1, keepdims=True), participation=gamma,
-                 effective_mass=gamma**2, reference_point=ref, boundary=boundary, **_labels(sc))
+                 effective_mass=gamma**2, reference_point=ref, boundary=boundary, **mode_labels(sc))
 
 
 def rigid_motion(reference_point: Float[Array, "3"], n: int) -> Float[Array, "dof 6"]:
@@ -393,23 +393,23 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=
     pole pairing and mode matching run inside the program (static shapes; on CPU no host callback).
     """
     check_boundary(boundary)
-    sc = _spacecraft_of(model)
-    return _relabel(_modes_jit(strip_labels(sc), boundary, _point(reference_point), wheel_speeds(model, Omega)), sc)
+    sc = spacecraft_of(model)
+    return relabel(_modes_jit(strip_labels(sc), boundary, as_point(reference_point), wheel_speeds(model, Omega)), sc)
 
 
-def _relabel(m: Modes, sc: Spacecraft) -> Modes:
+def relabel(m: Modes, sc: Spacecraft) -> Modes:
     """`Modes` computed on a label-free model, with the model's panel names."""
-    return dataclasses.replace(m, **_labels(sc))
+    return dataclasses.replace(m, **mode_labels(sc))
 
 
 def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None, *,
                    Omega=None) -> Modes:
     """`modes` without its `eqx.filter_jit` (to compose inside a caller's own jit/grad)."""
     check_boundary(boundary)
-    return _modes(_spacecraft_of(model), boundary, _point(reference_point), wheel_speeds(model, Omega))
+    return _modes(spacecraft_of(model), boundary, as_point(reference_point), wheel_speeds(model, Omega))
 
 
-def _point(p):
+def as_point(p):
     return None if p is None else jnp.broadcast_to(jnp.asarray(p, dtype=float), (3,))
 
 
@@ -425,7 +425,7 @@ def complex_mode_state(
     u_part)`, with `theta_part` the hinge displacement eigenvector ($N$, complex) and `u_part` the matching
     velocity $\\lambda x$ in all $6+N$ coordinates (the hub part condensed so that the total momentum is zero;
     zero when clamped). Used to start a free response in one mode: $z(0) = \\mathrm{Re}(a\\,v)$."""
-    sc = _spacecraft_of(model)
+    sc = spacecraft_of(model)
     Mr, Cr, Kr, M = (np.asarray(x) for x in _matrices_jit(strip_labels(sc), boundary))
     n = Mr.shape[0]
     A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(Mr, Kr), -np.linalg.solve(Mr, Cr)]])

@@ -415,7 +415,7 @@ class SensitivityResult:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
+def output_blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
     T = len(save_times(scenario.simulation))
     panels = scenario.spacecraft.panels.labels
     N = len(panels)
@@ -441,7 +441,7 @@ def _blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlo
     return tuple(out)
 
 
-def _row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]:
+def row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]:
     names = []
     for b in blocks:
         if b.kind == "scalar":
@@ -489,7 +489,7 @@ def sensitivity(
     outs = parse_outputs(scenario, outputs)
     check_memory(scenario.simulation, scenario.spacecraft.panels.count, len(params) + 1)  # a tangent per parameter
     x0 = np.array([float(nominal(scenario, p)) for p in params])
-    blocks = _blocks(scenario, outs)
+    blocks = output_blocks(scenario, outs)
     M, P = blocks[-1].stop, len(params)
     used = mode if mode != "auto" else ("forward" if P <= M else "reverse")
     J, y = np.zeros((M, P)), np.zeros(M)
@@ -504,7 +504,7 @@ def sensitivity(
         J[rows], y[rows], status[group] = np.asarray(Jg), np.asarray(yg), np.asarray(stg)
         ok = ok and bool(okg)
     t = save_times(scenario.simulation) if any(b.kind == "history" for b in blocks) else None
-    names = _row_names(blocks, t)
+    names = row_names(blocks, t)
     row_blocks = [b for b in blocks for _ in range(b.stop - b.start)]
     notes = []
     if not ok:
