@@ -364,7 +364,7 @@ def test_the_basilisk_slew_record_needs_the_wheels(tmp_path):
     wheels_slew_record.csv`; the model with the wheels matches Basilisk's run to round-off:
     test_basilisk_reference.py, case wheels_slew_record): the same record fitted with the wheels left out (their
     commands applied as the hub torque -sum u gsHat_B they exert, the usual shortcut; k and c of the three panels
-    free) cannot match it: chi2/dof > 10 (458 measured; the wheels' momentum, |h| ~ 100 N m s, turns the hub's
+    free) cannot match it: chi2/dof > 10 (458 measured; the wheels' momentum, |h| = 68 N m s, turns the hub's
     rates through omega x h). The fit of the wheeled model to the same record identifies the hinges:
     `test_the_basilisk_slew_record_identifies_the_hinges`."""
     # without the wheels: the same commands as a hub torque, the hub inertia unchanged, the nominal hinges
