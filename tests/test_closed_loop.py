@@ -3,6 +3,7 @@ pole, flexible modes read at their own frequency above the flight software's Nyq
 mode driven unstable by the sample-and-hold, predicted by the sampled poles and seen in simulation. The poles
 against finite-difference linearisations: tests/test_control.py."""
 
+import dataclasses
 import json
 import tomllib
 
@@ -18,12 +19,40 @@ def _example() -> dict:
         return tomllib.load(f)
 
 
+def _spectral_radius_by_differences(path, neutral: int) -> float:
+    """max |z| over the eigenvalues z of the sampled loop's one-period map that are not neutral (z = 1: the
+    `neutral` uncontrolled wheel-speed directions), from central differences (h = 1e-6) of one control period of
+    `jh.simulate_batch` (the simulator's own nonlinear rk4 steps, the controller's call at t = 0, its command held):
+    one member per perturbed coordinate of the state (sigma_BN, omega_BN_B, theta, thetaDot, Omega) about rest at
+    the reference attitude, the wheels at their speeds. Shares no code with `closed_loop_poles`' period matrix."""
+    s = jh.load_scenario(path)
+    T = float(s.control.control_dt)
+    one_period = dataclasses.replace(s, simulation=dataclasses.replace(s.simulation, t_end=T, save_dt=T))
+    panels, wheels = s.spacecraft.panels.labels, s.spacecraft.wheels.labels
+    x0 = np.concatenate([np.zeros(6 + 2 * len(panels)), np.asarray(s.initial.OmegaInit)])
+    n, h, p = len(x0), 1e-6, len(panels)
+    X = x0 + np.concatenate([h * np.eye(n), -h * np.eye(n)])
+    params = {"hub.sigma_BNInit": X[:, 0:3], "hub.omega_BN_BInit": X[:, 3:6],
+              **{f"{q}.thetaInit": X[:, 6 + i] for i, q in enumerate(panels)},
+              **{f"{q}.thetaDotInit": X[:, 6 + p + i] for i, q in enumerate(panels)},
+              **{f"{w}.Omega": X[:, 6 + 2 * p + i] for i, w in enumerate(wheels)}}
+    b = jh.simulate_batch(one_period, params)
+    assert np.all(np.asarray(b.t)[:, -1] == T)
+    Y = np.concatenate([np.asarray(getattr(b, k))[:, -1].reshape(2 * n, -1)
+                        for k in ("sigma_BN", "omega_BN_B", "theta", "thetaDot", "Omega")], 1)
+    z = np.linalg.eigvals((Y[:n] - Y[n:]).T / (2 * h))
+    near_one = np.abs(z - 1) < 1e-6  # measured 2.5e-9 (the rounding of Omega +- h), the next pole 2.7e-2 away
+    assert int(near_one.sum()) == neutral, np.sort(np.abs(z - 1))
+    return float(np.abs(z[~near_one]).max())
+
+
 def test_open_loop_poles_are_the_modes_with_their_energy_shares():
     """With zero gains the loop is open: the continuous law's flexible poles are the modes' $\\pm i\\omega_n$
     (undamped, c = 0) and their energy shares are the modes' (1e-9: two eigen-solves of the same model); sampled
     every 7 s, every mode above the Nyquist frequency (0.071 Hz against 0.23-0.42 Hz), the sampled poles read
     each mode at its own frequency (not the aliased one, which the principal logarithm gives), to the rk4
-    truncation of 700 steps of 10 ms ((omega dt)^4 ~ 1e-7 relative, measured 4e-9), undamped to 1e-7."""
+    truncation of 700 steps of 10 ms ((omega dt)^4 ~ 1e-7 relative, measured 4e-9), undamped to 1e-7. With zero
+    gains no pole commands anything (`command_per_rad` 0, a hub torque: no `saturation_angle`)."""
     d = _example()
     d.pop("wheels")
     d["control"].update(K=0.0, P=0.0, actuator="torque", control_dt=7.0)
@@ -42,7 +71,8 @@ def test_open_loop_poles_are_the_modes_with_their_energy_shares():
         shares = np.asarray(p.energy_fraction)[np.asarray(p.flexible)][::2]
         np.testing.assert_allclose(shares, m.energy_fraction, atol=10 * tol)
         np.testing.assert_allclose(np.nansum(np.asarray(p.energy_fraction), 1)[~np.asarray(p.neutral)], 1.0, rtol=1e-12)
-        assert np.all(np.asarray(p.wheel_energy)[~np.asarray(p.neutral)] == 0.0)
+        live = ~np.asarray(p.neutral)
+        assert np.all(np.asarray(p.command_per_rad)[live] == 0.0) and np.all(np.isinf(p.saturation_angle[live]))
 
 
 def test_sampling_drives_a_flexible_mode_unstable():
@@ -81,19 +111,40 @@ def test_sampling_drives_a_flexible_mode_unstable():
 
 def test_modes_closed_loop_command(capsys):
     """`jaxhinge modes SCEN --closed-loop [--continuous] [--json]`: the JSON lists each pole once (Im >= 0) with
-    the values of `closed_loop_poles`, its kind and energy shares; the table says stable; a scenario without
-    [control], --continuous alone and --clamped are refused in one line (exit 2)."""
+    the values of `closed_loop_poles`, its kind, energy shares, wheel torque per radian and saturation angle; the
+    table says stable, shows the torque per degree and the saturation angle of each pole in degrees, and says that
+    the example's own slew starts saturated: its first wheel command, rwMotorTorque's minimum-norm torques for
+    Lr = K sigma_BR (at rest) computed here from the file's values, is 5.6 times u_max (1e-12); a scenario
+    without [control], --continuous alone and --clamped are refused in one line (exit 2)."""
     path = str(jh.example_path("closed_loop_slew.toml"))
     assert main(["modes", path, "--closed-loop", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     p = jh.closed_loop_poles(jh.load_scenario(path))
     keep = (~np.asarray(p.neutral)) & (np.imag(np.asarray(p.eigenvalue)) >= 0)
     assert [q["frequency_hz"] for q in data["poles"]] == np.asarray(p.frequency_hz)[keep].tolist()
+    assert [q["command_Nm_per_rad"] for q in data["poles"]] == np.asarray(p.command_per_rad)[keep].tolist()
+    assert [q["saturation_angle_rad"] for q in data["poles"]] == np.asarray(p.saturation_angle)[keep].tolist()
+    d = _example()
+    gs = np.array([w["gsHat_B"] for w in d["wheels"]])
+    s = np.asarray(d["hub"]["sigma_BNInit"])  # sigma_BR (sigma_R0N = 0), at rest: Lr = K sigma_BR
+    u = gs @ np.linalg.solve(gs.T @ gs, d["control"]["K"] * s)  # C = I: u = G^T (G G^T)^-1 Lr, G = gs^T
+    assert data["first_command_over_u_max"] == pytest.approx(np.abs(u).max() / 1.0, rel=1e-12)
+    assert data["starts_saturated"] and 5.5 < data["first_command_over_u_max"] < 5.7
+    assert main(["modes", path, "--closed-loop"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and len(ln.split()) >= 11]
+    deg = np.degrees(1.0)
+    for r, q in zip(rows, data["poles"], strict=True):
+        assert float(r[9]) == pytest.approx(q["command_Nm_per_rad"] / deg, rel=1e-3)  # printed to 4 digits
+        assert float(r[10]) == pytest.approx(q["saturation_angle_rad"] * deg, rel=1e-3)
+    assert "the scenario's own run starts saturated: its first wheel command is 5.62 x u_max" in out
     assert data["loop"] == "sampled" and data["control_dt_s"] == 0.5 and data["stable"]
     assert data["flexible_margin"] == float(p.flexible_margin) and data["neutral_poles"] == 4
     flex = [q for q in data["poles"] if q["kind"] == "flexible"]
     assert len(flex) == 3 and all(abs(sum(q["energy_fraction"].values()) - 1) < 1e-12 for q in flex)
-    assert data["spectral_radius"] == pytest.approx(np.exp(data["growth_rate_per_s"] * 0.5), rel=1e-15)
+    # the spectral radius against an independent linearisation of the sampled loop (`_spectral_radius_by_differences`:
+    # measured 5.1e-15 relative, tolerance ~10x)
+    assert data["spectral_radius"] == pytest.approx(_spectral_radius_by_differences(path, 4), rel=5e-14)
     assert main(["modes", path, "--closed-loop", "--continuous"]) == 0
     out = capsys.readouterr().out
     assert "continuous law" in out and "stable" in out and "UNSTABLE" not in out

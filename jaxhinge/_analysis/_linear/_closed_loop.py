@@ -27,9 +27,15 @@ every array leaf (gains, k, c, inertias) through a custom JVP of the eigenvalues
 
 **Which body moves** in each pole: the kinetic energy of its eigenvector split over the structure as `modes`
 does, hub translation (zero total momentum), hub rotation (the wheels' spin inertia taken out of the hub) and
-each panel, the shares summing to 1 (`energy_fraction`, `participants` as `modes`), and the wheels' spin energy
-$\sum\tfrac12 J_s(\hat g_s^T\omega + \Omega)^2$ as a fraction of the whole kinetic energy (`wheel_energy`:
-small rotors exchanging momentum with the hub hold most of the energy of the wheel-controlled attitude poles).
+each panel, the shares summing to 1 (`energy_fraction`, `participants` as `modes`). **How hard the actuators
+work** in each pole: the largest command of its eigenvector (a wheel's motor torque, or a component of the hub
+torque), $\max_i|(G v)_i|$ with $G$ the flight software's Jacobian, per radian of the pole's largest angle
+($\max(|\delta\phi_B|, \max_j|\delta\theta_j|)$, $\delta\phi_B = 4B(\sigma_{R0N})^{-1}\delta\sigma_{BN}$ the hub's
+rotation), `command_per_rad`; and the amplitude of that angle at which the first wheel reaches its `u_max`
+(less the motor torque holding it at the equilibrium), `saturation_angle`: the linearisation describes the loop
+only below it (inf: no limit, or a hub torque). (The wheels' spin energy is no measure of their part: the
+quadratic energy of a perturbation of a wheel spinning at hundreds of rad/s leaves out the first-order term
+$J_s\Omega\,\delta\Omega$, and a small $J_s$ makes it dominate every pole the wheels act on.)
 The `flexible` poles are the $2N$ whose eigenvectors hold the largest share of hinge strain energy
 $\tfrac12 k|\delta\theta|^2$ against strain plus the structure's kinetic energy (1/2 for a lightly damped
 flexible mode; small for the attitude and wheel poles, whose hinges follow quasi-statically);
@@ -47,7 +53,7 @@ from jaxtyping import Array, Bool, Complex, Float
 from ..._dynamics._backsub import state_derivative_held
 from ..._errors import ScenarioError
 from ..._math import mrp_bmat, sub_mrp
-from ..._model._control import ControlState, control_update
+from ..._model._control import ControlState, control_update, initial_control_state
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
@@ -63,7 +69,11 @@ class ClosedLoopPoles(eqx.Module):
 
     - `eigenvalue` [1/s]; `frequency_hz`, `damping_ratio` (`damp` definitions); `neutral`: $|\\lambda| < 10^{-9}$.
     - `energy_fraction` (poles, participants): each pole's kinetic-energy split over the structure (module
-      docstring); rows sum to 1 (NaN for neutral poles). `wheel_energy`: the wheels' share of all kinetic energy.
+      docstring); rows sum to 1 (NaN for neutral poles).
+    - `command_per_rad` [N m/rad]: the largest actuator command (wheel motor torque, or hub torque component) per
+      radian of the pole's largest angle (hub rotation or hinge); `saturation_angle` [rad]: that angle's
+      amplitude at which a wheel's command reaches its `u_max` (inf without a limit or with a hub torque); NaN
+      for neutral poles and for poles without angle motion (module docstring).
     - `flexible`: the $2N$ poles of the panels' flexible modes (largest hinge strain-energy share).
     - `margin`: the smallest `damping_ratio` of the poles that are not neutral (< 0: the loop is unstable);
       `flexible_margin`: the smallest of the flexible poles (inf without panels).
@@ -81,7 +91,8 @@ class ClosedLoopPoles(eqx.Module):
     damping_ratio: Float[Array, " poles"]
     neutral: Bool[Array, " poles"]
     energy_fraction: Float[Array, "poles participants"]
-    wheel_energy: Float[Array, " poles"]
+    command_per_rad: Float[Array, " poles"]
+    saturation_angle: Float[Array, " poles"]
     flexible: Bool[Array, " poles"]
     margin: Float[Array, ""]
     flexible_margin: Float[Array, ""]
@@ -192,12 +203,7 @@ def period_matrix(scenario: Scenario, shape: tuple[int, bool] | None = None):
         d = state_derivative_held(sc, st, *_with_command((zero, zero, zero, 0.0, 0.0), ctrl, held(cmd)))
         return _join(d, zero, layout)[:nz]
 
-    def law(x):
-        st, int_sigma = _split(x, layout)
-        cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), zero, jnp.zeros(W, x.dtype))
-        cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
-        return (cs.Lr if ctrl.actuator == "torque" else cs.u), cs.int_sigma
-
+    law = _law(ctrl, sc, layout)
     cmd0, _ = law(x0)
     z0 = x0[:nz]
     A = jax.jacfwd(plant, 0)(z0, cmd0)
@@ -213,6 +219,20 @@ def period_matrix(scenario: Scenario, shape: tuple[int, bool] | None = None):
     top = S @ (h * Q @ B) @ G  # (nz, full state)
     top = top.at[:, :nz].add(Rm)
     return (jnp.concatenate([top, Gi], 0) if integral else top), ctrl.control_dt
+
+
+def _law(ctrl, sc, layout):
+    """The flight software's call (after its first two) as a function of the loop's state vector: `x ->
+    (command, new integral)`, the command being the hub torque (`torque`) or the wheel torques (`wheels`)."""
+    W = layout[1]
+
+    def law(x):
+        st, int_sigma = _split(x, layout)
+        cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
+        cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
+        return (cs.Lr if ctrl.actuator == "torque" else cs.u), cs.int_sigma
+
+    return law
 
 
 def closed_loop_field(scenario: Scenario, integral: bool | None = None):
@@ -234,9 +254,9 @@ def closed_loop_field(scenario: Scenario, integral: bool | None = None):
 
 
 def _energies(sc, X, layout):
-    """Kinetic energy of each body of the structure, of the wheels' spin, and the hinges' strain energy of
-    eigenvectors `X` (poles, state) (module docstring): `(parts (poles, participants), spin, strain)`."""
-    n, W, _ = layout
+    """Kinetic energy of each body of the structure and the hinges' strain energy of eigenvectors `X` (poles,
+    state) (module docstring): `(parts (poles, participants), strain)`."""
+    n = layout[0]
     w, thd = X[:, 3:6], X[:, 6 + n:6 + 2 * n]
     s = structure(sc)
     M = mass_matrix(s).astype(X.dtype)
@@ -249,12 +269,21 @@ def _energies(sc, X, layout):
     e_t = 0.5 * bj.mass * jnp.sum(jnp.abs(vb) ** 2, -1)
     e_r = 0.5 * jnp.real(jnp.einsum("pbi,bij,pbj->pb", jnp.conj(wb), bj.inertia, wb))
     parts = jnp.concatenate([e_t[:, :1], e_r[:, :1], (e_t + e_r)[:, 1:]], 1)
-    spin = jnp.zeros(X.shape[0], e_t.dtype)
-    if W:
-        wh = sc.wheels
-        spin = 0.5 * jnp.sum(wh.Js * jnp.abs(w @ wh.gsHat_B.T + X[:, 6 + 2 * n:6 + 2 * n + W]) ** 2, -1)
     strain = 0.5 * jnp.sum(sc.panels.k * jnp.abs(X[:, 6:6 + n]) ** 2, -1)
-    return parts, spin, strain
+    return parts, strain
+
+
+def _commands(X, G, headroom, layout, sigma_R):
+    """`(command_per_rad, saturation_angle)` of eigenvectors `X` (poles, state) (module docstring): `G` the
+    flight software's Jacobian (commands, state), `headroom` (commands,) each command's room to its limit [N m]
+    (inf: none)."""
+    n = layout[0]
+    phi = 4.0 * jnp.linalg.solve(mrp_bmat(sigma_R), X[:, 0:3].T).T  # the hub's rotation
+    amp = jnp.maximum(jnp.sqrt(jnp.sum(jnp.abs(phi) ** 2, 1)), jnp.max(jnp.abs(X[:, 6:6 + n]), 1, initial=0.0))
+    moves = amp > 1e-12 * jnp.sqrt(jnp.sum(jnp.abs(X) ** 2, 1))
+    u = jnp.abs(X @ G.T.astype(X.dtype)) / jnp.where(moves, amp, 1.0)[:, None]  # per radian of the largest angle
+    sat = jnp.min(jnp.where(u > 0, headroom / jnp.where(u > 0, u, 1.0), jnp.inf), 1, initial=jnp.inf)
+    return jnp.where(moves, jnp.max(u, 1, initial=0.0), jnp.nan), jnp.where(moves, sat, jnp.nan)
 
 
 def _branch(z, X, sigma_R, layout, T):
@@ -274,11 +303,13 @@ def _branch(z, X, sigma_R, layout, T):
     return jnp.where(pp > 1e-12 * jnp.sum(jnp.abs(X) ** 2, 1), k, 0.0)
 
 
-def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
+def _poles(A, sc, layout, sigma_R, G, headroom, T=None) -> ClosedLoopPoles:
     A0 = jax.lax.stop_gradient(A)
     ev = eigenvalues(A0)
     proj, X = first_order_clusters(ev, A0)
-    parts, spin, strain = _energies(jax.lax.stop_gradient(sc), X[:, :, -1], layout)
+    parts, strain = _energies(jax.lax.stop_gradient(sc), X[:, :, -1], layout)
+    G, headroom, sigma_R0 = jax.lax.stop_gradient((G, headroom, sigma_R))
+    command, saturation = _commands(X[:, :, -1], G, headroom, layout, sigma_R0)
     kinetic = jnp.sum(parts, 1)
     ev = poles_first_order(A, ev, proj)
     lam = ev if T is None else (jnp.log(ev) + 2j * jnp.pi * _branch(ev, X[:, :, -1], sigma_R, layout, T)) / T
@@ -287,7 +318,7 @@ def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
     zeta = jnp.where(neutral, 1.0, -jnp.real(lam) / jnp.where(neutral, 1.0, mag))
     order = jnp.argsort(mag, stable=True)
     lam, mag, zeta, neutral = lam[order], mag[order], zeta[order], neutral[order]
-    parts, spin, kinetic, strain = parts[order], spin[order], kinetic[order], strain[order]
+    parts, kinetic, strain = parts[order], kinetic[order], strain[order]
     n = layout[0]
     rank = jnp.argsort(-strain / jnp.maximum(strain + kinetic, 1e-300), stable=True)
     flexible = jnp.zeros(lam.shape, bool).at[rank[: 2 * n]].set(True)
@@ -296,9 +327,9 @@ def _poles(A, sc, layout, sigma_R, T=None) -> ClosedLoopPoles:
     growth = jnp.max(jnp.where(neutral, -jnp.inf, jnp.real(lam)))
     dt = jnp.asarray(jnp.nan if T is None else T, mag.dtype)
     fraction = jnp.where(neutral[:, None], jnp.nan, parts / jnp.maximum(kinetic, 1e-300)[:, None])
-    wheel = jnp.where(neutral, jnp.nan, spin / jnp.maximum(kinetic + spin, 1e-300))
-    return ClosedLoopPoles(lam, mag / (2 * jnp.pi), jnp.where(neutral, jnp.nan, zeta), neutral, fraction, wheel,
-                           flexible, margin, flexible_margin, growth, dt, T is not None,
+    command, saturation = (jnp.where(neutral, jnp.nan, x[order]) for x in (command, saturation))
+    return ClosedLoopPoles(lam, mag / (2 * jnp.pi), jnp.where(neutral, jnp.nan, zeta), neutral, fraction, command,
+                           saturation, flexible, margin, flexible_margin, growth, dt, T is not None,
                            mode_labels(sc)["participants"])
 
 
@@ -306,14 +337,32 @@ def closed_loop_unjitted(scenario: Scenario, shape: tuple[int, bool], sampled: b
     """`closed_loop_poles` inside a caller's own program: `shape` from `loop_shape` (static), `sampled` as
     there."""
     sc, x0, layout = _parts(scenario, shape[1])
+    ctrl, wheels = scenario.control, scenario.spacecraft.wheels
+    G = jax.jacfwd(lambda x: _law(ctrl, sc, layout)(x)[0])(x0)
+    headroom = jnp.full(3, jnp.inf, x0.dtype)  # a hub torque: no limit
+    if ctrl.actuator == "wheels":  # u_max less the motor torque that holds each wheel at the equilibrium
+        headroom = jnp.where(wheels.u_max > 0, jnp.abs(wheels.u_max) - jnp.abs(sc.wheels.u), jnp.inf)
     if sampled:
         Phi, T = period_matrix(scenario, shape)
-        return _poles(Phi, sc, layout, x0[:3], T)
+        return _poles(Phi, sc, layout, x0[:3], G, headroom, T)
     f, x0 = closed_loop_field(scenario, shape[1])
-    return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3])
+    return _poles(jax.jacfwd(f)(x0), sc, layout, x0[:3], G, headroom)
 
 
 _closed_loop_jit = program(closed_loop_unjitted)
+
+
+def first_command(scenario: Scenario) -> float | None:
+    """The largest $|u_i| / u_{max,i}$ of the wheels at the flight software's first call, from the scenario's
+    initial state (the wheels' own `u` added): above 1 the run starts saturated, outside the linearisation. None
+    for a hub torque or wheels without a limit. Host values (no compiled program)."""
+    ctrl, wheels, init = scenario.control, scenario.spacecraft.wheels, scenario.initial
+    if ctrl is None or ctrl.actuator != "wheels" or not bool(jnp.any(wheels.u_max > 0)):
+        return None
+    cs = control_update(ctrl, wheels, init.sigma_BNInit, init.omega_BN_BInit, init.OmegaInit,
+                        initial_control_state(wheels.count, jnp.result_type(wheels.Js)))
+    u, lim = jnp.abs(cs.u + wheels.u), jnp.abs(wheels.u_max)
+    return float(jnp.max(jnp.where(lim > 0, u / jnp.where(lim > 0, lim, 1.0), 0.0)))
 
 
 def closed_loop_poles(scenario: Scenario, sampled: bool = True) -> ClosedLoopPoles:

@@ -249,7 +249,9 @@ class Modes(eqx.Module):
     - `frequency_hz`: $|\\lambda|/2\\pi$ of the damped linear system [Hz] (MATLAB `damp`'s natural frequency).
     - `damping_ratio`: $-\\mathrm{Re}\\,\\lambda/|\\lambda|$ (`damp`'s damping); $\\ge 1$ for overdamped modes.
     - `damped_frequency_hz`: $|\\mathrm{Im}\\,\\lambda|/2\\pi$ [Hz], the oscillation frequency of a free response.
-    - `natural_frequency_hz`: undamped natural frequency [Hz] of the matched undamped mode ($C = 0$).
+    - `natural_frequency_hz`: undamped natural frequency [Hz] of the matched undamped mode ($C = 0$; free-free
+      with reaction wheels: $C = 0$ with the wheels stopped, $G = 0$, the same at any wheel speed, while the
+      other frequencies carry the wheels' gyroscopic coupling).
     - `eigenvalue`: the pole $\\lambda$ with $\\mathrm{Im} \\ge 0$ [1/s] (overdamped: the slower real pole).
     - `overdamped`: the mode's two poles are real.
     - `shape`: the matched undamped mode shape in the $6+N$ coordinates $(x_B$ [m], $\\phi_B$ [rad],
