@@ -15,7 +15,8 @@ import pytest
 # optimisation level changes how fast the machine code runs, not what XLA computes (XLA's own HLO passes are the
 # same; every tolerance holds at both levels: the suite passes with and without it). Timings are the
 # benchmarks' business (benchmarks/, the CLI's settings), never the tests'. JAXHINGE_TEST_XLA_OPT=1 keeps LLVM's
-# default level.
+# default level. The comparisons with Basilisk also run at XLA's default level, in a second process
+# (test_basilisk_xla_default.py): the two levels round differently, and users run the default.
 if not os.environ.get("JAXHINGE_TEST_XLA_DEFAULTS"):
     from jaxhinge import configure_cpu
 
@@ -45,6 +46,11 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests/_helpers.py, _seed.py, _k
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
+def pytest_report_header(config):
+    """The XLA options of this run (above), in the header of its output."""
+    return f"XLA_FLAGS: {os.environ.get('XLA_FLAGS', '')}"
+
+
 def pytest_unconfigure(config):
     """The run's own cache is removed by the process that made it (the xdist controller, or a plain run)."""
     if not hasattr(config, "workerinput") and os.environ.get("JAXHINGE_TEST_OWNS_CACHE") == "1":
@@ -57,9 +63,9 @@ def pytest_unconfigure(config):
 # worker time of each, roughly, from `--durations` and compile logs) so no worker is left with a long group at the
 # end; a module not listed here runs after the listed ones. The order changes only the wall time, never a result.
 _LONGEST_FIRST = (
-    "test_identify.py", "test_chains.py", "test_wheels.py", "test_basilisk_reference.py", "test_modes.py",
-    "test_closed_loop.py", "test_fit.py", "test_simulate.py", "test_kane.py", "test_control.py", "test_fea_fit.py",
-    "test_sensitivity.py", "03_identify_from_telemetry.ipynb", "test_cli.py", "test_batch.py", "test_fea_shapes.py",
+    "test_identify.py", "test_basilisk_xla_default.py", "test_chains.py", "test_wheels.py",
+    "test_basilisk_reference.py", "test_modes.py", "test_closed_loop.py", "test_fit.py", "test_simulate.py",
+    "test_kane.py", "test_control.py", "test_fea_fit.py", "test_sensitivity.py", "03_identify_from_telemetry.ipynb", "test_cli.py", "test_batch.py", "test_fea_shapes.py",
     "08_wheels_flight_record.ipynb", "09_closed_loop.ipynb", "04_sensitivity.ipynb", "test_rk4_scan.py",
     "02_fit_fea_frequencies.ipynb", "06_folding_array.ipynb", "test_distributed.py", "07_fea_modes.ipynb",
     "01_quickstart.ipynb", "05_monte_carlo.ipynb", "test_rules.py", "test_wheel_modes.py", "test_programs.py",

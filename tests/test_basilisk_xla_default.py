@@ -1,0 +1,51 @@
+"""Every comparison with Basilisk again, compiled at XLA's default optimisation level: the suite compiles with LLVM
+-O0 (tests/conftest.py: it is compile-bound), users run XLA's default level (the CLI's settings,
+`jaxhinge.configure_cpu`), and the two round differently (Omega of control_wheels differs by 7e-12 rad/s between
+them, within its 1e-10 tolerance; tests/_basilisk.py). XLA reads its flags once per process, so the comparisons run
+in a second pytest process, with the same flags less `--xla_backend_optimization_level=0`.
+
+Measured (2026-11, the 2-core machine, alone): the comparisons take 64 s at -O0 and 102 s at the default level,
+in one process each (the compilation of the 24 trajectory programs is most of it: 2x longer at the default level).
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # run from where the suite runs
+
+# The comparisons with Basilisk's runs, truth values and unit tests: trajectories (seed, random 3D, chains, wheels,
+# controller in the loop), Basilisk's own wheel tests, its mrpFeedback and rwMotorTorque tests
+COMPARISONS = (
+    "tests/test_basilisk_reference.py",
+    "tests/test_basilisk_seed.py",
+    "tests/test_wheels.py::test_basilisks_own_wheel_tests",
+    "tests/test_control.py::test_basilisks_own_mrp_feedback_test",
+    "tests/test_control.py::test_basilisks_own_rw_motor_torque_test",
+)
+LEVEL = re.compile(r"\s*--xla_backend_optimization_level=\S*")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LEVEL.search(os.environ.get("XLA_FLAGS", "")),
+                    reason="this run compiles at XLA's default level: the comparisons have run at it")
+def test_basilisk_comparisons_at_xla_default_optimisation_level():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not an xdist worker's
+    env["XLA_FLAGS"] = LEVEL.sub("", env["XLA_FLAGS"]).strip()
+    env["JAXHINGE_TEST_XLA_OPT"] = "1"
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # its own cache (keys hold the flags: nothing to share), removed
+    env.pop("JAXHINGE_TEST_OWNS_CACHE", None)  # by it, not this run's, which this run removes at its end
+    cmd = [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-o", "addopts=", "-rfEs",
+           *COMPARISONS]
+    r = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    flags = re.search(r"^XLA_FLAGS: (.*)$", out, re.MULTILINE)
+    assert flags and "optimization_level" not in flags.group(1) and "fusion_emitters=false" in flags.group(1), out
+    collected = re.search(r"collected (\d+) items", out)
+    assert collected and int(collected.group(1)) >= 40, out[-6000:]
+    summary = out.strip().splitlines()[-1]  # "===== 45 passed in 93.04s (0:01:33) =====": all ran, all passed
+    assert re.fullmatch(rf"=+ {collected.group(1)} passed in [^,=]+ =+", summary), out[-6000:]
