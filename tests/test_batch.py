@@ -217,7 +217,7 @@ def test_grid_dispersions(scenario):
             r"dispersions\[0\]\.param = 'p9.k'.*p0, p1",
         ),
         ({"param": "p0.kk", "dist": "uniform", "low": 1.0, "high": 2.0},
-         r"'p0.kk': unknown field 'kk' \(did you mean 'k'\?\); p0 fields are mass, d, l, k"),
+         r"'p0.kk': unknown field 'kk' \(did you mean 'k'\?\); p0 fields are mass, IPntS_S, d, l, k"),
         # values a scenario file would refuse are refused in a dispersion too (the registry's rule)
         ({"param": "p0.mass", "dist": "uniform", "low": -100.0, "high": -50.0},
          r"low = -100.0: p0.mass must be > 0 \(panel mass, kg\)"),
@@ -356,7 +356,7 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
         (("[output]", "[output]\nfolder = 1"), r"output: unknown key 'folder'; allowed keys: dir"),
         (('param = "p1.c"', 'param = "wing.c"'), r"dispersions\[1\]\.param = 'wing.c': unknown owner 'wing'; the prefix must be 'hub' or a panel name"),
         # issue 14 item 1: a value the scenario file would refuse is refused in a sweep too (the registry's rule)
-        (("low = 80.0", "low = -1.0"), r"dispersions\[0\]\.low = -1.0: p0.k must be >= 0 \(hinge stiffness"),
+        (("low = 80.0", "low = -1.0"), r"dispersions\[0\]\.low = -1.0: p0.k must be >= 0 \(hinge spring stiffness"),
         # item 10: the output size is estimated before compute: 8 bytes x 1e10 members x 7 samples x (39 + 19 x 2)
         (("members = 8", "members = 10000000000"),
          (r"members = 10000000000: 10000000000 run\(s\) x 7 samples with 2 panel\(s\) need about 4\.31e\+04 GB of "

@@ -278,7 +278,7 @@ def _member_value(x, batch: tuple[int, ...], i: int) -> np.ndarray:
     """Member `i` (flat index) of a leaf with leading `batch` axes (broadcast where it has none)."""
     x = np.asarray(x, dtype=float)
     rest = x.shape[len(batch):] if x.ndim >= len(batch) and x.shape[:len(batch)] == batch else x.shape
-    return np.broadcast_to(x, (*batch, *rest)).reshape(-1, *rest)[i]
+    return np.asarray(np.broadcast_to(x, (*batch, *rest)).reshape(-1, *rest)[i])
 
 
 class _PanelView:
