@@ -157,6 +157,8 @@ CONTROL = [
      "control.ISCPntB_B", r"positive.definite"),
     ("control", {C + ("ISCPntB_B",): [[NAN, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]]}, "control.ISCPntB_B",
      FINITE),
+    ("control", {C + ("ISCPntB_B",): [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 5.0]]}, "control.ISCPntB_B",
+     r"not a rigid body's"),
     ("control", {C + ("knownTorquePntB_B",): [0.0, 0.0]}, "control.knownTorquePntB_B", SHAPE),
     ("control", {C + ("knownTorquePntB_B",): "x"}, "control.knownTorquePntB_B", SHAPE),
     ("control", {C + ("knownTorquePntB_B",): [INF, 0.0, 0.0]}, "control.knownTorquePntB_B", FINITE),

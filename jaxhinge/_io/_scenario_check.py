@@ -28,6 +28,7 @@ from .._model._schema import (
     COMPUTED,
     CONTROL_AXES,
     CONTROL_DT,
+    CONTROL_INERTIA,
     SCHEMA,
     SPIN_AXIS,
     Field,
@@ -417,6 +418,11 @@ def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs, not
     elif n < 1 or abs(cdt - n * sim.dt) > TICK_RTOL * cdt:
         raise ck.bad(where, table[dt_field.name], f"must be a whole multiple of simulation.dt = {_fmt(sim.dt)} s "
                      "(the flight software runs at the start of an rk4 step)")
+    if out[CONTROL_INERTIA] is not None:  # the controller's model of the spacecraft: a rigid body's inertia too
+        problem = rigid_body_problem([("control.mass", 1.0, f"control.{CONTROL_INERTIA}", out[CONTROL_INERTIA])],
+                                     plausible=False)
+        if problem:
+            raise ck.bad(problem[0], table[CONTROL_INERTIA], problem[2])
     axes = out[axes_field.name]
     raw_axes = table.get(axes_field.name, axes_field.default)
     if out[act.name] == "wheels":
