@@ -1,11 +1,11 @@
 """Every comparison with Basilisk again, compiled at XLA's default optimisation level: the suite compiles with LLVM
 -O0 (tests/conftest.py: it is compile-bound), users run XLA's default level (the CLI's settings,
-`jaxhinge.configure_cpu`), and the two round differently (Omega of control_wheels differs by 7e-12 rad/s between
-them, within its 1e-10 tolerance; tests/_basilisk.py). XLA reads its flags once per process, so the comparisons run
-in a second pytest process, with the same flags less `--xla_backend_optimization_level=0`.
+`jaxhinge.configure_cpu`), and the two round differently (control_wheels: Omega 7.0e-12 rad/s apart, of ~900 rad/s;
+control_torque: hub and panel positions 2e-14 m apart). XLA reads its flags once per process, so the comparisons
+run in a second pytest process, with the same flags less `--xla_backend_optimization_level=0`.
 
-Measured (2026-11, the 2-core machine, alone): the comparisons take 64 s at -O0 and 102 s at the default level,
-in one process each (the compilation of the 24 trajectory programs is most of it: 2x longer at the default level).
+Measured (2026-11, the 2-core machine, each run alone): the 45 comparisons take 38 s (41 s CPU) at -O0 and 55-77 s
+(64-73 s CPU) at the default level; compiling the 24 trajectory programs is most of it, twice as long there.
 """
 
 import os
