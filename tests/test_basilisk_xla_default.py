@@ -1,8 +1,8 @@
 """Every comparison with Basilisk again, compiled at XLA's default optimisation level: the suite compiles with LLVM
 -O0 (tests/conftest.py: it is compile-bound), users run XLA's default level (the CLI's settings,
 `jaxhinge.configure_cpu`), and the two round differently (control_wheels: Omega 7.0e-12 rad/s apart, of ~900 rad/s;
-control_torque: hub and panel positions 3e-14 m apart, of ~3 m). XLA reads its flags once per process, so the comparisons
-run in a second pytest process, with the same flags less `--xla_backend_optimization_level=0`.
+control_torque: hub and panel positions 3e-14 m apart, of ~3 m). XLA reads its flags once per process, so the
+comparisons run in a second pytest process, with the same flags less `--xla_backend_optimization_level=0`.
 
 Measured (2026-11, the 2-core machine, each run alone): the 45 comparisons take 38 s (41 s CPU) at -O0 and 55-77 s
 (64-73 s CPU) at the default level; compiling the 24 trajectory programs is most of it, twice as long there.
