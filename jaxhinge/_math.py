@@ -59,7 +59,7 @@ def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
     return jnp.where(switch, -sigma / safe, sigma)
 
 
-def sub_mrp(s1: Float[Array, "3"], s2: Float[Array, "3"]) -> Float[Array, "3"]:
+def sub_mrp(s1: Float[ArrayLike, "3"], s2: Float[ArrayLike, "3"]) -> Float[Array, "3"]:
     """MRP of the rotation from the frame of `s2` to the frame of `s1` (both relative to a common frame), as
     Basilisk's `subMRP`: $\\sigma_{1/2} = \\dfrac{(1-|\\sigma_2|^2)\\sigma_1 - (1-|\\sigma_1|^2)\\sigma_2
     + 2\\sigma_1\\times\\sigma_2}{1 + |\\sigma_1|^2|\\sigma_2|^2 + 2\\sigma_1\\cdot\\sigma_2}$, with `s1`'s shadow set

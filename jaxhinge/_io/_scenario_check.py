@@ -158,8 +158,8 @@ def _fields(ck: _Checker, table: Mapping, label: str, fields: tuple[Field, ...],
     for f in fields:
         if f.rule == "hinge_lever" and hangs is not None:
             if hangs and f.name not in table:
-                raise ck.fail(label, f"missing required key {f.name!r} ({f.words()}): every panel of a chain but "
-                              "the last needs it")
+                raise ck.fail(label, f"missing required key {f.name!r} ({f.words()}): every panel of a chain needs "
+                              "it (only the last panel may omit it)")
             if not hangs and f.name in table:
                 raise ck.bad(f"{label}.{f.name}", table[f.name], "not allowed on the last panel of a chain: l places "
                              "the next panel's hinge (as in Basilisk's nHinged effector), and no panel follows; "

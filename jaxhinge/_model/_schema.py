@@ -191,8 +191,6 @@ SCHEMA: tuple[Field, ...] = (
        rule="principal", default=REQUIRED, tables=_P, model="panels", fit="factors", aliases=("inertia", "i")),
     _f("d", "panel", (), "m", "hinge H to panel CoM distance", rule="positive", default=REQUIRED, tables=_P,
        model="panels", fit="log"),
-    _f("l", "panel", (), "m", "hinge to next hinge distance (chains)", rule="hinge_lever", default=0.0,
-       tables=("chains.panels",), model="panels", fit="log"),
     _f("k", "panel", (), "N m/rad", "hinge spring stiffness", rule="nonnegative", default=REQUIRED, tables=_P,
        model="panels", fit="log", aliases=("stiffness", "spring")),
     _f("c", "panel", (), "N m s/rad", "hinge damping", rule="nonnegative", tables=_P, model="panels", fit="log", aliases=("damping", "damper")),
@@ -206,6 +204,8 @@ SCHEMA: tuple[Field, ...] = (
     _f("thetaRef", "panel", (), "rad", "spring reference angle", tables=_P, model="panels", scale=0.1),
     _f("thetaDotRef", "panel", (), "rad/s", "damper reference rate", tables=_P, model="panels", scale=0.1),
     _f("motorTorque", "panel", (), "N m", "hinge motor torque", tables=_P, model="panels", scale=1.0, aliases=("torque", "u")),
+    _f("l", "panel", (), "m", "hinge to next hinge distance (chains)", rule="hinge_lever", default=0.0,
+       tables=("chains.panels",), model="panels", fit="log"),
     # -- reaction wheels ([[wheels]]; Basilisk `reactionWheelStateEffector`, BalancedWheels)
     _f("gsHat_B", "wheel", (3,), "1", "spin axis, B frame", rule="unit", default=REQUIRED, tables=("wheels",),
        model="wheels", fit=None, aliases=("axis", "gshat", "gs")),

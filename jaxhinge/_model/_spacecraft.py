@@ -257,8 +257,8 @@ class Panels(eqx.Module):
         chain: Sequence[str] | None = None,
         **fields,
     ):
-        """Leaves by name (or positionally in the schema's order: `mass, IPntS_S, d, l, k, c, r_HB_B, dcm_HB,
-        thetaRef, thetaDotRef, motorTorque`); `l`, `c`, `thetaRef`, `thetaDotRef`, `motorTorque` default to 0."""
+        """Leaves by name (or positionally in the schema's order: `mass, IPntS_S, d, k, c, r_HB_B, dcm_HB,
+        thetaRef, thetaDotRef, motorTorque, l`); `c`, `thetaRef`, `thetaDotRef`, `motorTorque`, `l` default to 0."""
         _fill(self, "panels", args, fields)
         n = int(np.shape(self.mass)[-1]) if np.ndim(self.mass) else 0
         self.parent = tuple(int(p) for p in parent) if parent is not None else (-1,) * n
