@@ -217,7 +217,7 @@ def test_grid_dispersions(scenario):
             r"dispersions\[0\]\.param = 'p9.k'.*p0, p1",
         ),
         ({"param": "p0.kk", "dist": "uniform", "low": 1.0, "high": 2.0},
-         r"'p0.kk': unknown field 'kk' \(did you mean 'k'\?\); p0 fields are mass, IPntS_S, d, l, k"),
+         r"'p0.kk': unknown field 'kk' \(did you mean 'k'\?\); p0 fields are mass, IPntS_S, d, k, c"),
         # values a scenario file would refuse are refused in a dispersion too (the registry's rule)
         ({"param": "p0.mass", "dist": "uniform", "low": -100.0, "high": -50.0},
          r"low = -100.0: p0.mass must be > 0 \(panel mass, kg\)"),
