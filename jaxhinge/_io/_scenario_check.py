@@ -44,7 +44,6 @@ from ._inputs_file import read_inputs, relative_to
 
 _TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs", "control")
 _CHAIN_PANELS = "panels"  # the key of a chain's member tables ([[chains.panels]])
-_GRAVITY_HINT = "; omit the [gravity] table for no gravity"
 _LOAD_VECTORS = ("extForce_B", "extForce_N", "extTorquePntB_B")
 _LOADS_KEYS = (*_LOAD_VECTORS, "pulses")
 _PULSE_KEYS = ("t_start", "t_end", *_LOAD_VECTORS)
@@ -71,7 +70,6 @@ def _aliases(table: str) -> dict[str, str]:
 # What each key means, for "missing required key" messages (the schema's fields, and the structural keys).
 _DESCRIPTION = {
     **{f.name: f.words() for f in SCHEMA if f.tables},
-    "l": "hinge to next hinge distance, m, > 0 (required on every chain panel but the last, refused there)",
     _CHAIN_PANELS: "the chain's panels, [[chains.panels]], root first, at least one",
     "t_start": "pulse start time, s, >= 0",
     "t_end": "pulse end time, s, > t_start",
@@ -144,8 +142,8 @@ def _value(ck: _Checker, f: Field, raw: Any, where: str, notes: list) -> Any:
     problem = value_problem(f, x)
     if problem is not None:
         suffix, value, rule = problem
-        if f.name == "mu":
-            rule += _GRAVITY_HINT
+        if f.hint:
+            rule += f"; {f.hint}"
         raise ck.bad(where + suffix, raw if not suffix else value, rule)
     return x
 
@@ -172,9 +170,10 @@ def _fields(ck: _Checker, table: Mapping, label: str, fields: tuple[Field, ...],
                 continue
         if f.name in table:
             out[f.name] = _value(ck, f, table[f.name], f"{label}.{f.name}", notes)
+        elif f.default is COMPUTED:
+            out[f.name] = None  # the builder computes it
         else:
-            out[f.name] = None if f.default is COMPUTED else np.array(f.default, dtype=float) if not f.static and \
-                f.rule != "choice" else f.default
+            out[f.name] = f.default if isinstance(f.default, str) else np.array(f.default, dtype=float)
     return out
 
 
@@ -335,8 +334,8 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         ck.keys(grav, "gravity", table_keys("gravity"), (), _aliases("gravity"))
         missing = [f for f in in_table("gravity") if f.required and f.name not in grav]
         if missing:
-            raise ck.fail("gravity", f"missing required key {missing[0].name!r} ({missing[0].words()})"
-                          f"{_GRAVITY_HINT}")
+            f = missing[0]
+            raise ck.fail("gravity", f"missing required key {f.name!r} ({f.words()}){f'; {f.hint}' if f.hint else ''}")
         gravity = _fields(ck, grav, "gravity", in_table("gravity"), notes)
 
     loads = pulses = None

@@ -85,7 +85,7 @@ def parameter_names(scenario: Scenario) -> tuple[str, ...]:
     names = [f"hub.{f}" for f in HUB_FIELDS]
     for i, nm in enumerate(p.labels):
         names += [f"{nm}.{f}" for f in PANEL_FIELDS
-                  if (not FIELDS[f].root_only or p.parent[i] < 0) and (f != "l" or i in p.parent)]
+                  if (not FIELDS[f].root_only or p.parent[i] < 0) and (FIELDS[f].rule != "hinge_lever" or i in p.parent)]
     for nm in (() if w is None else w.labels):
         names += [f"{nm}.{f}" for f in WHEEL_FIELDS]
     if scenario.loads.inputs is not None:
@@ -149,7 +149,7 @@ def resolve(scenario: Scenario, name: str) -> Parameter:
         root = labels[int(p.topology.root[panel])]
         raise ParameterError(f"{name!r}: panel {owner!r} is hinged to panel {labels[p.parent[panel]]!r}; every "
                              f"panel of a chain shares its root's hinge frame: use \"{root}.{fld}\"")
-    if fields is PANEL_FIELDS and fld == "l" and panel not in p.parent:
+    if fields is PANEL_FIELDS and field.rule == "hinge_lever" and panel not in p.parent:
         raise ParameterError(f"{name!r}: no panel is hinged to panel {owner!r}; l places the next panel's hinge (as "
                              "in Basilisk's nHinged effector), so it exists only where a next panel hangs")
     component = None

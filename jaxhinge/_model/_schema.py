@@ -51,7 +51,6 @@ RULE_WORDS = {
     "choice": "one of the choices",
     "path": "a file name, relative to the scenario file",
 }
-FITS = ("log", "linear", "factors", "rotation")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +70,8 @@ class Field:
       None (not a parameter); `scale`: the typical size of a change (a fit's linear unit).
     - `root_only`: a hinge-frame field a chain's members share with its root.
     - `aliases`: common misnamings in files (lower case) that the "did you mean" hints cannot guess.
+    - `optional`: a per-element leaf that is None where its elements are absent (a wheel's initial speed in a
+      scenario without wheels); `hint`: what a file's error about the field adds (how to do without it).
     """
 
     name: str
@@ -90,6 +91,8 @@ class Field:
     static: bool = False
     root_only: bool = False
     aliases: tuple[str, ...] = ()
+    optional: bool = False
+    hint: str = ""
 
     @property
     def attribute(self) -> str:
@@ -212,7 +215,7 @@ SCHEMA: tuple[Field, ...] = (
     _f("Js", "wheel", (), "kg m^2", "wheel spin-axis inertia", rule="positive", default=REQUIRED,
        tables=("wheels",), model="wheels", fit="log", aliases=("j", "inertia")),
     _f("Omega", "wheel", (), "rad/s", "initial wheel speed relative to the hub", tables=("wheels",),
-       model="initial", attr="OmegaInit", scale=10.0, basilisk="Omega", aliases=("omega", "speed")),
+       model="initial", attr="OmegaInit", scale=10.0, basilisk="Omega", aliases=("omega", "speed"), optional=True),
     _f("u", "wheel", (), "N m", "wheel motor torque command (constant part)", tables=("wheels",), model="wheels",
        scale=0.01, basilisk="u_current", aliases=("torque",)),
     _f("u_max", "wheel", (), "N m", "wheel motor torque limit (<= 0: none)", tables=("wheels",), model="wheels",
@@ -247,7 +250,8 @@ SCHEMA: tuple[Field, ...] = (
        default="wheels", choices=("wheels", "torque"), tables=("control",), model="control", static=True, fit=None, basilisk="-"),
     # -- gravity ([gravity]; Basilisk's point-mass gravity, applied at the system CoM)
     _f("mu", "gravity", (), "m^3/s^2", "gravitational parameter", rule="positive", default=REQUIRED,
-       tables=("gravity",), model="gravity", fit=None, aliases=("gm",)),
+       tables=("gravity",), model="gravity", fit=None, aliases=("gm",),
+       hint="omit the [gravity] table for no gravity"),
     # -- recorded inputs ([inputs]; applied input = gain * record(t - time_offset))
     _f("csv", "input", (), "", "the CSV file of the record, relative to the scenario file", rule="path", static=True,
        default=REQUIRED, tables=("inputs",), fit=None, aliases=("file", "path"), basilisk="-"),

@@ -58,9 +58,8 @@ _AXIS = {"panel": "panels", "wheel": "wheels"}  # a field owned by a panel or wh
 def _annotation(f: Field):
     """The jaxtyping annotation of a schema field's leaf: the element axis (`panels`, `wheels`), then its shape."""
     dims = [_AXIS.get(f.owner, "")] + ["axes" if d is None else str(d) for d in f.shape]
-    spec = " ".join(d for d in dims if d)
-    ann = Float[Array, spec if " " in spec or spec in ("", "3") else f" {spec}"]
-    return ann | None if f.owner == "wheel" and f.model == "initial" else ann
+    ann = Float[Array, " ".join(d for d in dims if d)]
+    return ann | None if f.optional else ann
 
 
 def schema_leaves(model: str) -> tuple[dict, dict]:
@@ -74,16 +73,15 @@ def schema_leaves(model: str) -> tuple[dict, dict]:
             fields[f.attribute] = eqx.field(static=True, default=f.default)
         else:
             ann[f.attribute] = _annotation(f)
-            fields[f.attribute] = eqx.field(converter=_f64_or_none if _annotation(f) != Float[Array, ""] and
-                                            f.owner == "wheel" and f.model == "initial" else _f64)
+            fields[f.attribute] = eqx.field(converter=_f64_or_none if f.optional else _f64)
     return ann, fields
 
 
 def _fill(module, model: str, args: tuple, kwargs: dict) -> None:
     """Set a model pytree's leaves from constructor arguments: positional in schema order, then by name. A field
     not given takes its schema default, one per element where it is a panel's or a wheel's (as many as the given
-    fields of that owner have); a per-wheel initial condition with no wheel field given is None (no wheels). A
-    required field not given, an unknown or repeated argument: TypeError."""
+    fields of that owner have; an `optional` field with none given is None: no wheels). A required field not given,
+    an unknown or repeated argument: TypeError."""
     fields = of_model(model)
     cls = type(module).__name__
     names = tuple(f.attribute for f in fields)
@@ -105,12 +103,13 @@ def _fill(module, model: str, args: tuple, kwargs: dict) -> None:
     for f in fields:
         v = given.get(f.attribute)
         if v is None:
-            missing = f.required or f.default is COMPUTED or (f.owner == "panel" and "panel" not in count)
-            if missing:
+            unknown_count = f.owner in _AXIS and f.owner not in count
+            if f.required or f.default is COMPUTED or (unknown_count and not f.optional):
                 raise TypeError(f"{cls}() missing required argument {f.attribute!r} ({f.words()})")
-            if f.owner in _AXIS:
-                v = None if f.owner not in count else np.broadcast_to(np.asarray(f.default, dtype=float),
-                                                                         (count[f.owner], *f.shape))
+            if unknown_count:
+                v = None
+            elif f.owner in _AXIS:
+                v = np.broadcast_to(np.asarray(f.default, dtype=float), (count[f.owner], *f.shape))
             else:
                 v = f.default
         setattr(module, f.attribute, v)
@@ -300,8 +299,9 @@ class Panels(eqx.Module):
         L = next(int(np.shape(v)[0]) for k, v in fields.items() if k not in shared)
         for k, f in shared.items():
             fields[k] = jnp.broadcast_to(_f64(fields[k]), (L, *f.shape))
-        if fields.get("l") is not None:
-            fields["l"] = _f64(fields["l"]).at[-1].set(0.0)  # l places the next panel's hinge: none follows the last
+        for f in of_model("panels"):  # l places the next panel's hinge: none follows the last
+            if f.rule == "hinge_lever" and fields.get(f.attribute) is not None:
+                fields[f.attribute] = _f64(fields[f.attribute]).at[-1].set(0.0)
         return Panels(
             **fields, parent=(-1, *range(L - 1)),
             names=tuple(names) if names is not None else tuple(f"{name}_{j + 1}" for j in range(L)),

@@ -108,8 +108,8 @@ def plot_trajectory(traj: dict, panel_names, path, title: str = "", fmt: str | N
         note = ("conserved in this run: " + ", ".join(conserved) if conserved else
                 "none conserved in this run (external loads or a hub-torque controller act)")
     ax.set_title(note, fontsize="x-small")
-    if title:
-        fig.suptitle(title)
+    if title:  # 0.1 in below the edge (by default 2 % of this tall figure down, over the first axes)
+        fig.suptitle(title, y=1.0 - 0.1 / fig.get_figheight())
     fig.tight_layout()
     fig.savefig(path, dpi=110, format=fmt)
     plt.close(fig)
