@@ -428,3 +428,19 @@ def test_modes_json_writes_no_negative_zero(capsys):
     assert main(["modes", str(example_path("two_panel")), "--clamped"]) == 0
     out = capsys.readouterr().out
     assert "undamped [Hz]" in out and "-0.000000" not in out and out.count(" 0.000000 ") == len(data["modes"])
+
+
+def test_configure_cpu_leaves_out_the_emitter_flag_that_newer_xla_refuses(monkeypatch):
+    """jaxlib 0.11 removed `--xla_cpu_use_fusion_emitters` and XLA stops at start-up on an unknown flag (seen with
+    jaxlib 0.11.2): with such a jaxlib, `configure_cpu` sets only the small-loop option; with 0.10 both."""
+    import importlib.metadata
+
+    from jaxhinge._runtime import _policy
+
+    small = f"--xla_backend_extra_options={_policy.SMALL_LOOP_OPTION}={_policy.SMALL_LOOP_BYTES}"
+    monkeypatch.setattr(_policy, "_backend_started", lambda: False)
+    for installed, expected in [("0.11.2", small), ("1.0.0", small), ("0.10.2", f"{_policy.CPU_CODEGEN_FLAG} {small}")]:
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, v=installed: v)
+        monkeypatch.delenv("XLA_FLAGS", raising=False)
+        jh.configure_cpu()
+        assert os.environ["XLA_FLAGS"] == expected, installed

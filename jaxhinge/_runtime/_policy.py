@@ -44,13 +44,15 @@ def configure_cpu() -> None:
       run faster (A/B in `benchmarks/bench_codegen.py`); larger batches keep XLA's kernels, which are faster
       there.
 
+    With jaxlib 0.11 or later the first option is not set: XLA removed it (and refuses unknown flags).
+
     A choice already in `XLA_FLAGS` is kept (`--xla_cpu_use_fusion_emitters=true`, or the byte threshold in
     your own `--xla_backend_extra_options`; a threshold of 0 turns the loop compilation off). The CLI calls this
     when it owns the process, as do the tests' and the benchmarks' set-up; importing jaxhinge sets nothing. In
     your own scripts and notebooks, call `jaxhinge.configure_cpu()` first: called after JAX has started its
     backend, it warns that the options take effect only in a new process. Other backends (GPU) ignore both."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_use_fusion_emitters" not in flags:
+    if "xla_cpu_use_fusion_emitters" not in flags and _has_elemental_emitters():
         flags = f"{flags} {CPU_CODEGEN_FLAG}".strip()
     if SMALL_LOOP_OPTION not in flags:
         option = f"{SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
@@ -59,12 +61,25 @@ def configure_cpu() -> None:
             value = f"{extra.group(1)},{option}" if extra.group(1) else option
             flags = f"{flags[:extra.start()]}--xla_backend_extra_options={value}{flags[extra.end():]}"
         else:
-            flags = f"{flags} --xla_backend_extra_options={option}"
+            flags = f"{flags} --xla_backend_extra_options={option}".strip()
     if flags != os.environ.get("XLA_FLAGS", "") and _backend_started():
         warnings.warn("jaxhinge.configure_cpu() was called after JAX started its backend: XLA has read its flags "
                       "already, so the options take effect only in a new process (call it before the first JAX "
                       "computation)", stacklevel=2)
     os.environ["XLA_FLAGS"] = flags
+
+
+def _has_elemental_emitters() -> bool:
+    """Whether the installed XLA still has the switch to its elemental CPU emitters. jaxlib 0.11 removed it (the
+    fusion emitters are then the only ones) and stops at start-up on an unknown flag in `XLA_FLAGS` (seen with
+    jaxlib 0.11.2 on the GPU machine, benchmarks/RESULTS.md); a version that cannot be read counts as old."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major_minor = tuple(int(p) for p in version("jaxlib").split(".")[:2])
+    except (PackageNotFoundError, ValueError):
+        return True
+    return major_minor < (0, 11)
 
 
 def _backend_started() -> bool:
