@@ -67,6 +67,10 @@ _PUBLIC = {
     "grid_dispersions": ("_analysis._studies._batch", "grid_dispersions"),
     "sample_dispersions": ("_analysis._studies._batch", "sample_dispersions"),
     "simulate_batch": ("_analysis._studies._batch", "simulate_batch"),
+    "run_campaign": ("_io._campaign", "run_campaign"),
+    "open_campaign": ("_io._campaign", "open_campaign"),
+    "CampaignResult": ("_io._campaign", "CampaignResult"),
+    "load_sweep": ("_io._sweep_file", "load_sweep"),
     "summarize": ("_analysis._studies._batch", "summarize"),
     # Reports and figures
     "plot_trajectory": ("_report._plot", "plot_trajectory"),
@@ -142,6 +146,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._errors import SensitivityError as SensitivityError
     from ._errors import SweepError as SweepError
     from ._errors import TelemetryError as TelemetryError
+    from ._io._campaign import CampaignResult as CampaignResult
+    from ._io._campaign import open_campaign as open_campaign
+    from ._io._campaign import run_campaign as run_campaign
     from ._io._fea import read_fea as read_fea
     from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
     from ._io._scenario_file import dump_scenario as dump_scenario
@@ -149,6 +156,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._io._scenario_file import load_scenario as load_scenario
     from ._io._scenario_file import scenario_from_dict as scenario_from_dict
     from ._io._scenario_file import scenario_to_dict as scenario_to_dict
+    from ._io._sweep_file import load_sweep as load_sweep
     from ._io._telemetry_file import load_telemetry as load_telemetry
     from ._io._telemetry_file import telemetry_columns as telemetry_columns
     from ._io._telemetry_file import write_telemetry as write_telemetry

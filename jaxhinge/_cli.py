@@ -14,6 +14,7 @@ import numpy as np
 
 from ._errors import ConfigError, JaxhingeError, JaxhingeNote
 from ._io._interrupt import install as install_interrupt
+from ._io._interrupt import note as interrupt_note
 from ._io._scenario_file import example_path, is_bundled
 from ._io._writers import write_output_files
 from ._paths import output_dir_problem, output_file_problem
@@ -100,33 +101,33 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ._analysis._studies._batch import sample_dispersions, simulate_batch, summarize
-    from ._io._sweep_file import load_sweep, write_outputs
-    from ._report._sweep import sweep_report_lines, sweep_summary
+    from ._io._campaign import STORE, check_resume, run_campaign
+    from ._io._sweep_file import load_sweep
+    from ._report._sweep import sweep_report_lines
 
     path = args.sweep or str(example_path("sweep"))  # the bundled example writes into ./sweep_out
     out_dir = args.out_dir or (None if args.sweep else "sweep_out")
     sweep = load_sweep(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
-    params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
+    if args.resume:
+        check_resume(sweep, os.path.join(sweep.out_dir, STORE))
+    names = [d["param"] for d in sweep.dispersions]
     cfg = sweep.scenario.simulation
     size = min(sweep.chunk_size, sweep.members)
     chunks = -(-sweep.members // size)
     _log(
-        f"jaxhinge: {path}: {sweep.members} members x {len(params)} dispersed parameter(s), t_end = {cfg.t_end} s, "
-        f"integrator {cfg.integrator}; compiling and running {chunks} chunk(s) of {size} members..."
+        f"jaxhinge: {path}: {sweep.members} members x {len(names)} dispersed parameter(s), t_end = {cfg.t_end} s, "
+        f"integrator {cfg.integrator}; {'resuming' if args.resume else 'compiling and running'} {chunks} chunk(s) "
+        f"of {size} members into {os.path.join(sweep.out_dir, STORE)}..."
     )
     t0 = time.perf_counter()
 
     def progress(done, total):
         _log(f"jaxhinge: {done}/{total} members done, {time.perf_counter() - t0:.1f} s")
 
-    traj = simulate_batch(sweep.scenario, params, chunk_size=sweep.chunk_size, progress=progress)
-    wall = time.perf_counter() - t0
-    summary = sweep_summary(sweep, params, traj, wall)
-    env = summarize(traj, ("omega_BN_B", "theta"))
-    for w in write_outputs(sweep, params, traj, summary, env):
+    res = run_campaign(sweep, resume=args.resume, progress=progress)
+    for w in [res.store, *res.files]:
         _log(f"jaxhinge: wrote {w}")
-    print("\n".join(sweep_report_lines(path, sweep, summary, wall)))
+    print("\n".join(sweep_report_lines(path, sweep, res.summary, res.wall_s)))
     return 0
 
 
@@ -287,11 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
         "scenario (path, relative to the sweep file), members (int > 0), seed (int, default 0), chunk_size "
         "(default 256), [[dispersions]] tables {param = 'p0.k' | 'hub.omega_BN_BInit' | ..., dist = uniform "
         "(low, high) | normal (std or rel_std, optional mean; default nominal) | values (one per member)}, "
-        "[output] dir (default <sweep name>_out). Writes sweep.npz, summary.json, envelopes.png, histograms.png.",
+        "[output] dir (default <sweep name>_out). Writes campaign.zarr (Zarr v3, chunk by chunk; docs/campaigns.md), "
+        "summary.json, envelopes.png, histograms.png.",
     )
     w.add_argument("sweep", nargs="?", help="sweep TOML file (default: the bundled example, 64 runs of "
                    "two_panel.toml, written into ./sweep_out)")
     w.add_argument("--out-dir", help="output directory (overrides [output] dir)")
+    w.add_argument("--resume", action="store_true", help="complete the campaign.zarr an interrupted run left in the "
+                   "output directory (only its missing chunks run; refused if the SWEEP or scenario file changed)")
     w.set_defaults(func=cmd_sweep)
     m = add(
         "modes",
@@ -415,4 +419,6 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         print("jaxhinge: interrupted", file=sys.stderr)
+        if interrupt_note():
+            print(f"jaxhinge: {interrupt_note()}", file=sys.stderr)
         return 130

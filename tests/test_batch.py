@@ -195,6 +195,14 @@ def test_sampling_statistics(scenario):
     assert not np.array_equal(p["p0.k"], other["p0.k"])
     fewer = jh.sample_dispersions(scenario, specs[:2], n, 42)
     assert np.array_equal(fewer["p0.c"], p["p0.c"])
+    # counter-based: a member's draws depend on (seed, index) only, not on the member count or on which others
+    # are drawn with it (what a resumed or distributed campaign relies on)
+    some = [n - 1, 3, 17]
+    part = jh.sample_dispersions(scenario, specs, n, 42, indices=some)
+    more = jh.sample_dispersions(scenario, specs, 2 * n, 42)
+    assert all(np.array_equal(part[k], p[k][some]) and np.array_equal(more[k][:n], p[k]) for k in p)
+    with pytest.raises(ValueError, match=r"indices = \[-1\]: each must be in \[0, "):
+        jh.sample_dispersions(scenario, specs, n, 42, indices=[-1])
     # applied inertias stay SPD and rotations orthonormal
     one = jh.apply_parameters(scenario, {k: v[0] for k, v in p.items()})
     assert np.linalg.eigvalsh(np.asarray(one.spacecraft.hub.IHubPntBc_B)).min() > 0
@@ -310,10 +318,11 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
     path = _sweep_files(tmp_path, GOOD)
     assert main(["sweep", path]) == 0
     out = tmp_path / "out"
-    assert sorted(os.listdir(out)) == ["envelopes.png", "histograms.png", "summary.json", "sweep.npz"]
+    assert sorted(os.listdir(out)) == ["campaign.zarr", "envelopes.png", "histograms.png", "summary.json"]
     err = capsys.readouterr().err
     assert "8/8 members done" in err
-    d = np.load(out / "sweep.npz")
+    ds = jh.open_campaign(out)
+    d = {k: ds[k].values for k in ("param_p0.k", "param_p1.c", "theta", "omega_BN_B")}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["members"] == 8 and summary["failed"] == 0 and summary["failures"] == []
     # reference: the same draws run one by one through the Python API
@@ -338,7 +347,7 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
         np.percentile(ft, 50),
         rtol=1e-14,
     )
-    assert d["t"].shape == (7,) and d["sigma_BN"].shape == (8, 7, 3) and d["success"].all()
+    assert ds["time"].shape == (7,) and ds["sigma_BN"].shape == (8, 7, 3) and ds["success"].values.all()
 
 
 @pytest.mark.parametrize(

@@ -374,9 +374,12 @@ def test_version(capsys):
 def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     """Issue 14 item 18: `jaxhinge sweep` without a file runs the bundled example (every key checked: it loads
     as a SWEEP file) into ./sweep_out, and the progress line states the real chunking (before: "in chunks of
-    256" for 64 members). The sampling is skipped and the batch replaced by a Ctrl-C (nothing compiles): in-process exit 130, one line,
-    nothing written."""
-    import jaxhinge._analysis._studies._batch as batch
+    256" for 64 members). The batch is replaced by a Ctrl-C (nothing compiles): in-process exit 130, the line
+    that says how to resume, and only the campaign store, with no chunk done (issue 38: what `--resume`
+    completes)."""
+    import zarr
+
+    import jaxhinge._io._campaign as campaign
     from jaxhinge._io._sweep_file import load_sweep
 
     sweep = load_sweep(example_path("sweep"), out_dir=str(tmp_path / "out"))
@@ -385,8 +388,7 @@ def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(batch, "sample_dispersions", lambda sc, dispersions, *a: {d["param"]: 0 for d in dispersions})
-    monkeypatch.setattr(batch, "simulate_batch", interrupt)
+    monkeypatch.setattr(campaign, "simulate_batch", interrupt)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sweep_out").write_text("a file\n")
     assert main(["sweep"]) == 2
@@ -395,9 +397,13 @@ def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     os.remove(tmp_path / "sweep_out")
     assert main(["sweep"]) == 130
     err = capsys.readouterr().err.splitlines()
+    store = str(tmp_path / "sweep_out" / "campaign.zarr")
     assert err[0] == (f"jaxhinge: {example_path('sweep')}: 64 members x 4 dispersed parameter(s), t_end = 2.5 s, "
-                      "integrator rk4; compiling and running 1 chunk(s) of 64 members...")
-    assert err[1:] == ["jaxhinge: interrupted"] and os.listdir(tmp_path) == []
+                      f"integrator rk4; compiling and running 1 chunk(s) of 64 members into {store}...")
+    assert err[1:] == ["jaxhinge: interrupted",
+                       f"jaxhinge: 0/64 members are stored in {store}; `--resume` completes it"]
+    assert os.listdir(tmp_path / "sweep_out") == ["campaign.zarr"]
+    assert not zarr.open_group(store, mode="r")["chunk_done"][:].any()
 
 
 def test_many_panels_print_a_bounded_report():

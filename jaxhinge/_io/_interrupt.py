@@ -10,6 +10,18 @@ import os
 import signal
 import sys
 
+_NOTE: list[bytes] = []  # one line said after "interrupted" (`set_note`), e.g. how to resume
+
+
+def set_note(text: str | None) -> None:
+    """What Ctrl-C says after "jaxhinge: interrupted" (a campaign: what is stored and how to resume), or nothing."""
+    _NOTE[:] = [] if text is None else [f"jaxhinge: {text}\n".encode()]
+
+
+def note() -> str | None:
+    """The line `set_note` set (without its prefix), or None."""
+    return _NOTE[0].decode()[len("jaxhinge: "):].rstrip("\n") if _NOTE else None
+
 
 def _interrupted(signum, frame) -> None:
     """Remove the writes in progress (if the writer module is loaded: never import from inside a signal handler),
@@ -19,7 +31,7 @@ def _interrupted(signum, frame) -> None:
     if writers is not None:
         writers.abandon_writes()
     try:
-        os.write(2, b"jaxhinge: interrupted\n")
+        os.write(2, b"jaxhinge: interrupted\n" + b"".join(_NOTE))
     finally:
         os._exit(130)
 

@@ -1,5 +1,6 @@
-"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, and its outputs
-(`sweep.npz`, `summary.json`, `envelopes.png`, `histograms.png`; all or nothing).
+"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, and its report files
+(`summary.json`, `envelopes.png`, `histograms.png`; all or nothing). The members' results go into the campaign
+store `campaign.zarr` (`_campaign`, `_campaign_store`).
 
 The schema: docs/sweeps-and-sensitivities.md. Errors are `SweepError`s naming the file, the field, the value and
 the rule; the dispersions are checked by `jaxhinge._analysis._studies._batch.check_dispersions`, every member's model by
@@ -18,7 +19,6 @@ from .._errors import SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario
 from .._report._sweep import plot_envelopes, plot_histograms
-from .._simulation._trajectory import Trajectory
 from ._checker import Checker as _Checker
 from ._scenario_file import load_scenario
 from ._writers import write_json, write_output_files
@@ -38,7 +38,7 @@ _DESCRIPTION = {
     "members": "number of dispersed runs, an integer > 0",
     "dispersions": "one or more [[dispersions]] tables",
 }
-OUTPUT_FILES = ("sweep.npz", "summary.json", "envelopes.png", "histograms.png")
+OUTPUT_FILES = ("summary.json", "envelopes.png", "histograms.png")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,25 +87,17 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
 def write_outputs(
     sweep: Sweep,
     params: Mapping[str, np.ndarray],
-    traj: Trajectory,
+    traj,
     summary: Mapping[str, Any],
     envelopes: Mapping[str, Any],
     out_dir: str | None = None,
 ) -> list[str]:
-    """Write `sweep.npz`, `summary.json`, `envelopes.png` and `histograms.png` into `out_dir` (default
-    `sweep.out_dir`), all or nothing. `summary` is `sweep_summary`'s, `envelopes` `summarize`'s.
-    **Returns:** the paths written."""
+    """Write `summary.json`, `envelopes.png` and `histograms.png` into `out_dir` (default `sweep.out_dir`), all
+    or nothing. `traj`: a batched `Trajectory` or a campaign's `StoredRun`; `summary` is `sweep_summary`'s,
+    `envelopes` `summarize`'s. **Returns:** the paths written."""
     names = sweep.scenario.spacecraft.panels.labels
     units = {k: resolve(sweep.scenario, k).unit for k in params}
-    arrays = {f"param_{k}": np.asarray(v) for k, v in params.items()}
-    arrays.update(
-        param_names=np.array(list(params), dtype=str), panel_names=np.array(names, dtype=str),
-        success=np.asarray(traj.success), result=np.asarray(traj.result),
-        t=np.asarray(traj.t)[0], theta=np.asarray(traj.theta), thetaDot=np.asarray(traj.thetaDot),
-        omega_BN_B=np.asarray(traj.omega_BN_B), sigma_BN=np.asarray(traj.sigma_BN),
-    )
     files = {
-        "sweep.npz": lambda f: np.savez(f, **arrays),
         "summary.json": lambda f: write_json(summary, f),
         "envelopes.png": lambda f: plot_envelopes(envelopes, names, f),
         "histograms.png": lambda f: plot_histograms(params, traj, names, f, units=units),

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._studies._batch import failure_reasons
-from .._simulation._trajectory import Trajectory
+from .._analysis._studies._batch import Histories, failure_reasons
 from ._plot import pyplot, shown
 
 __all__ = ["plot_envelopes", "plot_histograms", "sweep_report_lines", "sweep_summary"]
@@ -29,7 +28,7 @@ def _stats(x: np.ndarray) -> dict[str, float]:
     }
 
 
-def sweep_summary(sweep, params: Mapping[str, np.ndarray], traj: Trajectory, wall_s: float) -> dict:
+def sweep_summary(sweep, params: Mapping[str, np.ndarray], traj: Histories, wall_s: float) -> dict:
     """The `summary.json` contents of a sweep (a `Sweep` of the SWEEP file layer): counts, failures (index, reason), parameter statistics, and statistics
     over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
     ok = np.asarray(traj.success)
@@ -102,7 +101,7 @@ def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fm
 
 
 def plot_histograms(
-    params: Mapping[str, np.ndarray], traj: Trajectory, panel_names: Sequence[str], f, fmt: str = "png",
+    params: Mapping[str, np.ndarray], traj: Histories, panel_names: Sequence[str], f, fmt: str = "png",
     units: Mapping[str, str] | None = None,
 ) -> None:
     """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and

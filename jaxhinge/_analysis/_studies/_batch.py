@@ -173,16 +173,21 @@ def sample_dispersions(
     dispersions: Sequence[Mapping[str, Any]],
     members: int,
     key: PRNGKeyArray | int,
+    indices: Sequence[int] | np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Draw `members` parameter sets.
+    """Draw `members` parameter sets, member by member from counter-based keys: member `i`'s draws depend only on
+    `(key, i)`, so any part of a campaign is drawn anywhere, in any order, bit for bit (a resumed or distributed
+    campaign, a re-run of chosen members).
 
     **Arguments:**
 
     - `scenario`: the nominal scenario (gives nominal values and panel names).
     - `dispersions`: specs as in this module's docstring (validated by `check_dispersions`).
     - `members`: number of draws.
-    - `key`: a `jax.random` key or an integer seed. Each spec draws from `jax.random.fold_in(key, j)`, so
-      adding a spec does not change the draws of the others.
+    - `key`: a `jax.random` key or an integer seed. Spec `j` draws member `i` from
+      `fold_in(fold_in(key, j), i)`, so adding a spec does not change the draws of the others, and a member's
+      draws do not depend on how many members there are.
+    - `indices`: the member indices to draw (default all, `0 .. members - 1`); each in `[0, members)`.
 
     **Returns:** `{name: array (members, *shape)}`, shape () for scalars and (3,) otherwise (module
     docstring). Pass it to `simulate_batch` or `apply_parameters`.
@@ -190,22 +195,23 @@ def sample_dispersions(
     check_dispersions(scenario, dispersions, members)
     if isinstance(key, int):
         key = jax.random.PRNGKey(key)
+    idx = np.arange(members) if indices is None else np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= members):
+        raise ValueError(f"sample_dispersions: indices = {_fmt(idx.tolist())}: each must be in [0, {members})")
+    dtype = jnp.float64 if jax.config.jax_enable_x64 else None
     out: dict[str, np.ndarray] = {}
     for j, spec in enumerate(dispersions):
         name = spec["param"]
         field = FIELDS[resolve(scenario, name).field.name]
-        shape = (members, *field.param_shape)
+        shape = (idx.size, *field.param_shape)
         k = jax.random.fold_in(key, j)
         dist = spec["dist"]
         if dist == "values":
-            x = np.asarray(spec["values"], dtype=float)
+            x = np.asarray(spec["values"], dtype=float)[idx]
         elif dist == "uniform":
             low = np.broadcast_to(np.asarray(spec["low"], dtype=float), shape[1:])
             high = np.broadcast_to(np.asarray(spec["high"], dtype=float), shape[1:])
-            u = np.asarray(
-                jax.random.uniform(k, shape, dtype=jnp.float64 if jax.config.jax_enable_x64 else None)
-            )
-            x = low + (high - low) * u
+            x = low + (high - low) * _draw(jax.random.uniform, k, idx, shape[1:], dtype)
         else:
             nominal = _nominal(scenario, name)
             mean = np.broadcast_to(np.asarray(spec.get("mean", nominal), dtype=float), shape[1:])
@@ -214,12 +220,10 @@ def sample_dispersions(
                 if "std" in spec
                 else np.asarray(spec["rel_std"], dtype=float) * np.abs(mean)
             )
-            z = np.asarray(
-                jax.random.normal(k, shape, dtype=jnp.float64 if jax.config.jax_enable_x64 else None)
-            )
+            z = _draw(jax.random.normal, k, idx, shape[1:], dtype)
             x = mean + np.broadcast_to(std, shape[1:]) * z
             if not np.all(field.admits(x)):
-                bad = int(np.argwhere(~field.admits(x).reshape(members, -1).all(axis=1))[0, 0])
+                bad = int(idx[np.argwhere(~field.admits(x).reshape(idx.size, -1).all(axis=1))[0, 0]])
                 raise SweepError(
                     f"<dispersions>: dispersions[{j}] ({name}): member {bad} drew {_fmt(x[bad])}; {name} "
                     f"{field.allowed()} (reduce std, or use dist = 'uniform' within the allowed range)",
@@ -227,6 +231,13 @@ def sample_dispersions(
                 )
         out[name] = np.asarray(x, dtype=float).reshape(shape)
     return out
+
+
+def _draw(sampler, key, indices: np.ndarray, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """`sampler(fold_in(key, i), shape)` for every member index `i`, stacked: one member's draw never depends
+    on the others'."""
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(indices, dtype=jnp.uint32))
+    return np.asarray(jax.vmap(lambda k: sampler(k, shape, dtype=dtype))(keys)).reshape(len(indices), *shape)
 
 
 def grid_dispersions(grid: Mapping[str, Sequence[Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -368,14 +379,33 @@ def simulate_batch(
     return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs)), *chunks)
 
 
-def failure_reasons(traj: Trajectory, simulation=None) -> list[tuple[int, str]]:
+@dataclasses.dataclass(frozen=True)
+class StoredRun:
+    """Many members' histories read back from a campaign store (`campaign.zarr`): the attributes the sweep
+    statistics and reports read of a batched `Trajectory`, as NumPy arrays: `t` (members, T), `success`,
+    `result`, `theta`, `thetaDot` (members, T, panels), `omega_BN_B`, `sigma_BN` (members, T, 3)."""
+
+    t: np.ndarray
+    success: np.ndarray
+    result: np.ndarray
+    theta: np.ndarray
+    thetaDot: np.ndarray
+    omega_BN_B: np.ndarray
+    sigma_BN: np.ndarray
+
+
+
+Histories = Trajectory | StoredRun  # a batch's histories: in memory, or read back from a store
+
+
+def failure_reasons(traj: Histories, simulation=None) -> list[tuple[int, str]]:
     """`(member index, reason)` for every failed member of a batched `Trajectory` (`failure_reason`)."""
     codes = np.asarray(traj.result)
     return [(int(m), failure_reason(int(codes[m]), simulation)) for m in np.flatnonzero(~np.asarray(traj.success))]
 
 
 def summarize(
-    traj: Trajectory,
+    traj: Histories,
     outputs: Sequence[str] = ("omega_BN_B", "theta"),
     percentiles: Sequence[float] = (5.0, 50.0, 95.0),
 ) -> dict[str, Any]:

@@ -1,0 +1,194 @@
+"""The campaign store: `<out-dir>/campaign.zarr`, a Zarr v3 group written chunk by chunk (docs/campaigns.md).
+
+Per member, at the root, the member the first axis: `success`, `result`, every dispersed parameter as
+`param_<name>`, and the histories `theta`, `thetaDot` (member, time, panel), `omega_BN_B`, `sigma_BN` (member,
+time, component). Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z). Each
+array carries its unit (`units`), its description and, where Basilisk has one, the Basilisk message field
+(`basilisk`), so `xarray.open_zarr` gives labelled data. The group's attributes hold the SWEEP file's text, the
+SHA-256 of every input file, the seed, the member count and the chunk size: a campaign can be re-run exactly.
+
+A chunk counts only when all its arrays are written: `chunk_done[c]` is written last, one Zarr chunk per flag,
+and a chunk's members are whole Zarr chunks of every member array (no chunk shares a Zarr chunk with another),
+so a chunk is written by one writer with no read-modify-write. A flag that cannot be read (a write torn by a
+kill) counts as not done. The store is created complete (every array, no data) under a temporary name and
+renamed into place, so a store that exists always has its whole layout.
+"""
+
+import hashlib
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .._analysis._studies._batch import StoredRun
+from .._errors import OutputError
+from .._version import __version__
+
+__all__ = ["FORMAT", "HISTORIES", "CampaignStore", "StoredRun", "file_digest"]
+
+FORMAT = "jaxhinge-campaign/1"
+# history name -> (trailing axis, unit, description, Basilisk message field)
+HISTORIES = {
+    "theta": ("panel", "rad", "hinge angle", "hingedRigidBodyOutMsg.theta"),
+    "thetaDot": ("panel", "rad/s", "hinge rate", "hingedRigidBodyOutMsg.thetaDot"),
+    "omega_BN_B": ("component", "rad/s", "hub angular velocity in B", "scStateOutMsg.omega_BN_B"),
+    "sigma_BN": ("component", "-", "hub attitude MRP (B relative to N)", "scStateOutMsg.sigma_BN"),
+}
+
+
+def file_digest(path: str) -> str:
+    """SHA-256 of a file's bytes (hex)."""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+class CampaignStore:
+    """An open `campaign.zarr` (`create` or `open`)."""
+
+    def __init__(self, path: str, group):
+        self.path = path
+        self.group = group
+
+    # -- creation and opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        path: str,
+        *,
+        members: int,
+        chunk_size: int,
+        times: np.ndarray,
+        panels: Sequence[str],
+        params: Mapping[str, tuple[tuple[int, ...], str]],
+        attrs: Mapping,
+    ) -> "CampaignStore":
+        """A new, empty store at `path` (an existing one is replaced, only once the new one is complete).
+        `params`: `{name: (per-member shape, unit)}`; `attrs`: the group attributes (JSON values)."""
+        import zarr
+
+        path = os.path.abspath(path)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            g = zarr.open_group(tmp, mode="w-", zarr_format=3)
+            g.attrs.update({"format": FORMAT, "jaxhinge": __version__, "members": members,
+                            "chunk_size": chunk_size, **attrs})
+            n_chunks = -(-members // chunk_size)
+            T, P = len(times), len(panels)
+
+            def array(name, shape, dims, dtype, fill, chunks=None, **meta):
+                a = g.create_array(name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
+                                   chunks=chunks or (chunk_size, *shape[1:]), attributes=meta)
+                return a
+
+            array("member", (members,), ["member"], "int64", 0, description="member index")[:] = np.arange(members)
+            array("time", (T,), ["time"], "float64", 0.0, chunks=(max(T, 1),), units="s",
+                  description="sample time")[:] = np.asarray(times, dtype=float)
+            array("panel", (P,), ["panel"], str, "", chunks=(max(P, 1),), description="panel name")[:] = \
+                np.asarray(list(panels), dtype=str)
+            array("component", (3,), ["component"], str, "", chunks=(3,), description="vector component in B")[:] = \
+                np.array(["x", "y", "z"])
+            array("success", (members,), ["member"], bool, False, description="the member's run succeeded")
+            array("result", (members,), ["member"], "int32", -1,
+                  description="diffrax result code (0 success; -1 not run yet)")
+            for name, (shape, unit) in params.items():
+                dims = ["member", *(("component",) if tuple(shape) == (3,) else
+                                    (f"{name}_axis{k}" for k in range(len(shape))))]
+                array(f"param_{name}", (members, *shape), dims, "float64", np.nan, units=unit,
+                      description=f"dispersed parameter {name}")
+            for name, (axis, unit, what, bsk) in HISTORIES.items():
+                width = P if axis == "panel" else 3
+                array(name, (members, T, width), ["member", "time", axis], "float64", np.nan, units=unit,
+                      description=what, basilisk=bsk)
+            array("chunk_done", (n_chunks,), ["chunk"], bool, False, chunks=(1,),
+                  description="the chunk's arrays are all written (written last)")
+            if os.path.exists(path):
+                old = f"{path}.old-{os.getpid()}"
+                os.replace(path, old)
+                os.replace(tmp, path)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, path)
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise OutputError(f"{path}: cannot create the campaign store: {e.strerror or e}", source=path) from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return cls.open(path)
+
+    @classmethod
+    def open(cls, path: str) -> "CampaignStore":
+        """An existing store; `OutputError` naming the path when there is none or it is not a campaign's."""
+        import zarr
+
+        path = os.path.abspath(path)
+        try:
+            g = zarr.open_group(path, mode="r+", zarr_format=3)
+        except (FileNotFoundError, ValueError, OSError) as e:
+            raise OutputError(f"{path}: not a campaign store ({type(e).__name__}: {e})", source=path) from None
+        if g.attrs.get("format") != FORMAT:
+            raise OutputError(f"{path}: not a campaign store (format {g.attrs.get('format')!r}, expected "
+                              f"{FORMAT!r})", source=path)
+        return cls(path, g)
+
+    # -- chunks ------------------------------------------------------------------------------------------------
+
+    @property
+    def members(self) -> int:
+        return int(self.group.attrs["members"])
+
+    @property
+    def chunk_size(self) -> int:
+        return int(self.group.attrs["chunk_size"])
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.members // self.chunk_size)
+
+    def chunk_members(self, c: int) -> range:
+        """The member indices of chunk `c`."""
+        return range(c * self.chunk_size, min((c + 1) * self.chunk_size, self.members))
+
+    def done(self) -> np.ndarray:
+        """`(chunks,)` bool: which chunks are complete. A flag that cannot be read counts as not done."""
+        flags = self.group["chunk_done"]
+        try:
+            return np.asarray(flags[:], dtype=bool)
+        except Exception:  # noqa: BLE001  (any decoding error) a torn flag (a kill while it was written): read them one by one
+            out = np.zeros(self.chunks, dtype=bool)
+            for c in range(self.chunks):
+                try:
+                    out[c] = bool(flags[c])
+                except Exception:  # noqa: BLE001
+                    out[c] = False
+            return out
+
+    def write_chunk(self, c: int, params: Mapping[str, np.ndarray], run) -> None:
+        """Write chunk `c`: its parameters, `success`, `result` and histories (`run` a batched `Trajectory` of
+        exactly the chunk's members), then its flag."""
+        sl = slice(self.chunk_members(c).start, self.chunk_members(c).stop)
+        g = self.group
+        for name, v in params.items():
+            g[f"param_{name}"][sl] = np.asarray(v, dtype=float)
+        g["success"][sl] = np.asarray(run.success, dtype=bool)
+        g["result"][sl] = np.asarray(run.result, dtype=np.int32)
+        for name in HISTORIES:
+            g[name][sl] = np.asarray(getattr(run, name), dtype=float)
+        g["chunk_done"][c] = True
+
+    # -- reading -----------------------------------------------------------------------------------------------
+
+    def params(self) -> dict[str, np.ndarray]:
+        """`{name: (members, ...)}` of the dispersed parameters, in the order they were declared."""
+        names = self.group.attrs["parameters"]
+        return {n: np.asarray(self.group[f"param_{n}"][:]) for n in names}
+
+    def run(self) -> StoredRun:
+        """Every member's histories (small campaigns: the whole store in memory)."""
+        g = self.group
+        t = np.asarray(g["time"][:])
+        return StoredRun(t=np.broadcast_to(t, (self.members, t.size)), success=np.asarray(g["success"][:]),
+                         result=np.asarray(g["result"][:]), **{n: np.asarray(g[n][:]) for n in HISTORIES})
