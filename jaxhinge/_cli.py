@@ -103,6 +103,7 @@ def cmd_simulate(args) -> int:
 def cmd_sweep(args) -> int:
     from ._io._campaign import STORE, check_resume, run_campaign
     from ._io._sweep_file import load_sweep
+    from ._report._progress import MemberProgress
     from ._report._sweep import sweep_report_lines
 
     path = args.sweep or str(example_path("sweep"))  # the bundled example writes into ./sweep_out
@@ -119,12 +120,11 @@ def cmd_sweep(args) -> int:
         f"integrator {cfg.integrator}; {'resuming' if args.resume else 'compiling and running'} {chunks} chunk(s) "
         f"of {size} members into {os.path.join(sweep.out_dir, STORE)}..."
     )
-    t0 = time.perf_counter()
-
-    def progress(done, total):
-        _log(f"jaxhinge: {done}/{total} members done, {time.perf_counter() - t0:.1f} s")
-
-    res = run_campaign(sweep, resume=args.resume, progress=progress)
+    bar = MemberProgress(sweep.members)
+    try:
+        res = run_campaign(sweep, resume=args.resume, progress=bar.update)
+    finally:
+        bar.close()
     for w in [res.store, *res.files]:
         _log(f"jaxhinge: wrote {w}")
     print("\n".join(sweep_report_lines(path, sweep, res.summary, res.wall_s)))

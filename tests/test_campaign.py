@@ -144,3 +144,35 @@ def test_resume_is_refused_when_the_sweep_changed_or_nothing_was_started(tmp_pat
     assert "SWEEP.toml changed since the campaign" in err and err.count("\n") == 1
     after = _arrays(tmp_path / "out" / "campaign.zarr")
     assert all(np.array_equal(before[k], after[k], equal_nan=before[k].dtype.kind == "f") for k in before)
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_on_a_pipe():
+    """A terminal gets one line redrawn in place with the rate, the time left and the failures; a pipe gets
+    today's lines (a CI log stays readable), with the failures when there are any."""
+    import io
+
+    from jaxhinge._report._progress import MemberProgress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    pipe = io.StringIO()
+    p = MemberProgress(100, pipe)
+    p.update(40, 0)
+    p.update(100, 3)
+    p.close()
+    lines = pipe.getvalue().splitlines()
+    assert [line.split(", ")[0] for line in lines] == ["jaxhinge: 40/100 members done", "jaxhinge: 100/100 members done"]
+    assert lines[1].endswith(" s, 3 failed") and "\r" not in pipe.getvalue()
+    tty = Tty()
+    p = MemberProgress(100, tty)
+    p.t0 -= 10.0  # 10 s ago: 40 members in 10 s, 60 left at 4/s
+    assert p.line(40, 2, p.t0 + 10.0) == ("jaxhinge: [###########.................] 40/100 members, 4/s, ETA 15 s, "
+                                          "2 failed")
+    p.update(40, 2)
+    p.update(100, 2)
+    p.close()
+    out = tty.getvalue()
+    assert out.startswith("\r\x1b[Kjaxhinge: [###") and out.count("\r\x1b[K") == 2  # the last update always shows
+    assert out.endswith(" done, 2 failed\n") and "100/100 members" in out.split("\r")[-1]

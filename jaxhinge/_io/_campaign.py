@@ -66,7 +66,8 @@ def run_campaign(
     - `resume`: complete the store an interrupted run left (only its missing chunks run); refused when there is
       no store, or when the SWEEP or scenario file changed since it began. Without `resume` an existing store
       is replaced (once the new one is created).
-    - `progress`: called as `progress(members done, members)` after each chunk.
+    - `progress`: called as `progress(members done, members failed)` after each chunk (the counts include
+      the chunks a resumed store held already).
 
     **Returns:** a `CampaignResult`.
 
@@ -98,6 +99,7 @@ def run_campaign(
     todo = [c for c in range(store.chunks) if not done[c]]
     t0 = time.perf_counter()
     finished = int(sum(len(store.chunk_members(c)) for c in range(store.chunks) if done[c]))
+    failed = store.failed_so_far(done)
     resume_note = "{}/{} members are stored in {}; `--resume` completes it"
     _interrupt.set_note(resume_note.format(finished, store.members, path))
     for c in todo:
@@ -108,9 +110,10 @@ def run_campaign(
         n = len(members)
         store.write_chunk(c, {k: v[:n] for k, v in params.items()}, _head(traj, n))
         finished += n
+        failed += int(np.sum(~np.asarray(traj.success)[:n]))
         _interrupt.set_note(resume_note.format(finished, store.members, path))
         if progress is not None:
-            progress(finished, store.members)
+            progress(finished, failed)
     wall = time.perf_counter() - t0
     _interrupt.set_note(None)  # (an exception before this leaves the note: the CLI says it on Ctrl-C)
     params, run = store.params(), store.run()

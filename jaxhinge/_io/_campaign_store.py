@@ -166,6 +166,12 @@ class CampaignStore:
                     out[c] = False
             return out
 
+    def failed_so_far(self, done: np.ndarray) -> int:
+        """Members of the done chunks that failed."""
+        ok = np.asarray(self.group["success"][:])
+        members = [self.chunk_members(int(c)) for c in np.flatnonzero(done)]
+        return int(sum(np.sum(~ok[m.start:m.stop]) for m in members))
+
     def write_chunk(self, c: int, params: Mapping[str, np.ndarray], run) -> None:
         """Write chunk `c`: its parameters, `success`, `result` and histories (`run` a batched `Trajectory` of
         exactly the chunk's members), then its flag."""
