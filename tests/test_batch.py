@@ -366,10 +366,12 @@ def test_sweep_cli_end_to_end(tmp_path, capsys, scenario):
         (('param = "p1.c"', 'param = "wing.c"'), r"dispersions\[1\]\.param = 'wing.c': unknown owner 'wing'; the prefix must be 'hub' or a panel name"),
         # issue 14 item 1: a value the scenario file would refuse is refused in a sweep too (the registry's rule)
         (("low = 80.0", "low = -1.0"), r"dispersions\[0\]\.low = -1.0: p0.k must be >= 0 \(hinge spring stiffness"),
-        # item 10: the output size is estimated before compute: 8 bytes x 1e10 members x 7 samples x (39 + 19 x 2)
+        # item 10: the output size is estimated before compute: 8 bytes x 1e10 members x 7 samples x (2 x 2 + 6)
+        # histories (a campaign holds one chunk in memory, and refuses to keep histories that do not fit)
         (("members = 8", "members = 10000000000"),
-         (r"members = 10000000000: 10000000000 run\(s\) x 7 samples with 2 panel\(s\) need about 4\.31e\+04 GB of "
-          r"outputs and working memory, above the limit of [0-9.]+ GB \(set JAXHINGE_MEMORY_LIMIT_GB to raise it\)")),
+         (r"members = 10000000000: every member's history \(7 samples of theta, thetaDot, omega_BN_B and sigma_BN "
+          r"with 2 panel\(s\)\) needs about 5\.6e\+03 GB, above the limit of [0-9.]+ GB; keep some of them: "
+          r"\[retain\] every = \d+ \(keeps \d+, [0-9.]+ GB\), or raise JAXHINGE_MEMORY_LIMIT_GB")),
     ],
 )
 def test_sweep_cli_bad_file(tmp_path, capsys, edit, match):

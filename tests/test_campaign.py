@@ -89,13 +89,13 @@ from jaxhinge._io import _campaign_store
 
 write = _campaign_store.CampaignStore.write_chunk
 
-def torn(self, c, params, run):
+def torn(self, c, params, run, *rest):
     if c == 1:  # chunk 1: its parameters and success written, then killed before its histories and flag
         for name, v in params.items():
             self.group[f"param_{name}"][c * self.chunk_size:c * self.chunk_size + len(v)] = v
         self.group["success"][4:8] = run.success
         os.kill(os.getpid(), signal.SIGKILL)
-    write(self, c, params, run)
+    write(self, c, params, run, *rest)
 
 _campaign_store.CampaignStore.write_chunk = torn
 jh.run_campaign(sys.argv[1])
@@ -176,3 +176,66 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_on_a_pipe():
     out = tty.getvalue()
     assert out.startswith("\r\x1b[Kjaxhinge: [###") and out.count("\r\x1b[K") == 2  # the last update always shows
     assert out.endswith(" done, 2 failed\n") and "100/100 members" in out.split("\r")[-1]
+
+
+def test_retention_statistics_and_bands_against_numpy(tmp_path):
+    """`[retain] every = 3, members = [4]`: only those members' histories are stored (the others take no space:
+    their Zarr chunks are never written), the metrics of every member are, and the envelopes' min, max, mean and
+    std (merged from the chunks' moments) equal NumPy's over all members of the in-memory batch; the percentile
+    bands equal NumPy's exact percentiles of the sample (every 3rd member), whose ranks among all members stay
+    within 4 of the stated standard errors of the band's rank."""
+    import zarr
+
+    path = _sweep(tmp_path, members=40, chunk_size=8)
+    path.write_text(path.read_text().replace("[output]", "[retain]\nevery = 3\nmembers = [4]\n[output]"))
+    res = jh.run_campaign(path)
+    sweep = jh.load_sweep(path)
+    params = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
+    ref = jh.simulate_batch(sweep.scenario, params, chunk_size=8)
+    g = zarr.open_group(res.store, mode="r")
+    kept = np.zeros(40, dtype=bool)
+    kept[::3] = kept[4] = True
+    np.testing.assert_array_equal(g["retained"][:], kept)
+    theta = np.asarray(g["theta"][:])
+    np.testing.assert_array_equal(theta[kept], np.asarray(ref.theta)[kept])
+    assert np.isnan(theta[~kept]).all()
+    files = set(os.listdir(os.path.join(res.store, "theta", "c")))
+    assert files == {str(m) for m in np.flatnonzero(kept)}  # one chunk file per kept member, none for the others
+    np.testing.assert_array_equal(res.metrics["final_theta"], np.asarray(ref.theta)[:, -1, :])
+    env = res.envelopes
+    for name in ("omega_BN_B", "theta"):
+        x = np.asarray(getattr(ref, name))
+        np.testing.assert_array_equal(env[name]["min"], x.min(axis=0))
+        np.testing.assert_array_equal(env[name]["max"], x.max(axis=0))
+        np.testing.assert_allclose(env[name]["mean"], x.mean(axis=0), rtol=1e-13, atol=1e-15)  # merge order
+        np.testing.assert_allclose(env[name]["std"], x.std(axis=0), rtol=1e-9, atol=1e-15)
+        sample = x[::3]
+        np.testing.assert_array_equal(env[name]["percentiles"], np.percentile(sample, [5.0, 50.0, 95.0], axis=0))
+        for p, band in zip((5.0, 50.0, 95.0), env[name]["percentiles"]):
+            below, upto = (x < band).mean(axis=0), (x <= band).mean(axis=0)  # the band's ranks among all members
+            miss = np.maximum(np.maximum(below - p / 100, p / 100 - upto), 0.0)  # (ties: any rank between)
+            assert miss.max() <= 4 * env["rank_error"][p] + 1 / 40, (name, p)
+    assert env["sampled"] == 14 and env["every"] == 3
+    assert res.summary["percentile bands"]["sampled members"] == 14
+
+
+def test_a_campaign_too_large_to_keep_every_history_is_refused_with_the_retain_line_that_fits(tmp_path, capsys,
+                                                                                               monkeypatch):
+    """Without `[retain]`, histories that exceed the memory limit are refused before any compute, naming the size,
+    the limit and a `[retain] every = N` that fits; bad `[retain]` values are refused naming the field."""
+    from jaxhinge._cli import main
+
+    path = _sweep(tmp_path, members=10_000)
+    monkeypatch.setenv("JAXHINGE_MEMORY_LIMIT_GB", "0.01")
+    assert main(["sweep", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert ("members = 10000: every member's history (21 samples of theta, thetaDot, omega_BN_B and sigma_BN with 2 "
+            "panel(s)) needs about 0.0168 GB, above the limit of 0.01 GB; keep some of them: [retain] every = 7 (keeps "
+            "1429, 0.0024 GB)")\
+        in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
+    original = path.read_text()
+    for retain, message in [("every = 0", "retain.every = 0: must be"), ("members = [10000]", "retain.members[0]"),
+                            ("outputs = ['phi']", 'retain.outputs[0] = "phi": allowed values'), ("colour = 1", "unknown key 'colour'")]:
+        path.write_text(original.replace("[output]", f"[retain]\n{retain}\n[output]"))
+        assert main(["sweep", str(path)]) == 2
+        assert message in capsys.readouterr().err, retain

@@ -8,38 +8,45 @@ in any order, in a resumed run or again, is equal bit for bit.
 """
 
 import dataclasses
+import math
 import os
 import time
 from collections.abc import Callable
 
 import numpy as np
 
-from .._analysis._studies._batch import sample_dispersions, simulate_batch, summarize
+from .._analysis._studies._batch import sample_dispersions, simulate_batch
+from .._analysis._studies._stats import SUMMARY_METRICS, moments, rank_error, summary_metrics
 from .._errors import SweepError
 from .._model._params import FIELDS, resolve
 from .._report._sweep import sweep_summary
+from .._simulation._memory import MEMORY_ENV, memory_limit
 from . import _interrupt
-from ._campaign_store import CampaignStore, StoredRun, file_digest
-from ._sweep_file import Sweep, load_sweep, write_outputs
+from ._campaign_store import HISTORIES, CampaignStore, file_digest
+from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
-__all__ = ["STORE", "CampaignResult", "check_resume", "open_campaign", "run_campaign"]
+__all__ = ["STORE", "CampaignResult", "check_resume", "envelopes", "open_campaign", "retention", "run_campaign"]
 
 STORE = "campaign.zarr"
+ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows
 
 
 @dataclasses.dataclass(frozen=True)
 class CampaignResult:
     """What `run_campaign` did: `store` (the path of `campaign.zarr`), `members`, `chunks`, `chunks_run` (this
-    call; fewer than `chunks` on a resume), `params` and `run` (read back from the store), `summary` (the
-    `summary.json` contents), `files` (the report files written), `wall_s` (this call's compute)."""
+    call; fewer than `chunks` on a resume), `params` and `metrics` of every member (read back from the store),
+    `success`, `summary` (the `summary.json` contents), `envelopes` (per-time statistics, `summarize`'s layout),
+    `files` (the report files written), `wall_s` (this call's compute)."""
 
     store: str
     members: int
     chunks: int
     chunks_run: int
     params: dict
-    run: StoredRun
+    metrics: dict
+    success: np.ndarray
     summary: dict
+    envelopes: dict
     files: list
     wall_s: float
 
@@ -80,8 +87,8 @@ def run_campaign(
     sources = _sources(sweep)
     size = max(1, min(sweep.chunk_size, sweep.members))
     sc = sweep.scenario
-    # every member's draws, checked before any compute (cheap: parameters only)
-    names = list(sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed))
+    retain = None if resume else retention(sweep)
+    names = _check_draws(sweep)
     if resume:
         store = check_resume(sweep, path, sources)
     else:
@@ -92,8 +99,9 @@ def run_campaign(
             path, members=sweep.members, chunk_size=size,
             times=_times(sc), panels=sc.spacecraft.panels.labels,
             params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
+            metrics=SUMMARY_METRICS, kept=retain.kept(sweep.members), outputs=retain.outputs,
             attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
-                   "seed": sweep.seed, "parameters": names,
+                   "seed": sweep.seed, "parameters": names, "every": retain.every,
                    "scenario": os.path.basename(sweep.scenario_path)})
     done = store.done()
     todo = [c for c in range(store.chunks) if not done[c]]
@@ -108,7 +116,10 @@ def run_campaign(
                                     indices=_padded(members, size))
         traj = simulate_batch(sc, params, chunk_size=size)
         n = len(members)
-        store.write_chunk(c, {k: v[:n] for k, v in params.items()}, _head(traj, n))
+        run = _head(traj, n)
+        ok = np.asarray(run.success, dtype=bool)
+        stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
+        store.write_chunk(c, {k: v[:n] for k, v in params.items()}, run, summary_metrics(run), stats)
         finished += n
         failed += int(np.sum(~np.asarray(traj.success)[:n]))
         _interrupt.set_note(resume_note.format(finished, store.members, path))
@@ -116,11 +127,61 @@ def run_campaign(
             progress(finished, failed)
     wall = time.perf_counter() - t0
     _interrupt.set_note(None)  # (an exception before this leaves the note: the CLI says it on Ctrl-C)
-    params, run = store.params(), store.run()
-    summary = sweep_summary(sweep, params, run, wall)
+    params, metrics = store.params(), store.metrics()
+    success, result = np.asarray(store.group["success"][:]), np.asarray(store.group["result"][:])
+    summary = sweep_summary(sweep, params, metrics, success, result, wall)
     summary["store"] = path
-    files = write_outputs(sweep, params, run, summary, summarize(run, ("omega_BN_B", "theta")), folder)
-    return CampaignResult(path, store.members, store.chunks, len(todo), params, run, summary, files, wall)
+    env = envelopes(store, ENVELOPES)
+    summary["percentile bands"] = {"sampled members": env["sampled"], "every": env["every"],
+                                   "rank error (1 sd) at p5, p50": [env["rank_error"][p] for p in (5.0, 50.0)]}
+    files = write_outputs(sweep, params, metrics, summary, env, folder, success=success)
+    return CampaignResult(path, store.members, store.chunks, len(todo), params, metrics, success, summary, env, files,
+                          wall)
+
+
+def retention(sweep: Sweep) -> Retain:
+    """The sweep's `[retain]`; without one, every history when they fit in memory (`memory_limit`), else a
+    `SweepError` naming the size, the limit and the `[retain]` line that fits."""
+    if sweep.retain is not None:
+        return sweep.retain
+    sc = sweep.scenario
+    T, P = len(_times(sc)), sc.spacecraft.panels.count
+    per_member = 8.0 * T * (2 * P + 6)  # theta, thetaDot, omega_BN_B, sigma_BN
+    need, limit = per_member * sweep.members, memory_limit()
+    if need <= limit:
+        return Retain(1)
+    every = max(2, math.ceil(need / (0.25 * limit)))
+    raise SweepError(f"{sweep.source}: members = {sweep.members}: every member's history ({T} samples of theta, "
+                     f"thetaDot, omega_BN_B and sigma_BN with {P} panel(s)) needs about {need / 1e9:.3g} GB, above "
+                     f"the limit of {limit / 1e9:.3g} GB; keep some of them: [retain] every = {every} (keeps "
+                     f"{-(-sweep.members // every)}, {need / every / 1e9:.2g} GB), or raise {MEMORY_ENV}",
+                     source=sweep.source, field="members", value=sweep.members)
+
+
+def envelopes(store: CampaignStore, outputs, percentiles=(5.0, 50.0, 95.0)) -> dict:
+    """Per-time statistics of histories over the successful members (`summarize`'s layout, plus `std`): min, max,
+    mean and std merged from every chunk's moments (all members), percentile bands from the kept histories of
+    the systematic sample (every `every`-th member; `rank_error` says how far their ranks may stray)."""
+    success = np.asarray(store.group["success"][:])
+    every = int(store.group.attrs["every"])
+    res = {"members": store.members, "succeeded": int(success.sum()), "failed": int((~success).sum()),
+           "percentiles": tuple(percentiles), "t": np.asarray(store.group["time"][:]), "every": every}
+    sampled = 0
+    for name in outputs:
+        mom = store.moments(name)
+        idx, h = store.kept_histories(name)
+        sample = h[idx % every == 0] if every > 1 else h
+        sampled = int(sample.shape[0])
+        nan = np.full(mom.mean.shape, np.nan)
+        bands = np.percentile(sample, list(percentiles), axis=0) if sampled else np.stack([nan] * len(percentiles))
+        if mom.count == 0:
+            res[name] = {"min": nan, "max": nan, "mean": nan, "std": nan, "percentiles": bands}
+        else:
+            res[name] = {"min": mom.min, "max": mom.max, "mean": mom.mean, "std": mom.std, "percentiles": bands}
+    res["sampled"] = sampled
+    exact = every == 1
+    res["rank_error"] = {p: 0.0 if exact else rank_error(p, sampled) for p in percentiles}
+    return res
 
 
 def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None) -> CampaignStore:
@@ -150,6 +211,16 @@ def open_campaign(path: str | os.PathLike):
         path = os.path.join(path, STORE)
     CampaignStore.open(path)  # a clear error for a path that is not a campaign's store
     return xarray.open_zarr(path, consolidated=False)
+
+
+def _check_draws(sweep: Sweep, block: int = 1 << 20) -> list[str]:
+    """Draw every member's parameters, a block at a time, so a draw the rules refuse (a normal tail below zero)
+    is refused before any compute; **returns** the parameter names."""
+    names: list[str] = []
+    for start in range(0, sweep.members, block):
+        idx = np.arange(start, min(start + block, sweep.members))
+        names = list(sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed, indices=idx))
+    return names
 
 
 def _times(scenario) -> np.ndarray:

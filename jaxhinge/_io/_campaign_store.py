@@ -1,8 +1,11 @@
 """The campaign store: `<out-dir>/campaign.zarr`, a Zarr v3 group written chunk by chunk (docs/campaigns.md).
 
 Per member, at the root, the member the first axis: `success`, `result`, every dispersed parameter as
-`param_<name>`, and the histories `theta`, `thetaDot` (member, time, panel), `omega_BN_B`, `sigma_BN` (member,
-time, component). Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z). Each
+`param_<name>`, every metric as `metric_<name>`, `retained` (whose histories are kept) and the kept histories
+`theta`, `thetaDot` (member, time, panel), `omega_BN_B`, `sigma_BN` (member, time, component): NaN (never written,
+no space on disk) for a member whose history is not kept. Per chunk, `stats_<history>` (chunk, moment, time, ...)
+holds the chunk's moments over its successful members (`_stats.Moments`), merged in chunk order for the
+envelopes. Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z), `moment`. Each
 array carries its unit (`units`), its description and, where Basilisk has one, the Basilisk message field
 (`basilisk`), so `xarray.open_zarr` gives labelled data. The group's attributes hold the SWEEP file's text, the
 SHA-256 of every input file, the seed, the member count and the chunk size: a campaign can be re-run exactly.
@@ -21,11 +24,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._analysis._studies._batch import StoredRun
+from .._analysis._studies._stats import FIELDS as MOMENTS
+from .._analysis._studies._stats import Moments, merge_all
 from .._errors import OutputError
 from .._version import __version__
 
-__all__ = ["FORMAT", "HISTORIES", "CampaignStore", "StoredRun", "file_digest"]
+__all__ = ["FORMAT", "HISTORIES", "CampaignStore", "file_digest"]
 
 FORMAT = "jaxhinge-campaign/1"
 # history name -> (trailing axis, unit, description, Basilisk message field)
@@ -62,10 +66,15 @@ class CampaignStore:
         times: np.ndarray,
         panels: Sequence[str],
         params: Mapping[str, tuple[tuple[int, ...], str]],
+        metrics: Mapping[str, tuple[str | None, str, str]],
+        kept: np.ndarray,
+        outputs: Sequence[str],
         attrs: Mapping,
     ) -> "CampaignStore":
         """A new, empty store at `path` (an existing one is replaced, only once the new one is complete).
-        `params`: `{name: (per-member shape, unit)}`; `attrs`: the group attributes (JSON values)."""
+        `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing axis or None, unit,
+        description)}`; `kept`: `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`);
+        `attrs`: the group attributes (JSON values)."""
         import zarr
 
         path = os.path.abspath(path)
@@ -74,14 +83,15 @@ class CampaignStore:
         try:
             g = zarr.open_group(tmp, mode="w-", zarr_format=3)
             g.attrs.update({"format": FORMAT, "jaxhinge": __version__, "members": members,
-                            "chunk_size": chunk_size, **attrs})
+                            "chunk_size": chunk_size, "histories": list(outputs), "metrics": list(metrics), **attrs})
             n_chunks = -(-members // chunk_size)
             T, P = len(times), len(panels)
+            width = {"panel": P, "component": 3}
+            every_history = bool(np.all(kept))
 
             def array(name, shape, dims, dtype, fill, chunks=None, **meta):
-                a = g.create_array(name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
-                                   chunks=chunks or (chunk_size, *shape[1:]), attributes=meta)
-                return a
+                return g.create_array(name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
+                                      chunks=chunks or (chunk_size, *shape[1:]), attributes=meta)
 
             array("member", (members,), ["member"], "int64", 0, description="member index")[:] = np.arange(members)
             array("time", (T,), ["time"], "float64", 0.0, chunks=(max(T, 1),), units="s",
@@ -90,18 +100,31 @@ class CampaignStore:
                 np.asarray(list(panels), dtype=str)
             array("component", (3,), ["component"], str, "", chunks=(3,), description="vector component in B")[:] = \
                 np.array(["x", "y", "z"])
+            array("moment", (len(MOMENTS),), ["moment"], str, "", chunks=(len(MOMENTS),),
+                  description="the statistics of stats_<history>")[:] = np.array(MOMENTS)
             array("success", (members,), ["member"], bool, False, description="the member's run succeeded")
             array("result", (members,), ["member"], "int32", -1,
                   description="diffrax result code (0 success; -1 not run yet)")
+            array("retained", (members,), ["member"], bool, False,
+                  description="the member's histories are kept")[:] = np.asarray(kept, dtype=bool)
             for name, (shape, unit) in params.items():
                 dims = ["member", *(("component",) if tuple(shape) == (3,) else
                                     (f"{name}_axis{k}" for k in range(len(shape))))]
                 array(f"param_{name}", (members, *shape), dims, "float64", np.nan, units=unit,
                       description=f"dispersed parameter {name}")
-            for name, (axis, unit, what, bsk) in HISTORIES.items():
-                width = P if axis == "panel" else 3
-                array(name, (members, T, width), ["member", "time", axis], "float64", np.nan, units=unit,
-                      description=what, basilisk=bsk)
+            for name, (axis, unit, what) in metrics.items():
+                shape, dims = ((members,), ["member"]) if axis is None else ((members, width[axis]), ["member", axis])
+                array(f"metric_{name}", shape, dims, "float64", np.nan, units=unit, description=what)
+            for name in outputs:
+                axis, unit, what, bsk = HISTORIES[name]
+                # one member per Zarr chunk when only some are kept: a member never kept takes no space
+                rows = chunk_size if every_history else 1
+                array(name, (members, T, width[axis]), ["member", "time", axis], "float64", np.nan,
+                      chunks=(rows, T, width[axis]), units=unit, description=what, basilisk=bsk)
+            for name, (axis, unit, what, _) in HISTORIES.items():
+                array(f"stats_{name}", (n_chunks, len(MOMENTS), T, width[axis]), ["chunk", "moment", "time", axis],
+                      "float64", np.nan, chunks=(1, len(MOMENTS), T, width[axis]), units=unit,
+                      description=f"{what}: the chunk's moments over its successful members")
             array("chunk_done", (n_chunks,), ["chunk"], bool, False, chunks=(1,),
                   description="the chunk's arrays are all written (written last)")
             if os.path.exists(path):
@@ -172,17 +195,30 @@ class CampaignStore:
         members = [self.chunk_members(int(c)) for c in np.flatnonzero(done)]
         return int(sum(np.sum(~ok[m.start:m.stop]) for m in members))
 
-    def write_chunk(self, c: int, params: Mapping[str, np.ndarray], run) -> None:
-        """Write chunk `c`: its parameters, `success`, `result` and histories (`run` a batched `Trajectory` of
-        exactly the chunk's members), then its flag."""
-        sl = slice(self.chunk_members(c).start, self.chunk_members(c).stop)
+    def write_chunk(self, c: int, params: Mapping[str, np.ndarray], run, metrics: Mapping[str, np.ndarray],
+                    stats: Mapping[str, np.ndarray]) -> None:
+        """Write chunk `c`: its parameters, `success`, `result`, metrics, the kept members' histories and the
+        chunk's moments (`stats[name]`: `Moments.stack()`), then its flag. `run`: a batched `Trajectory` of
+        exactly the chunk's members."""
+        members = self.chunk_members(c)
+        sl = slice(members.start, members.stop)
         g = self.group
         for name, v in params.items():
             g[f"param_{name}"][sl] = np.asarray(v, dtype=float)
         g["success"][sl] = np.asarray(run.success, dtype=bool)
         g["result"][sl] = np.asarray(run.result, dtype=np.int32)
-        for name in HISTORIES:
-            g[name][sl] = np.asarray(getattr(run, name), dtype=float)
+        for name, v in metrics.items():
+            g[f"metric_{name}"][sl] = np.asarray(v, dtype=float)
+        kept = np.flatnonzero(np.asarray(g["retained"][sl]))
+        for name in g.attrs["histories"]:
+            h = np.asarray(getattr(run, name), dtype=float)
+            if kept.size == len(members):
+                g[name][sl] = h
+            else:
+                for i in kept:  # one Zarr chunk per member (`create`)
+                    g[name][members.start + i] = h[i]
+        for name, v in stats.items():
+            g[f"stats_{name}"][c] = v
         g["chunk_done"][c] = True
 
     # -- reading -----------------------------------------------------------------------------------------------
@@ -192,9 +228,21 @@ class CampaignStore:
         names = self.group.attrs["parameters"]
         return {n: np.asarray(self.group[f"param_{n}"][:]) for n in names}
 
-    def run(self) -> StoredRun:
-        """Every member's histories (small campaigns: the whole store in memory)."""
+    def metrics(self) -> dict[str, np.ndarray]:
+        """`{name: (members, ...)}` of the metrics."""
+        return {n: np.asarray(self.group[f"metric_{n}"][:]) for n in self.group.attrs["metrics"]}
+
+    def moments(self, name: str) -> Moments:
+        """The moments of history `name` over every successful member: the chunks' merged in chunk order."""
+        a = self.group[f"stats_{name}"]
+        return merge_all(Moments.unstack(a[c]) for c in range(self.chunks))
+
+    def kept_histories(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """`(member indices, histories (K, T, ...))` of the successful members whose history `name` is kept."""
         g = self.group
-        t = np.asarray(g["time"][:])
-        return StoredRun(t=np.broadcast_to(t, (self.members, t.size)), success=np.asarray(g["success"][:]),
-                         result=np.asarray(g["result"][:]), **{n: np.asarray(g[n][:]) for n in HISTORIES})
+        idx = np.flatnonzero(np.asarray(g["retained"][:]) & np.asarray(g["success"][:]))
+        if name not in g.attrs["histories"]:
+            return idx[:0], np.zeros((0,))
+        if idx.size == self.members:
+            return idx, np.asarray(g[name][:])
+        return idx, np.asarray(g[name].get_orthogonal_selection((idx, slice(None), slice(None))))

@@ -23,8 +23,11 @@ from ._checker import Checker as _Checker
 from ._scenario_file import load_scenario
 from ._writers import write_json, write_output_files
 
-_SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "output")
+_SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "retain", "output")
 _OUTPUT_KEYS = ("dir",)
+_RETAIN_KEYS = ("every", "members", "outputs")  # [retain] (docs/campaigns.md)
+HISTORY_OUTPUTS = ("theta", "thetaDot", "omega_BN_B", "sigma_BN")  # the histories a campaign can keep
+SAMPLE = 4096  # members in the default statistics sample of a campaign that does not keep every history
 _ALIASES = {
     "n": "members",
     "samples": "members",
@@ -37,7 +40,27 @@ _DESCRIPTION = {
     "scenario": "the nominal scenario TOML file, relative to this file",
     "members": "number of dispersed runs, an integer > 0",
     "dispersions": "one or more [[dispersions]] tables",
+    "retain.every": "keep the history of every N-th member (0, N, 2N, ...), an integer > 0",
+    "retain.members": "keep the histories of these members (indices from 0), a list of integers",
+    "retain.outputs": f"the histories kept, a list of {', '.join(HISTORY_OUTPUTS)}",
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Retain:
+    """Which histories a campaign keeps (`[retain]`): every `every`-th member's (also the sample of the percentile
+    bands), the listed `members`', of the `outputs` named. `every = 1`: every member's."""
+
+    every: int
+    members: tuple[int, ...] = ()
+    outputs: tuple[str, ...] = HISTORY_OUTPUTS
+
+    def kept(self, members: int) -> np.ndarray:
+        """`(members,)` bool: whose histories are kept."""
+        keep = np.zeros(members, dtype=bool)
+        keep[:: self.every] = True
+        keep[list(self.members)] = True
+        return keep
 OUTPUT_FILES = ("summary.json", "envelopes.png", "histograms.png")
 
 
@@ -53,6 +76,7 @@ class Sweep:
     seed: int
     chunk_size: int
     out_dir: str
+    retain: Retain | None = None  # None: every history (a small campaign), as given by `[retain]` otherwise
 
 
 def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
@@ -79,27 +103,51 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     disp = data["dispersions"]
     if not isinstance(disp, list) or not disp:
         raise ck.bad("dispersions", disp, "must be one or more [[dispersions]] tables")
+    retain = _retain(ck, data["retain"], members) if "retain" in data else None
     scenario = load_scenario(scen_path)
-    check_dispersions(scenario, disp, members, source=source)
-    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir)
+    check_dispersions(scenario, disp, members, source=source, batch=chunk_size)
+    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain)
+
+
+def _retain(ck: _Checker, table: Any, members: int) -> Retain:
+    """`[retain]`: checked keys and values; `every` defaults to a sample of about `SAMPLE` members."""
+    table = ck.table(table, "retain", "[retain]")
+    ck.keys(table, "retain", _RETAIN_KEYS, ())
+    every = ck.integer(table["every"], "retain.every") if "every" in table else max(1, -(-members // SAMPLE))
+    listed = table.get("members", [])
+    if not isinstance(listed, list):
+        raise ck.bad("retain.members", listed, "must be a list of member indices (integers from 0)")
+    picked = []
+    for j, m in enumerate(listed):
+        i = ck.integer(m, f"retain.members[{j}]", 0)
+        if i >= members:
+            raise ck.bad(f"retain.members[{j}]", m, f"must be < members = {members} (indices count from 0)")
+        picked.append(i)
+    outputs = table.get("outputs", list(HISTORY_OUTPUTS))
+    if not isinstance(outputs, list) or not outputs:
+        raise ck.bad("retain.outputs", outputs, f"must be a non-empty list of {', '.join(HISTORY_OUTPUTS)}")
+    names = tuple(ck.choice(o, f"retain.outputs[{j}]", HISTORY_OUTPUTS) for j, o in enumerate(outputs))
+    return Retain(every, tuple(sorted(set(picked))), tuple(dict.fromkeys(names)))
 
 
 def write_outputs(
     sweep: Sweep,
     params: Mapping[str, np.ndarray],
-    traj,
+    outcomes,
     summary: Mapping[str, Any],
     envelopes: Mapping[str, Any],
     out_dir: str | None = None,
+    success: np.ndarray | None = None,
 ) -> list[str]:
     """Write `summary.json`, `envelopes.png` and `histograms.png` into `out_dir` (default `sweep.out_dir`), all
-    or nothing. `traj`: a batched `Trajectory` or a campaign's `StoredRun`; `summary` is `sweep_summary`'s,
-    `envelopes` `summarize`'s. **Returns:** the paths written."""
+    or nothing. `outcomes`: a batched `Trajectory`, or the members' `summary_metrics` with their `success`;
+    `summary` is `sweep_summary`'s, `envelopes` `summarize`'s (or a campaign's `envelopes`).
+    **Returns:** the paths written."""
     names = sweep.scenario.spacecraft.panels.labels
     units = {k: resolve(sweep.scenario, k).unit for k in params}
     files = {
         "summary.json": lambda f: write_json(summary, f),
         "envelopes.png": lambda f: plot_envelopes(envelopes, names, f),
-        "histograms.png": lambda f: plot_histograms(params, traj, names, f, units=units),
+        "histograms.png": lambda f: plot_histograms(params, outcomes, names, f, units=units, success=success),
     }
     return write_output_files(sweep.out_dir if out_dir is None else out_dir, files)

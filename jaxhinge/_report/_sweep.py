@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._studies._batch import Histories, failure_reasons
+from .._analysis._studies._stats import summary_metrics
+from .._simulation._trajectory import Trajectory, failure_reason
 from ._plot import pyplot, shown
 
 __all__ = ["plot_envelopes", "plot_histograms", "sweep_report_lines", "sweep_summary"]
@@ -28,27 +29,31 @@ def _stats(x: np.ndarray) -> dict[str, float]:
     }
 
 
-def sweep_summary(sweep, params: Mapping[str, np.ndarray], traj: Histories, wall_s: float) -> dict:
-    """The `summary.json` contents of a sweep (a `Sweep` of the SWEEP file layer): counts, failures (index, reason), parameter statistics, and statistics
-    over successful members of peak $|\\omega_{BN}|$, final/peak $|\\theta|$ per panel."""
-    ok = np.asarray(traj.success)
+MAX_LISTED_FAILURES = 1000  # summary.json lists at most this many failed members (all are counted)
+
+
+def sweep_summary(sweep, params: Mapping[str, np.ndarray], metrics: Mapping[str, np.ndarray], success: np.ndarray,
+                  result: np.ndarray, wall_s: float) -> dict:
+    """The `summary.json` contents of a sweep (a `Sweep` of the SWEEP file layer): counts, failures (index, reason;
+    the first `MAX_LISTED_FAILURES`), parameter statistics, and statistics over successful members of peak
+    $|\\omega|$, final/peak $|\\theta|$ per panel (`metrics`: `summary_metrics`' of every member)."""
+    ok = np.asarray(success, dtype=bool)
     names = sweep.scenario.spacecraft.panels.labels
-    omega = np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1)
-    theta = np.asarray(traj.theta)[ok]
-    stats = {"peak_abs_omega_BN_B [rad/s]": _stats(omega.max(axis=1) if omega.size else omega)}
+    stats = {"peak_abs_omega_BN_B [rad/s]": _stats(np.asarray(metrics["peak_hub_rate"])[ok])}
     for i, n in enumerate(names):
-        stats[f"final_theta[{n}] [rad]"] = _stats(theta[:, -1, i] if theta.size else theta)
-        stats[f"peak_abs_theta[{n}] [rad]"] = _stats(
-            np.abs(theta[:, :, i]).max(axis=1) if theta.size else theta
-        )
+        stats[f"final_theta[{n}] [rad]"] = _stats(np.asarray(metrics["final_theta"])[ok][:, i])
+        stats[f"peak_abs_theta[{n}] [rad]"] = _stats(np.asarray(metrics["peak_abs_theta"])[ok][:, i])
+    failed = np.flatnonzero(~ok)
+    codes = np.asarray(result)
     return {
         "sweep": sweep.source,
         "scenario": sweep.scenario_path,
         "members": sweep.members,
         "seed": sweep.seed,
         "succeeded": int(ok.sum()),
-        "failed": int((~ok).sum()),
-        "failures": [{"member": m, "reason": r} for m, r in failure_reasons(traj, sweep.scenario.simulation)],
+        "failed": int(failed.size),
+        "failures": [{"member": int(m), "reason": failure_reason(int(codes[m]), sweep.scenario.simulation)}
+                     for m in failed[:MAX_LISTED_FAILURES]],
         "wall_s": wall_s,
         "dispersions": [
             {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
@@ -101,23 +106,25 @@ def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fm
 
 
 def plot_histograms(
-    params: Mapping[str, np.ndarray], traj: Histories, panel_names: Sequence[str], f, fmt: str = "png",
-    units: Mapping[str, str] | None = None,
+    params: Mapping[str, np.ndarray], outcomes: Trajectory | Mapping[str, np.ndarray], panel_names: Sequence[str], f,
+    fmt: str = "png", units: Mapping[str, str] | None = None, success: np.ndarray | None = None,
 ) -> None:
     """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and
-    of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg."""
+    of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg. `outcomes`: a batched `Trajectory`,
+    or the members' `summary_metrics` with their `success`."""
     from matplotlib.ticker import MaxNLocator
 
     plt = pyplot()
-    ok = np.asarray(traj.success)
+    if isinstance(outcomes, Trajectory):
+        success, outcomes = np.asarray(outcomes.success), summary_metrics(outcomes)
+    ok = np.ones(len(outcomes["peak_hub_rate"]), dtype=bool) if success is None else np.asarray(success, dtype=bool)
     units = units or {}
     items = [(k + ("[1]" if np.ndim(v) > 1 else ""), *shown(np.asarray(v).reshape(len(v), -1)[:, 0], units.get(k, "")))
              for k, v in params.items()]
     if ok.any():
-        items.append(("peak |omega_BN_B|", *shown(
-            np.linalg.norm(np.asarray(traj.omega_BN_B)[ok], axis=-1).max(axis=1), "rad/s")))
+        items.append(("peak |omega_BN_B|", *shown(np.asarray(outcomes["peak_hub_rate"])[ok], "rad/s")))
         for i, n in enumerate(panel_names):
-            items.append((f"final theta_{n}", *shown(np.asarray(traj.theta)[ok][:, -1, i], "rad")))
+            items.append((f"final theta_{n}", *shown(np.asarray(outcomes["final_theta"])[ok][:, i], "rad")))
     ncol = 3
     nrow = math.ceil(len(items) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.9 * nrow), squeeze=False)

@@ -76,9 +76,11 @@ def _as_array(ck, v: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
 
 
 def check_dispersions(
-    scenario: Scenario, dispersions: Sequence[Mapping[str, Any]], members: int, source: str = "<dispersions>"
+    scenario: Scenario, dispersions: Sequence[Mapping[str, Any]], members: int, source: str = "<dispersions>",
+    batch: int | None = None,
 ) -> None:
-    """Validate dispersion specs against a scenario before any sampling or compilation.
+    """Validate dispersion specs against a scenario before any sampling or compilation. `batch`: the members
+    held in memory at once (a campaign's chunk; default all), whose outputs must fit the memory limit.
 
     **Raises:** `SweepError` (a `ValueError`) with a one-line message
     `source: dispersions[i].field = value: what is allowed`.
@@ -92,7 +94,9 @@ def check_dispersions(
     if isinstance(dispersions, Mapping) or not isinstance(dispersions, Sequence):
         raise ck(f"dispersions = {_fmt(dispersions)}: must be a list of tables")
     try:
-        check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
+        held = members if batch is None else min(batch, members)
+        field = "members" if held == members else "chunk_size"
+        check_memory(scenario.simulation, scenario.spacecraft.panels.count, held, field=field, value=held)
     except ConfigError as e:
         raise ck(str(e)) from None
     allowed_names = parameter_names(scenario)
@@ -379,33 +383,14 @@ def simulate_batch(
     return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs)), *chunks)
 
 
-@dataclasses.dataclass(frozen=True)
-class StoredRun:
-    """Many members' histories read back from a campaign store (`campaign.zarr`): the attributes the sweep
-    statistics and reports read of a batched `Trajectory`, as NumPy arrays: `t` (members, T), `success`,
-    `result`, `theta`, `thetaDot` (members, T, panels), `omega_BN_B`, `sigma_BN` (members, T, 3)."""
-
-    t: np.ndarray
-    success: np.ndarray
-    result: np.ndarray
-    theta: np.ndarray
-    thetaDot: np.ndarray
-    omega_BN_B: np.ndarray
-    sigma_BN: np.ndarray
-
-
-
-Histories = Trajectory | StoredRun  # a batch's histories: in memory, or read back from a store
-
-
-def failure_reasons(traj: Histories, simulation=None) -> list[tuple[int, str]]:
+def failure_reasons(traj: Trajectory, simulation=None) -> list[tuple[int, str]]:
     """`(member index, reason)` for every failed member of a batched `Trajectory` (`failure_reason`)."""
     codes = np.asarray(traj.result)
     return [(int(m), failure_reason(int(codes[m]), simulation)) for m in np.flatnonzero(~np.asarray(traj.success))]
 
 
 def summarize(
-    traj: Histories,
+    traj: Trajectory,
     outputs: Sequence[str] = ("omega_BN_B", "theta"),
     percentiles: Sequence[float] = (5.0, 50.0, 95.0),
 ) -> dict[str, Any]:
