@@ -113,7 +113,7 @@ def cmd_sweep(args) -> int:
     chunks = -(-sweep.members // size)
     _log(
         f"jaxhinge: {path}: {sweep.members} members x {len(params)} dispersed parameter(s), t_end = {cfg.t_end} s, "
-        f"integrator {cfg.integrator}; compiling and running {chunks} chunk(s) of {size} members..."
+        f"integrator {cfg.integrator.name}; compiling and running {chunks} chunk(s) of {size} members..."
     )
     t0 = time.perf_counter()
 
@@ -218,7 +218,7 @@ def cmd_sensitivity(args) -> int:
     study = load_study(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
     cfg = study.scenario.simulation
     _log(f"jaxhinge: {path}: {len(study.outputs)} output(s), t_end = {cfg.t_end} s, integrator "
-         f"{cfg.integrator}; compiling and differentiating ({study.mode} mode)...")
+         f"{cfg.integrator.name}; compiling and differentiating ({study.mode} mode)...")
     t0 = time.perf_counter()
     result = run_study(study)
     wall = time.perf_counter() - t0
