@@ -107,18 +107,8 @@ class RK4(AbstractIntegrator):
 
 @dataclasses.dataclass(frozen=True)
 class AbstractAdaptive(AbstractIntegrator):
-    """An adaptive Runge-Kutta method from diffrax, in `MRPSwitch`, with PID step-size control; pulse edges are
-    step boundaries.
-
-    **Arguments:**
-
-    - `rtol`, `atol`: relative and absolute tolerances of the step-size controller (file: `rtol`, `atol`).
-    - `dt0`: the first step [s] (file: `dt`).
-    - `max_steps`: step budget; a run that needs more is flagged in its `Trajectory.result`, not raised.
-
-    `rtol`, `atol` and `dt0` do not set the compiled program: `compile_key` traces them, so runs that differ only
-    in them share one program.
-    """
+    """An adaptive Runge-Kutta method from diffrax (`Tsit5`, `Dopri8`) in `MRPSwitch`, with PID step-size control
+    (`rtol`, `atol`), a first step `dt0` [s] and a step budget `max_steps`."""
 
     rtol: float = SETTINGS["rtol"]
     atol: float = SETTINGS["atol"]
@@ -139,6 +129,11 @@ class AbstractAdaptive(AbstractIntegrator):
     def check_times(self, t_end: float, save_dt: float) -> None:
         pass  # the solver's dense output gives any time
 
+    def static_part(self) -> "AbstractAdaptive":
+        """The same method with `rtol`, `atol` and `dt0` at their defaults: what stays static once `compile_key` has
+        moved them into traced `Tolerances`."""
+        return dataclasses.replace(self, rtol=SETTINGS["rtol"], atol=SETTINGS["atol"], dt0=SETTINGS["dt"])
+
     @abc.abstractmethod
     def solver(self, scan_kind: str):
         """The diffrax solver (`diffrax.AbstractAdaptiveSolver`) with `scan_kind` (`"lax"` for forward-mode
@@ -148,8 +143,17 @@ class AbstractAdaptive(AbstractIntegrator):
 @final
 @dataclasses.dataclass(frozen=True)
 class Tsit5(AbstractAdaptive):
-    """Tsitouras' 5(4) method (`diffrax.Tsit5`), adaptive: the general-purpose choice. Arguments as
-    `AbstractAdaptive`: `Tsit5(rtol=1e-10, atol=1e-12, dt0=1e-3, max_steps=1_000_000)`."""
+    """Tsitouras' 5(4) method (`diffrax.Tsit5`) in `MRPSwitch`, adaptive: the general-purpose choice (file name
+    `"tsit5"`, the default). Loads are evaluated at the true time; pulse edges are step boundaries.
+
+    **Arguments:**
+
+    - `rtol`, `atol`: relative and absolute tolerances of the PID step-size controller (file: `rtol`, `atol`).
+    - `dt0`: the first step [s] (file: `dt`).
+    - `max_steps`: step budget; a run that needs more is flagged in its `Trajectory.result`, not raised.
+
+    `rtol`, `atol` and `dt0` are traced (`compile_key`): runs that differ only in them share one program.
+    """
 
     name: ClassVar[str] = "tsit5"
 
@@ -162,8 +166,17 @@ class Tsit5(AbstractAdaptive):
 @final
 @dataclasses.dataclass(frozen=True)
 class Dopri8(AbstractAdaptive):
-    """Dormand-Prince 8(7) (`diffrax.Dopri8`), adaptive: for tight tolerances (reference solutions). Arguments as
-    `AbstractAdaptive`: `Dopri8(rtol=1e-10, atol=1e-12, dt0=1e-3, max_steps=1_000_000)`."""
+    """Dormand-Prince 8(7) (`diffrax.Dopri8`) in `MRPSwitch`, adaptive: for tight tolerances, e.g. reference
+    solutions (file name `"dopri8"`). Loads are evaluated at the true time; pulse edges are step boundaries.
+
+    **Arguments:**
+
+    - `rtol`, `atol`: relative and absolute tolerances of the PID step-size controller (file: `rtol`, `atol`).
+    - `dt0`: the first step [s] (file: `dt`).
+    - `max_steps`: step budget; a run that needs more is flagged in its `Trajectory.result`, not raised.
+
+    `rtol`, `atol` and `dt0` are traced (`compile_key`): runs that differ only in them share one program.
+    """
 
     name: ClassVar[str] = "dopri8"
 

@@ -183,7 +183,7 @@ def compile_key(scenario: Scenario) -> Scenario:
     integ = cfg.integrator
     tol = Tolerances(integ.rtol, integ.atol, integ.dt0)
     grid = None if scenario.control is None else control_grid(scenario.control.control_dt, cfg)
-    shared = SimulationConfig(cfg.t_end, cfg.save_dt, type(integ)(max_steps=integ.max_steps))  # traced: defaults
+    shared = SimulationConfig(cfg.t_end, cfg.save_dt, integ.static_part())
     return dataclasses.replace(scenario, simulation=shared, tolerances=tol, control_grid=grid)
 
 
