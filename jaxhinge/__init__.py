@@ -29,6 +29,9 @@ _PUBLIC = {
     "Inputs": ("_model._loads", "Inputs"),
     "Scenario": ("_model._scenario", "Scenario"),
     "SimulationConfig": ("_model._scenario", "SimulationConfig"),
+    "RK4": ("_model._integrators", "RK4"),
+    "Tsit5": ("_model._integrators", "Tsit5"),
+    "Dopri8": ("_model._integrators", "Dopri8"),
     "FIELDS": ("_model._params", "FIELDS"),
     "apply_parameters": ("_model._params", "apply_parameters"),
     "parameter_names": ("_model._params", "parameter_names"),
@@ -161,6 +164,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._io._telemetry_file import telemetry_columns as telemetry_columns
     from ._io._telemetry_file import write_telemetry as write_telemetry
     from ._model._control import Control as Control
+    from ._model._integrators import RK4 as RK4
+    from ._model._integrators import Dopri8 as Dopri8
+    from ._model._integrators import Tsit5 as Tsit5
     from ._model._loads import Inputs as Inputs
     from ._model._loads import Loads as Loads
     from ._model._loads import Pulses as Pulses

@@ -119,8 +119,8 @@ def cmd_sweep(args) -> int:
     chunks = -(-sweep.members // size)
     _log(
         f"jaxhinge: {path}: {sweep.members} members x {len(names)} dispersed parameter(s), t_end = {cfg.t_end} s, "
-        f"integrator {cfg.integrator}; {'resuming' if args.resume else 'compiling and running'} {chunks} chunk(s) "
-        f"of {size} members into {os.path.join(sweep.out_dir, STORE)}..."
+        f"integrator {cfg.integrator.name}; {'resuming' if args.resume else 'compiling and running'} {chunks} "
+        f"chunk(s) of {size} members into {os.path.join(sweep.out_dir, STORE)}..."
     )
     bar = MemberProgress(sweep.members)
     try:
@@ -221,7 +221,7 @@ def cmd_sensitivity(args) -> int:
     study = load_study(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
     cfg = study.scenario.simulation
     _log(f"jaxhinge: {path}: {len(study.outputs)} output(s), t_end = {cfg.t_end} s, integrator "
-         f"{cfg.integrator}; compiling and differentiating ({study.mode} mode)...")
+         f"{cfg.integrator.name}; compiling and differentiating ({study.mode} mode)...")
     t0 = time.perf_counter()
     result = run_study(study)
     wall = time.perf_counter() - t0

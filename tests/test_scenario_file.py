@@ -115,7 +115,7 @@ def test_three_panel_example_loads():
     pan = s.spacecraft.panels
     assert pan.names == ("wing_pY", "wing_mY", "antenna")
     assert s.spacecraft.gravity is not None and s.loads.pulses is not None
-    assert s.simulation.integrator == "tsit5" and s.simulation.t_end == 20.0
+    assert s.simulation.integrator.name == "tsit5" and s.simulation.t_end == 20.0
     # Each wing extends outboard: the panel CoM r_HB_B - d h1 lies further out along +-b2 than the hinge.
     com = np.asarray(pan.r_HB_B) - np.asarray(pan.d)[:, None] * np.asarray(pan.dcm_HB)[:, 0, :]
     assert com[0, 1] > pan.r_HB_B[0, 1] > 0 > pan.r_HB_B[1, 1] > com[1, 1]
@@ -209,7 +209,7 @@ def test_accepted_edge_values():
         "save_dt": 0.3,
         "dt": 0.7,
     }  # adaptive: no grid
-    assert scenario_from_dict(data).simulation.integrator == "dopri8"
+    assert scenario_from_dict(data).simulation.integrator.name == "dopri8"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -19,9 +19,10 @@ from .._format import fmt_value as _fmt
 from .._format import kind as _kind
 from .._format import toml_str as _toml_str
 from .._format import unwrap as _unwrap
+from .._model._integrators import TICK_RTOL
 from .._model._loads import HOLDS, input_columns, rk4_silent_pulse
 from .._model._rules import UNIT_NOTE_TOL, UNIT_TOL, rigid_body_problem, value_problem
-from .._model._scenario import TICK_RTOL, SimulationConfig
+from .._model._scenario import SimulationConfig
 from .._model._schema import (
     ACTUATOR,
     BODIES,
@@ -365,7 +366,7 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         if "simulation" in data
         else SimulationConfig()
     )
-    silent = None if pulses is None or sim.integrator != "rk4" else rk4_silent_pulse(pulses["t_start"], pulses["t_end"], sim.dt)
+    silent = None if pulses is None or not sim.integrator.fixed_step else rk4_silent_pulse(pulses["t_start"], pulses["t_end"], sim.dt)
     if silent is not None:
         raise ck.bad(f"loads.pulses[{silent}]", {"t_start": pulses["t_start"][silent], "t_end": pulses["t_end"][silent]},
                      f"never acts: with integrator \"rk4\" loads are sampled at the start of each step (t = k dt, dt = "
@@ -388,7 +389,7 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         panel_names = tuple(names) + tuple(pn for _, pns, _ in chains for pn in pns)
         allowed = input_columns(panel_names, () if wheels is None else wheels["names"])
         t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end,
-                                         sim.dt if sim.integrator == "rk4" else None, hold, notes)
+                                         sim.dt if sim.integrator.fixed_step else None, hold, notes)
         gains = ck.table(table.get("gain", {}), "inputs.gain", "[inputs.gain]")
         for c in gains:
             if c not in columns:
@@ -410,7 +411,7 @@ def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs, not
     dt_field, act, axes_field = (field("control", n) for n in (CONTROL_DT, ACTUATOR, CONTROL_AXES))
     cdt, where = out[dt_field.name], f"control.{dt_field.name}"
     n = round(cdt / sim.dt)
-    if sim.integrator != "rk4":  # adaptive: each control period is one solve, the samples its boundaries
+    if not sim.integrator.fixed_step:  # adaptive: each control period is one solve, the samples its boundaries
         if cdt > sim.t_end:
             raise ck.bad(where, table[dt_field.name], f"must be <= simulation.t_end = {_fmt(sim.t_end)} s (the "
                          f"flight software runs every {dt_field.name} from t = 0)")

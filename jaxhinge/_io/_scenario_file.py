@@ -264,7 +264,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     out["simulation"] = {
         "t_end": float(sim.t_end),
         "save_dt": float(sim.save_dt),
-        "integrator": sim.integrator,
+        "integrator": sim.integrator.name,
         "dt": float(sim.dt),
         "rtol": float(sim.rtol),
         "atol": float(sim.atol),

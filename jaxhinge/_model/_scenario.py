@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -11,60 +12,114 @@ from jaxtyping import Array, Float
 from .._errors import ConfigError
 from .._format import fmt_value as _fmt
 from ._control import Control
+from ._integrators import SETTINGS, AbstractIntegrator, Number, check_setting, integrator_class
 from ._loads import Loads
 from ._spacecraft import InitialState, Spacecraft, _f64, strip_labels
 
-INTEGRATORS = ("rk4", "tsit5", "dopri8")
-TICK_RTOL = 1e-9  # rk4: save_dt and t_end must be multiples of dt within this relative tolerance
+_LOOSE = tuple(SETTINGS)  # dt, rtol, atol, max_steps: the file's keys of the integrator settings
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, init=False)
 class SimulationConfig:
     """Simulation settings (static: they fix array shapes and the compiled program).
 
+    **Arguments:**
+
     - `t_end`: final time [s] (the run starts at t = 0).
     - `save_dt`: output sampling [s]; t = 0 is included, and `t_end` when it is a multiple of `save_dt`.
-    - `integrator`: `"rk4"` (fixed step, Basilisk's tableau, MRP switch after each step: step-for-step
-      Basilisk-compatible; `t_end` and `save_dt` must be whole multiples of `dt`, as Basilisk samples at task
-      ticks), `"tsit5"` or `"dopri8"` (adaptive, PID step control).
-    - `dt`: the rk4 step, or the first step of the adaptive methods [s].
-    - `rtol`, `atol`: adaptive tolerances.
-    - `max_steps`: step budget of the adaptive methods (a run that needs more is flagged, not raised).
+    - `integrator`: an integrator object, `RK4(dt)` (fixed step, Basilisk's tableau, MRP switch after each step:
+      step-for-step Basilisk-compatible; `t_end` and `save_dt` must be whole multiples of `dt`, as Basilisk
+      samples at task ticks), `Tsit5(rtol, atol, dt0, max_steps)` or `Dopri8(...)` (adaptive, PID step
+      control); or its file name, `"rk4"`, `"tsit5"` (default) or `"dopri8"`, built from the keywords below.
+    - `dt`, `rtol`, `atol`, `max_steps`: the file's integrator settings (the rk4 step or the adaptive first step
+      [s]; adaptive tolerances; adaptive step budget). Given, they set the integrator's values (named or given
+      as an object: `dataclasses.replace(cfg, dt=...)` changes the step); those it has no use for (rk4:
+      `rtol`, `atol`, `max_steps`) are kept in `unused`.
+
+    Read back, `dt`, `rtol`, `atol` and `max_steps` are the integrator's (`dt`: the adaptive first step `dt0`),
+    else `unused`'s, else the defaults. `unused` (a tuple of `(key, value)`) takes no part in equality: it
+    only lets a written file read back the same and a switch by name (`with_simulation(integrator="tsit5")`)
+    keep them, as before integrators were objects.
     """
 
-    t_end: float = 10.0
-    save_dt: float = 0.01
-    integrator: str = "tsit5"
-    dt: float = 0.001
-    rtol: float = 1e-10
-    atol: float = 1e-12
-    max_steps: int = 1_000_000
+    t_end: float
+    save_dt: float
+    integrator: AbstractIntegrator
+    unused: tuple[tuple[str, Number], ...] = dataclasses.field(compare=False, repr=False)
 
-    def __post_init__(self):
-        if not isinstance(self.integrator, str) or self.integrator not in INTEGRATORS:
-            raise ConfigError("simulation.integrator", self.integrator, f"must be one of {_fmt(INTEGRATORS)[1:-1]}")
-        for name in ("t_end", "save_dt", "dt", "rtol", "atol"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ConfigError(f"simulation.{name}", v, "must be a finite number > 0")
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
-            raise ConfigError("simulation.max_steps", self.max_steps, "must be an integer > 0 (adaptive step budget)")
+    def __init__(
+        self,
+        t_end: Number = 10.0,
+        save_dt: Number = 0.01,
+        integrator: AbstractIntegrator | str = "tsit5",
+        dt: Number | None = None,
+        rtol: Number | None = None,
+        atol: Number | None = None,
+        max_steps: int | None = None,
+        *,
+        unused: tuple[tuple[str, Number], ...] = (),
+    ):
+        kind = None if isinstance(integrator, AbstractIntegrator) else integrator_class(integrator)
+        for name, v in (("t_end", t_end), ("save_dt", save_dt)):
+            check_setting(name, v)
+        loose = {k: v for k, v in zip(_LOOSE, (dt, rtol, atol, max_steps)) if v is not None}
+        for k, v in loose.items():
+            check_setting(k, v)
+        integrator = integrator.replace(**loose) if kind is None else kind.from_settings(**loose)
+        kept = {k: v for k, v in (dict(unused) | loose).items() if k not in integrator.settings()}
+        object.__setattr__(self, "t_end", t_end)
+        object.__setattr__(self, "save_dt", save_dt)
+        object.__setattr__(self, "integrator", integrator)
+        object.__setattr__(self, "unused", tuple((k, kept[k]) for k in _LOOSE if k in kept))
         # the shortest span first, so the message names the setting that is out of place
-        if self.dt > self.t_end:
-            raise ConfigError("simulation.dt", self.dt, f"must be <= t_end = {_fmt(self.t_end)} s (the "
+        if integrator.dt > t_end:
+            raise ConfigError("simulation.dt", integrator.dt, f"must be <= t_end = {_fmt(t_end)} s (the "
                               "rk4 step, or the adaptive integrators' first step)")
-        if self.save_dt > self.t_end:
-            raise ConfigError("simulation.save_dt", self.save_dt, f"must be <= t_end = "
-                              f"{_fmt(self.t_end)} s (outputs are sampled at k * save_dt up to t_end)")
-        if self.integrator == "rk4":
-            for name in ("save_dt", "t_end"):
-                x = float(getattr(self, name))
-                n = round(x / self.dt)
-                if n < 1 or abs(x - n * self.dt) > TICK_RTOL * x:
-                    raise ConfigError(
-                        f"simulation.{name}", x,
-                        f'must be a whole multiple of dt = {_fmt(self.dt)} with integrator "rk4" (within {TICK_RTOL:g} '
-                        "relative; Basilisk samples at task ticks)")
+        if save_dt > t_end:
+            raise ConfigError("simulation.save_dt", save_dt, f"must be <= t_end = "
+                              f"{_fmt(t_end)} s (outputs are sampled at k * save_dt up to t_end)")
+        integrator.check_times(t_end, save_dt)
+
+    def _setting(self, key: str):
+        return (SETTINGS | dict(self.unused) | self.integrator.settings())[key]
+
+    @property
+    def dt(self) -> float:
+        """The rk4 step, or the adaptive first step [s]."""
+        return self._setting("dt")
+
+    @property
+    def rtol(self) -> float:
+        """The adaptive relative tolerance (rk4: `unused`'s or the default)."""
+        return self._setting("rtol")
+
+    @property
+    def atol(self) -> float:
+        """The adaptive absolute tolerance (rk4: `unused`'s or the default)."""
+        return self._setting("atol")
+
+    @property
+    def max_steps(self) -> int:
+        """The adaptive step budget (rk4: `unused`'s or the default)."""
+        return self._setting("max_steps")
+
+    def replace(self, **changes) -> "SimulationConfig":
+        """A copy with some settings changed (`Scenario.with_simulation`): `t_end`, `save_dt`, `integrator` (an
+        object, or a name built from this configuration's `dt`, `rtol`, `atol`, `max_steps` and the keywords
+        beside it) and the loose `dt`, `rtol`, `atol`, `max_steps` (they change the integrator's values)."""
+        known = ("t_end", "save_dt", "integrator", *_LOOSE)
+        for k, v in changes.items():
+            if k not in known:
+                raise ConfigError(f"simulation.{k}", v, f"is not a simulation setting; the settings are "
+                                  f"{', '.join(known)}")
+        kw: dict[str, Any] = {"t_end": self.t_end, "save_dt": self.save_dt, "unused": self.unused}
+        if isinstance(changes.get("integrator"), str):  # a switch by name keeps the file's settings
+            kw |= {k: self._setting(k) for k in _LOOSE}
+        elif "integrator" in changes:
+            kw["unused"] = ()  # an object is the whole integrator
+        else:
+            kw["integrator"] = self.integrator
+        return SimulationConfig(**(kw | changes))
 
 
 class Tolerances(eqx.Module):
@@ -97,8 +152,8 @@ class Scenario(eqx.Module):
         """`(rtol, atol, dt0)` of the adaptive integrators: the traced `tolerances` when set, else `simulation`'s."""
         if self.tolerances is not None:
             return self.tolerances
-        cfg = self.simulation
-        return Tolerances(cfg.rtol, cfg.atol, cfg.dt)
+        integ = self.simulation.integrator
+        return Tolerances(integ.rtol, integ.atol, integ.dt0)
 
     def part(self, model: str):
         """The pytree that carries a schema model's fields (`jaxhinge._model._schema`, `Field.model`): `"hub"`,
@@ -109,11 +164,11 @@ class Scenario(eqx.Module):
                 "control": self.control, "inputs": self.loads.inputs}[model]
 
     def with_simulation(self, **changes) -> "Scenario":
-        """A copy with some simulation settings changed, e.g. `s.with_simulation(integrator="dopri8")`."""
-        return dataclasses.replace(self, simulation=dataclasses.replace(self.simulation, **changes), tolerances=None)
-
-
-_CANONICAL = {"rtol": 1e-10, "atol": 1e-12, "dt": 1e-3}
+        """A copy with some simulation settings changed (`SimulationConfig.replace`), e.g.
+        `s.with_simulation(integrator=jh.Dopri8(rtol=1e-12))`, `s.with_simulation(t_end=2.0)` (same integrator),
+        `s.with_simulation(dt=5e-4)` (the integrator's step) or, by file name, `s.with_simulation(integrator="rk4",
+        dt=1e-3)`."""
+        return dataclasses.replace(self, simulation=self.simulation.replace(**changes), tolerances=None)
 
 
 def compile_key(scenario: Scenario) -> Scenario:
@@ -123,12 +178,13 @@ def compile_key(scenario: Scenario) -> Scenario:
     `jit`; results do not depend on it."""
     scenario = strip_labels(scenario)
     cfg = scenario.simulation
-    if cfg.integrator == "rk4" or scenario.tolerances is not None:
+    if cfg.integrator.fixed_step or scenario.tolerances is not None:
         return scenario
-    tol = Tolerances(cfg.rtol, cfg.atol, cfg.dt)
+    integ = cfg.integrator
+    tol = Tolerances(integ.rtol, integ.atol, integ.dt0)
     grid = None if scenario.control is None else control_grid(scenario.control.control_dt, cfg)
-    return dataclasses.replace(scenario, simulation=dataclasses.replace(cfg, **_CANONICAL), tolerances=tol,
-                               control_grid=grid)
+    shared = SimulationConfig(cfg.t_end, cfg.save_dt, integ.static_part())
+    return dataclasses.replace(scenario, simulation=shared, tolerances=tol, control_grid=grid)
 
 
 def control_grid(control_dt, cfg: SimulationConfig) -> tuple[int, int]:

@@ -29,7 +29,7 @@ def simulate_header(path: str, scenario) -> str:
         parts.append(f"inputs {src} ({len(loads.inputs.columns)} column(s), {loads.inputs.hold})")
     if loads.pulses is not None:
         parts.append(f"{np.shape(loads.pulses.t_start)[0]} load pulse(s)")
-    return (f"jaxhinge: {path}: {', '.join(parts)}; t_end = {cfg.t_end} s, integrator {cfg.integrator}, "
+    return (f"jaxhinge: {path}: {', '.join(parts)}; t_end = {cfg.t_end} s, integrator {cfg.integrator.name}, "
             f"dt = {cfg.dt} s; compiling and running...")
 
 

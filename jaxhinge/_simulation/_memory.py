@@ -52,7 +52,7 @@ def check_memory(cfg: SimulationConfig, panels: int, members: int = 1, samples: 
     mode. **Raises:** `ConfigError` (`field = value`, default `save_dt`, or `dt` when the steps dominate) with the
     estimate and the limit (`memory_limit`) when it does not fit."""
     K, n = _counts(cfg)
-    steps = n + 1 if samples is not None and cfg.integrator == "rk4" else 0
+    steps = n + 1 if samples is not None and cfg.integrator.fixed_step else 0
     samples = K + 1 if samples is None else samples
     per_step = (13 + 2 * panels) * (steps > 0) + (4 * (12 + 2 * panels) + 17) * stored_steps
     steps = max(steps, n) if stored_steps else steps

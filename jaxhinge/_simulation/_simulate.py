@@ -220,7 +220,7 @@ def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None)
     """rk4: the `lax.scan` path (any adjoint: reverse and forward mode both differentiate through it), saving
     on the step grid, or at given times `ts` by Hermite interpolation between steps. tsit5/dopri8: diffrax."""
     cfg = scenario.simulation
-    if cfg.integrator == "rk4":
+    if cfg.integrator.fixed_step:
         store = stores_steps(adjoint, cfg)
         return _solve_rk4_scan(scenario, _save_blocks(cfg), store) if ts is None else _rk4_at(scenario, ts, store)
     if scenario.control is not None:
@@ -238,7 +238,7 @@ def _adaptive_parts(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None)
     # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
     # solvers; our wrapper sets it on the inner solver)
     scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
-    inner = (diffrax.Tsit5 if cfg.integrator == "tsit5" else diffrax.Dopri8)(scan_kind=scan_kind)
+    inner = cfg.integrator.solver(scan_kind)
     tol = scenario.adaptive_settings
     controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
     jumps = scenario.loads.jump_times
@@ -376,7 +376,7 @@ def refuse_invalid(scenario: Scenario, source: str) -> None:
                                 "actuator = \"torque\" (a hub torque) or add wheels")
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((sc, pulses))):
         return
-    if pulses is not None and scenario.simulation.integrator == "rk4" and np.ndim(pulses.t_start) == 1:
+    if pulses is not None and scenario.simulation.integrator.fixed_step and np.ndim(pulses.t_start) == 1:
         j = rk4_silent_pulse(pulses.t_start, pulses.t_end, scenario.simulation.dt)
         if j is not None:
             raise ScenarioError.bad(source, f"loads.pulses.t_start[{j}], t_end[{j}]",
@@ -434,11 +434,11 @@ def simulate(
     **Arguments:**
 
     - `scenario`: a `Scenario` (from `load_scenario` or built in code). Its `simulation` settings pick
-      the integrator: `"rk4"` (fixed step `dt`, Basilisk's tableau, loads zero-order held per step,
-      step-for-step comparable with Basilisk) or `"tsit5"`/`"dopri8"` (adaptive, PID control with
-      `rtol`/`atol`, pulse edges as jump times).
+      the integrator: `RK4(dt)` (file name `"rk4"`: fixed step `dt`, Basilisk's tableau, loads zero-order held
+      per step, step-for-step comparable with Basilisk) or `Tsit5(...)`/`Dopri8(...)` (`"tsit5"`/`"dopri8"`:
+      adaptive, PID control with `rtol`/`atol`, pulse edges as jump times).
     - `adjoint`: a diffrax adjoint. Default `RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`);
-      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). `"rk4"` is a plain `lax.scan`, which
+      pass `diffrax.ForwardMode()` for `jax.jacfwd` (least-squares fits). `RK4` is a plain `lax.scan`, which
       `jax.grad` and `jax.jacfwd` both differentiate directly; of the adjoint it only reads
       `RecursiveCheckpointAdjoint(checkpoints=c)`: with `c` at least the number of steps, reverse mode keeps every
       step's four stage inputs and recomputes nothing (faster gradients, memory ~8 (4 (12 + 2N) + 17) bytes
@@ -462,9 +462,9 @@ def simulate(
                         f"{type(scenario).__name__}")
     refuse_invalid(scenario, "simulate")
     cfg = scenario.simulation
-    store = cfg.integrator == "rk4" and stores_steps(adjoint, cfg)
+    store = cfg.integrator.fixed_step and stores_steps(adjoint, cfg)
     check_memory(cfg, scenario.spacecraft.panels.count, samples=None if ts is None else np.shape(ts)[0],
                  stored_steps=store)
-    if cfg.integrator == "rk4":  # the scan path reads one thing of the adjoint: one program for each choice
+    if cfg.integrator.fixed_step:  # the scan path reads one thing of the adjoint: one program for each choice
         adjoint = diffrax.RecursiveCheckpointAdjoint(checkpoints=_counts(cfg)[1]) if store else None
     return _simulate_jit(compile_key(scenario), adjoint, ts)

@@ -98,9 +98,9 @@ def failure_reason(code: int, simulation: Scenario | SimulationConfig | None = N
                 "hangs, an inertia that is not a rigid body's, a hinge frame that is not a rotation): not a valid run")
     if code == 0:
         hint = "check masses and inertias (near-zero values make the model singular)"
-        if simulation is not None and simulation.integrator == "rk4":
+        if simulation is not None and simulation.integrator.fixed_step:
             hint = f"try a smaller simulation.dt (now {simulation.dt:g} s) or a softer hinge, and " + hint
-        if scenario is not None and simulation.integrator == "rk4" and (p := scenario.spacecraft.panels).count:
+        if scenario is not None and simulation.integrator.fixed_step and (p := scenario.spacecraft.panels).count:
             w = np.sqrt(np.asarray(p.k / (p.IPntS_S[:, 1, 1] + p.mass * p.d**2)))
             if w[j := int(np.argmax(w))] * simulation.dt > 2.8:
                 hint = (f"panel {p.labels[j]!r} has a hinge frequency sqrt(k / (I_s2 + m d^2)) = {w[j]:.3g} rad/s, "
@@ -108,7 +108,7 @@ def failure_reason(code: int, simulation: Scenario | SimulationConfig | None = N
                         f"{2.8 / w[j]:.2g} s): check its k, mass and IPntS_S, or reduce dt")
         return f"a non-finite value (NaN/inf) appeared in the state; {hint}"
     if code == diffrax.RESULTS.max_steps_reached._value:
-        where = "" if simulation is None else f" ({simulation.integrator}, simulation.max_steps = {simulation.max_steps})"
+        where = "" if simulation is None else f" ({simulation.integrator.name}, simulation.max_steps = {simulation.max_steps})"
         return (f"the adaptive integrator used all its steps before t_end{where}: raise simulation.max_steps, "
                 "loosen simulation.rtol/atol, or check for a very stiff hinge")
     messages = getattr(diffrax.RESULTS, "_index_to_message", ())  # diffrax's own wording, where it has one

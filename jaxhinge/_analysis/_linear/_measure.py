@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from ..._errors import ScenarioError
+from ..._model._integrators import Dopri8
 from ..._model._loads import Loads
 from ..._model._scenario import Scenario, SimulationConfig, compile_key
 from ..._model._spacecraft import InitialState, Spacecraft
@@ -22,7 +23,6 @@ from ._modes import complex_mode_state, modes
 # ------------------------------------------------------------------------------------------------------------
 
 CLAMP_FACTOR = 1e9  # "clamped" is simulated as a hub this much heavier (mass and inertia)
-_CHECK_INTEGRATOR = "dopri8"
 
 
 class ModeMeasurement(eqx.Module):
@@ -130,8 +130,8 @@ def measure_modes(
     w_min, w_max = osc[oscillating].min(), osc[oscillating].max()
     save_dt = float(2 * np.pi / w_max / samples_per_period)
     t_end = save_dt * math.ceil(float(periods * 2 * np.pi / w_min) / save_dt)
-    cfg = SimulationConfig(t_end=t_end, save_dt=save_dt, integrator=_CHECK_INTEGRATOR, dt=save_dt / 4, rtol=1e-11,
-                           atol=1e-14 * amplitude, max_steps=max(100_000, int(200 * t_end / save_dt)))
+    check = Dopri8(rtol=1e-11, atol=1e-14 * amplitude, dt0=save_dt / 4, max_steps=max(100_000, int(200 * t_end / save_dt)))
+    cfg = SimulationConfig(t_end=t_end, save_dt=save_dt, integrator=check)
     z3 = np.zeros((n, 3))
     initials = InitialState(z3, z3, z3, np.array([(amplitude * u)[3:6].real for *_, u in states]),
                             np.array([thetaRef + (amplitude * x).real for _, x, _ in states]),

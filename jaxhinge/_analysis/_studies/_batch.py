@@ -337,7 +337,7 @@ def simulate_batch(
             raise ValueError(f"simulate_batch: params: {e}") from None
         base = compile_key(scenario)
         batched = tuple(jnp.asarray(v) for v in params.values())
-    if scenario.control is not None and scenario.simulation.integrator != "rk4":  # enough control periods for
+    if scenario.control is not None and not scenario.simulation.integrator.fixed_step:  # enough control periods for
         # the member with the shortest control_dt
         cdt = [np.ravel(scenario.control.control_dt)] + [np.ravel(v) for k, v in (params or {}).items()
                                                          if k == "control.control_dt"]
