@@ -365,7 +365,7 @@ def _drive(problem, U, solver, *, max_steps: int, progress, every: float, batche
     start, advance = (_start_batch, _advance_batch) if batched else (_start, _advance)
     S = U.shape[0] if batched else 1
     col = (lambda a: np.asarray(a)) if batched else (lambda a: np.asarray(a)[None])  # one entry per start
-    row = (lambda a, i: np.asarray(a[i])) if batched else (lambda a, i: np.asarray(a))
+    row = (lambda a, i: np.asarray(a)[i]) if batched else (lambda a, i: np.asarray(a))  # (index on the host)
     running = lambda d, res: ~col(d) & (col(res._value) == np.asarray(optx.RESULTS.successful._value))
     dynamic, done, result = start(solver, U, problem)
     steps, history = np.zeros(S, dtype=int), [[] for _ in range(S)]
