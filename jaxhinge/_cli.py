@@ -182,7 +182,9 @@ def cmd_fit(args) -> int:
     from ._report._fit import fit_json, fit_report_lines
 
     spec = load_fit_file(args.fit, out_dir=_check_out_dir(args.out, "--out"))
+    warm_plotting = getattr(args, "warm_plotting", lambda: None)
     if isinstance(spec, IdentifySpec):
+        warm_plotting()
         return _cmd_identify(args, spec)
     if args.no_check:
         import dataclasses
@@ -191,7 +193,14 @@ def cmd_fit(args) -> int:
     n_t = f"FEA modes of {spec.fit_kwargs['fea'].source}" if spec.targets_hz is None else \
         f"{len(spec.targets_hz)} target(s)"
     _log(f"jaxhinge: {args.fit}: {n_t}, free: {', '.join(map(str, spec.fit_kwargs.get('free', [])))}")
-    result, timing = run_fit(spec, progress=_log)
+
+    def progress(line: str) -> None:
+        _log(line)
+        if line.startswith("fit: ") and " free parameter(s), " in line:  # the solver starts: XLA's turn
+            warm_plotting()
+
+    result, timing = run_fit(spec, progress=progress)
+    warm_plotting()
     for w in result.warnings:
         _log(f"jaxhinge: warning: {w}")
     written = write_outputs(result, spec, extra=timing)
@@ -352,6 +361,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _plotting_warm_up():
+    """**Returns** a function that starts `_warm_plotting` in a background thread, once (later calls do nothing).
+
+    The import of matplotlib and its font (0.4 s of CPU) holds Python's lock, as do the command's own imports and
+    its tracing: started with them, it only adds to them. Started when the command's work goes to XLA (which runs
+    without the lock: compiling, or a loaded program running), it takes the other core for free."""
+    started = []
+
+    def start() -> None:
+        if not started:
+            started.append(True)
+            from ._report._plot import pyplot
+
+            threading.Thread(target=_warm_plotting, args=(pyplot,), name="jaxhinge-plotting", daemon=True).start()
+
+    return start
+
+
 def _warm_plotting(plt_loader) -> None:
     """Import pyplot (`_report._plot.pyplot`, imported by the caller's thread so that this thread imports
     matplotlib only, through the same entry point as the plots) and load its default font, in a background thread
@@ -403,9 +430,9 @@ def main(argv=None) -> int:
         if not as_program:
             return args.func(args)
         if args.command in ("fit", "sweep", "sensitivity") or getattr(args, "plot", None):
-            from ._report._plot import pyplot
-
-            threading.Thread(target=_warm_plotting, args=(pyplot,), name="jaxhinge-plotting", daemon=True).start()
+            args.warm_plotting = _plotting_warm_up()
+            if args.command != "fit":  # a modal fit starts it itself, when its work goes to XLA (`cmd_fit`)
+                args.warm_plotting()
         with ThreadPoolExecutor(1, thread_name_prefix="jaxhinge") as worker:
             return worker.submit(args.func, args).result()
     except CLIError as e:

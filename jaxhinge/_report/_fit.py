@@ -147,7 +147,8 @@ def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
     has_em = _fitted_effective_masses(result) is not None
     extra = [k for k, on in (("mac", result.mac_matrix is not None), ("solutions", len(result.solutions) > 1)) if on]
     n_ax = 2 + int(has_z) + int(has_em) + len(extra)
-    fig, axes = plt.subplots(1, n_ax, figsize=(4.5 * n_ax, 4.6))
+    # drawn at the file's resolution from the start: the layout's text measurements then serve the saved figure too
+    fig, axes = plt.subplots(1, n_ax, figsize=(4.5 * n_ax, 4.6), dpi=_DPI)
     for k, ax in zip(extra, axes[n_ax - len(extra):]):
         (_plot_mac if k == "mac" else _plot_solutions)(ax, result)
     axes = list(axes[:n_ax - len(extra)])
@@ -182,8 +183,11 @@ def plot_fit(result, path, fmt: str | None = None, title: str = "") -> None:
     what = _fit_description(result)
     fig.suptitle(f"{title}\n{what}" if title else what, fontsize="medium")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format=fmt)
+    fig.savefig(path, dpi=_DPI, format=fmt)
     plt.close(fig)
+
+
+_DPI = 110  # fit.png: 1485 x 506 pixels for the usual three panels
 
 
 def _compare(ax, x, ticks, target, initial, model, simulated, ylabel, xlabel, target_label, scale=1.0) -> None:

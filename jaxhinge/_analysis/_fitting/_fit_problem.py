@@ -124,7 +124,8 @@ def build_problem(scenario, free, tg: Targets, boundary, frequency_sigma, dampin
     ft, zt, idx, em_t, ref, fea = tg.ft, tg.zt, tg.idx, tg.em_t, tg.ref, tg.fea
     # the coordinates; a free c at 0 is seeded from the damping targets (the panel alone about its own hinge)
     k0 = np.asarray(sc.panels.k, float)
-    Itheta = np.asarray(sc.panels.IPntS_S[:, 1, 1] + sc.panels.mass * sc.panels.d**2, float)
+    IPntS_S, mass, d = (np.asarray(x, float) for x in (sc.panels.IPntS_S, sc.panels.mass, sc.panels.d))
+    Itheta = IPntS_S[:, 1, 1] + mass * d**2  # (NumPy: on the host, no program per operation)
 
     def seed(par: Parameter) -> float | None:
         if par.field.name != "c":
@@ -253,8 +254,9 @@ def _check_reach(problem: ModalResiduals, coords, m_init: Modes, ft, idx, bounda
     k_idx = [j for j, c in enumerate(coords) if c.field == "k"]
     shift = np.zeros(len(coords))
     shift[k_idx] = math.log(_REACH_SCALE)
-    lo = np.sort(np.asarray(modes(problem.at(jnp.asarray(-shift)), boundary).natural_frequency_hz))
-    hi = np.sort(np.asarray(modes(problem.at(jnp.asarray(shift)), boundary).natural_frequency_hz))
+    # (the residuals' own modes program: the reference point changes effective masses only, not frequencies)
+    lo = np.sort(np.asarray(target_modes(problem, problem.at(jnp.asarray(-shift))).natural_frequency_hz))
+    hi = np.sort(np.asarray(target_modes(problem, problem.at(jnp.asarray(shift))).natural_frequency_hz))
     free_k = ", ".join(coords[j].name for j in k_idx)
     for i, j in enumerate(idx):
         if lo[j] * (1 - _REACH_MARGIN) <= ft[i] <= hi[j] * (1 + _REACH_MARGIN):

@@ -29,7 +29,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree
 
@@ -180,6 +179,8 @@ def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.
         raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
     kw = {"rtol": rtol, "atol": atol}
     if SOLVERS[solver][0] == "minimiser":
+        import optax  # here, not at the top: its import (~0.3 s) is a quarter of a warm `jaxhinge fit`
+
         return optx.OptaxMinimiser(optax.adam(learning_rate) if solver == "adam" else optax.lbfgs(), **kw)
     if solver == "lm" and max_step is not None:
         return BoundedGaussNewton(rtol, atol, max_step)
@@ -364,7 +365,7 @@ def _drive(problem, U, solver, *, max_steps: int, progress, every: float, batche
     start, advance = (_start_batch, _advance_batch) if batched else (_start, _advance)
     S = U.shape[0] if batched else 1
     col = (lambda a: np.asarray(a)) if batched else (lambda a: np.asarray(a)[None])  # one entry per start
-    row = (lambda a, i: np.asarray(a[i])) if batched else (lambda a, i: np.asarray(a))
+    row = (lambda a, i: np.asarray(a)[i]) if batched else (lambda a, i: np.asarray(a))  # (index on the host)
     running = lambda d, res: ~col(d) & (col(res._value) == np.asarray(optx.RESULTS.successful._value))
     dynamic, done, result = start(solver, U, problem)
     steps, history = np.zeros(S, dtype=int), [[] for _ in range(S)]
