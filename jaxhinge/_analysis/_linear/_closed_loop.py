@@ -384,7 +384,7 @@ def closed_loop_modes_unjitted(scenario: Scenario, shape: tuple[int, bool], refe
     factors and effective masses are those of the open-loop free-free modes in the same frequency order (the
     structure the controller acts on). Inside a caller's program: `shape` from `loop_shape` (static)."""
     cl = closed_loop_unjitted(scenario, shape, True)
-    ref = modes_unjitted(scenario, "free", reference_point)
+    ref = modes_unjitted(scenario, FreeFree(), reference_point)
     n = scenario.spacecraft.panels.count
     order = jnp.argsort(~cl.flexible, stable=True)[: 2 * n]  # the flexible poles, ascending |lambda|
     lam = cl.eigenvalue[order]
