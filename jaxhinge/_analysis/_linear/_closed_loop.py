@@ -58,6 +58,7 @@ from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
 from ..._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
+from ._boundary import FreeFree
 from ._linearize import body_jacobians, mass_matrix, mode_labels, rest_spacecraft, structure, wheel_speeds
 from ._modes import as_point, eigenvalues, first_order_clusters, modes_unjitted, poles_first_order, relabel
 
