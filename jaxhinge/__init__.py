@@ -64,6 +64,23 @@ _PUBLIC = {
     "ShapeMap": ("_analysis._fitting._pairing", "ShapeMap"),
     "IdentifyResult": ("_analysis._fitting._identify", "IdentifyResult"),
     "identify": ("_analysis._fitting._identify", "identify"),
+    "AbstractBoundary": ("_analysis._linear._boundary", "AbstractBoundary"),
+    "FreeFree": ("_analysis._linear._boundary", "FreeFree"),
+    "HubClamped": ("_analysis._linear._boundary", "HubClamped"),
+    "AbstractLoop": ("_analysis._fitting._loop", "AbstractLoop"),
+    "OpenLoop": ("_analysis._fitting._loop", "OpenLoop"),
+    "ClosedLoop": ("_analysis._fitting._loop", "ClosedLoop"),
+    "AbstractFitSolver": ("_analysis._fitting._solvers", "AbstractFitSolver"),
+    "LevenbergMarquardt": ("_analysis._fitting._solvers", "LevenbergMarquardt"),
+    "Dogleg": ("_analysis._fitting._solvers", "Dogleg"),
+    "GaussNewton": ("_analysis._fitting._solvers", "GaussNewton"),
+    "Adam": ("_analysis._fitting._solvers", "Adam"),
+    "LBFGS": ("_analysis._fitting._solvers", "LBFGS"),
+    "ModalTargets": ("_analysis._fitting._fit_options", "ModalTargets"),
+    "FeaTargets": ("_analysis._fitting._fit_options", "FeaTargets"),
+    "Starts": ("_analysis._fitting._fit_options", "Starts"),
+    "RandomStarts": ("_analysis._fitting._fit_options", "RandomStarts"),
+    "Acceptance": ("_analysis._fitting._fit_options", "Acceptance"),
     "SensitivityResult": ("_analysis._studies._sensitivity", "SensitivityResult"),
     "sensitivity": ("_analysis._studies._sensitivity", "sensitivity"),
     "check_dispersions": ("_analysis._studies._batch", "check_dispersions"),
@@ -112,13 +129,30 @@ __all__ = ["__version__", *_PUBLIC]
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mkdocstrings)
     from ._analysis._fitting._fit import fit as fit
+    from ._analysis._fitting._fit_options import Acceptance as Acceptance
+    from ._analysis._fitting._fit_options import FeaTargets as FeaTargets
+    from ._analysis._fitting._fit_options import ModalTargets as ModalTargets
+    from ._analysis._fitting._fit_options import RandomStarts as RandomStarts
+    from ._analysis._fitting._fit_options import Starts as Starts
     from ._analysis._fitting._fit_result import FitResult as FitResult
     from ._analysis._fitting._identify import IdentifyResult as IdentifyResult
     from ._analysis._fitting._identify import identify as identify
+    from ._analysis._fitting._loop import AbstractLoop as AbstractLoop
+    from ._analysis._fitting._loop import ClosedLoop as ClosedLoop
+    from ._analysis._fitting._loop import OpenLoop as OpenLoop
     from ._analysis._fitting._lsq_analysis import LeastSquaresResult as LeastSquaresResult
     from ._analysis._fitting._pairing import FeaModes as FeaModes
     from ._analysis._fitting._pairing import ShapeMap as ShapeMap
     from ._analysis._fitting._pairing import pair_modes as pair_modes
+    from ._analysis._fitting._solvers import LBFGS as LBFGS
+    from ._analysis._fitting._solvers import AbstractFitSolver as AbstractFitSolver
+    from ._analysis._fitting._solvers import Adam as Adam
+    from ._analysis._fitting._solvers import Dogleg as Dogleg
+    from ._analysis._fitting._solvers import GaussNewton as GaussNewton
+    from ._analysis._fitting._solvers import LevenbergMarquardt as LevenbergMarquardt
+    from ._analysis._linear._boundary import AbstractBoundary as AbstractBoundary
+    from ._analysis._linear._boundary import FreeFree as FreeFree
+    from ._analysis._linear._boundary import HubClamped as HubClamped
     from ._analysis._linear._closed_loop import ClosedLoopPoles as ClosedLoopPoles
     from ._analysis._linear._closed_loop import closed_loop_poles as closed_loop_poles
     from ._analysis._linear._linearize import Linearization as Linearization

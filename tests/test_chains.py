@@ -238,8 +238,7 @@ def test_fit_recovers_chain_hinge_k_and_c():
     start = eqx.tree_at(lambda q: (q.panels.k, q.panels.c), sc,
                         (k * jnp.array([1, 1.3, 0.8, 1.2, 0.9]), c * jnp.array([1, 1.5, 0.7, 1.3, 1.2])))  # fmt: skip
     free = [f"{p}.{q}" for q in ("k", "c") for p in ("wingA_1", "wingA_2", "wingB_1", "wingB_2")]
-    r = jh.fit(eqx.tree_at(lambda q: q.spacecraft, s, start), targets_hz=np.asarray(truth.frequency_hz),
-               damping_ratios=np.asarray(truth.damping_ratio), free=free, boundary="clamped", check=False)  # fmt: skip
+    r = jh.fit(eqx.tree_at(lambda q: q.spacecraft, s, start), jh.ModalTargets(np.asarray(truth.frequency_hz), damping_ratios=np.asarray(truth.damping_ratio)), free=free, boundary="clamped", check=False)  # fmt: skip
     want = dict(zip(free, [*np.asarray(k)[1:], *np.asarray(c)[1:]]))
     for name in free:
         np.testing.assert_allclose(r.parameter(name)[0], want[name], rtol=1e-6)

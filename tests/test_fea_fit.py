@@ -135,7 +135,7 @@ def test_pairing_follows_the_effective_masses_when_frequencies_swap():
     assert (fi, mj) == ([1, 0], [0, 1]) and np.all(mac > 0.999)
     for i, j in zip(fi, mj):  # each pair is one physical mode: the same effective-mass direction
         assert np.argmax(em_t[i]) == np.argmax(em0[j])
-    r = jh.fit(guess, None, free=["wing_pY.k", "wing_mY.k"], boundary="clamped", fea=fea, check=False)
+    r = jh.fit(guess, jh.FeaTargets(fea), free=["wing_pY.k", "wing_mY.k"], boundary="clamped", check=False)
     np.testing.assert_allclose(r.values, [900.0, 60.0], rtol=1e-8)
     assert r.converged and r.targets_reached and len(r.pairing) == 2
     assert "swapped" not in r.message
@@ -147,14 +147,12 @@ def test_known_parameters_recovered_from_frequencies_and_effective_masses():
     sc = _two_axes_spacecraft()
     truth = _with(sc, k=[420.0, 250.0], d=[1.2, 0.7])
     fea = _fea_from(truth, ref=(0.0, 0.0, 0.1))
-    r = jh.fit(sc, None, free=["wing_pY.k", "wing_mY.k", "wing_pY.d", "wing_mY.d"], boundary="clamped", fea=fea,
-               reference_point=[0.0, 0.0, 0.1], effective_mass_sigma=0.01, check=False)
+    r = jh.fit(sc, jh.FeaTargets(fea, reference_point=[0.0, 0.0, 0.1], effective_mass_sigma=0.01), free=["wing_pY.k", "wing_mY.k", "wing_pY.d", "wing_mY.d"], boundary="clamped", check=False)
     assert r.converged and r.targets_reached
     np.testing.assert_allclose(r.values, [420.0, 250.0, 1.2, 0.7], rtol=1e-7)
     assert np.all(np.isfinite(r.sigma)) and r.identifiable
     with pytest.raises(jh.FitError, match="free parameters but only 2 targets"):
-        jh.fit(sc, None, free=["wing_pY.k", "wing_mY.k", "wing_pY.d", "wing_mY.d"], boundary="clamped", fea=fea,
-               check=False)
+        jh.fit(sc, jh.FeaTargets(fea), free=["wing_pY.k", "wing_mY.k", "wing_pY.d", "wing_mY.d"], boundary="clamped", check=False)
 
 
 def test_fea_fit_file_end_to_end_on_the_calculix_case(tmp_path, capsys):
@@ -262,7 +260,7 @@ def test_k_c_and_mass_recovered_from_a_modal_file_written_from_the_model(tmp_pat
     np.testing.assert_allclose(fea.effective_mass, np.asarray(mt.effective_mass), rtol=1e-15)
     fea = dataclasses.replace(fea, damping=np.asarray(mt.damping_ratio))
     free = ["wing_pY.k", "wing_mY.k", "wing_pY.c", "wing_mY.c", "wing_pY.mass"]
-    r = jh.fit(sc, None, free=free, boundary="clamped", fea=fea, effective_mass_sigma=0.01, check=False)
+    r = jh.fit(sc, jh.FeaTargets(fea, effective_mass_sigma=0.01), free=free, boundary="clamped", check=False)
     assert r.converged and r.targets_reached
     np.testing.assert_allclose(r.values, [420.0, 250.0, 3.1, 0.8, 23.0], rtol=1e-8)
 
@@ -294,10 +292,9 @@ def test_k_and_d_recovered_from_a_mystran_f06():
     fea = read_fea(os.path.join(FEA_DIR, "mystran", "hinged_panels.F06"), units="m-kg-s")
     free = ["p0.k", "p1.k", "p2.k", "p2.d"]
     with pytest.raises(jh.FitError, match="refer to grid 1 .PARAM GRDPNT.*give reference_point"):
-        jh.fit(sc, None, free=free, boundary="clamped", fea=fea, effective_mass_sigma=0.01, check=False)
+        jh.fit(sc, jh.FeaTargets(fea, effective_mass_sigma=0.01), free=free, boundary="clamped", check=False)
     start = _with(sc, k=[130.0, 110.0, 80.0], d=[1.5, 1.2, 0.65])
-    r = jh.fit(start, None, free=free, boundary="clamped", fea=fea, reference_point=list(mk.HUB_GRID),
-               effective_mass_sigma=0.01, check=False)
+    r = jh.fit(start, jh.FeaTargets(fea, reference_point=list(mk.HUB_GRID), effective_mass_sigma=0.01), free=free, boundary="clamped", check=False)
     assert r.converged and r.targets_reached
     np.testing.assert_allclose(r.values, [100.0, 150.0, 60.0, 0.9], rtol=2e-6)
 
@@ -322,7 +319,7 @@ def test_free_free_modes_with_effective_mass_pair_by_frequency_and_warn(tmp_path
     sc = jh.load_scenario(os.path.join(ROOT, "fits", "fea", "spacecraft.toml"))
     start = jh.apply_parameters(sc, {"wing_pY.k": 1.3 * 266.7, "wing_mY.k": 0.75 * 266.7})
     free = ["wing_pY.k", "wing_mY.k"]
-    fits = [jh.fit(start, None, fea=f, boundary="free", free=free, check=False) for f in (clean, dirty)]
+    fits = [jh.fit(start, jh.FeaTargets(f), boundary="free", free=free, check=False) for f in (clean, dirty)]
     for r in fits:
         assert r.converged and r.targets_reached, r.message
         assert [(p["fea_mode"], p["model_mode"]) for p in r.pairing] == [(7, 1), (8, 2)]
@@ -332,4 +329,4 @@ def test_free_free_modes_with_effective_mass_pair_by_frequency_and_warn(tmp_path
     assert "free-free elastic modes carry effective mass" in w and "paired by frequency" in w
     assert "mode 7 (2 % of R1)" in w and "mode 8 (15.1 % of T1)" in w  # the file's numbers, the largest share
     with pytest.raises(jh.FitError, match="effective_mass_sigma with free-free FEA modes"):
-        jh.fit(start, None, fea=dirty, boundary="free", free=free, check=False, effective_mass_sigma=0.01)
+        jh.fit(start, jh.FeaTargets(dirty, effective_mass_sigma=0.01), boundary="free", free=free, check=False)

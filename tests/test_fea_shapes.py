@@ -141,7 +141,7 @@ def test_two_wing_free_free_frequencies_have_two_exact_solutions_both_reported(w
     reported one is the initial guess's; the status says the data cannot tell them apart; the FEA hinge modes
     (7, 8) are paired, never a wing bending mode (9.. from 118 Hz)."""
     sc, start = wings
-    r = jh.fit(start, None, fea=free_fea, boundary="free", free=FREE, check=False)
+    r = jh.fit(start, jh.FeaTargets(free_fea), boundary="free", free=FREE, check=False)
     assert r.converged and r.targets_reached and r.ambiguous, r.message
     assert r.iterations < 10  # (the issue's tracked pairing stalled after 34 steps)
     assert r.message.startswith("targets reached by 2 distinct parameter sets: the data cannot tell them apart")
@@ -223,8 +223,7 @@ def test_pairing_never_changes_between_iterates(wings, free_fea):
     _, start = wings
     costs = []
     for n in range(1, 9):
-        r = jh.fit(start, None, fea=free_fea, boundary="free", free=FREE, check=False, max_steps=n,
-                   shapes=HINGE_MAP, starts=1)
+        r = jh.fit(start, jh.FeaTargets(free_fea, shapes=HINGE_MAP), boundary="free", free=FREE, check=False, solver=jh.LevenbergMarquardt(max_steps=n), starts=1)
         assert [(p["fea_mode"], p["model_mode"]) for p in r.pairing] == [(7, 1), (8, 2)], n
         costs.append(r.cost)
         if r.converged:
@@ -253,8 +252,7 @@ def test_shape_residuals_and_mystran_rotated_fit(wings):
     vals = []
     for name, dcm in (("hinged_panels_shapes.F06", None), ("hinged_panels_rotated.F06", C)):
         fea = read_fea(os.path.join(MYSTRAN, name), units="m-kg-s", dcm_BF=dcm)
-        r = jh.fit(start, None, free=free, boundary="clamped", fea=fea, reference_point=list(mk.HUB_GRID),
-                   effective_mass_sigma=0.01, check=False, shapes=smap, starts=1)
+        r = jh.fit(start, jh.FeaTargets(fea, reference_point=list(mk.HUB_GRID), effective_mass_sigma=0.01, shapes=smap), free=free, boundary="clamped", check=False, starts=1)
         assert r.converged and r.targets_reached, r.message
         assert len(r.residuals) == 3 + 18 + 3 * (6 + 3 + 1 + 3)
         assert all(p["mac"] > 1 - 1e-9 for p in r.pairing)
@@ -279,7 +277,7 @@ def test_calculix_rotated_axes_give_the_same_fit(wings, boundary):
     kw = {"shapes": HINGE_MAP} if boundary == "free" else {"effective_mass_sigma": 0.01}
     vals = []
     for fea in (fa, fb, dataclasses.replace(fb, frequencies=fa.frequencies)):
-        r = jh.fit(start, None, fea=fea, boundary=boundary, free=FREE, check=False, **kw)
+        r = jh.fit(start, jh.FeaTargets(fea, **kw), boundary=boundary, free=FREE, check=False)
         assert r.converged and r.targets_reached and len(r.solutions) == 1, r.message
         vals.append(r.values)
     np.testing.assert_allclose(vals[1], vals[0], rtol=1e-5)
@@ -297,7 +295,7 @@ def test_calculix_rotated_axes_same_fit_to_1e_6_where_ccx_agrees(wings):
     vals = []
     for name, dcm in (("wings_soft_free.dat", None), ("wings_soft_free_rot.dat", C)):
         fea = read_fea(os.path.join(WINGS, name), units="m-kg-s", dcm_BF=dcm)
-        r = jh.fit(start, None, fea=fea, boundary="free", free=FREE, check=False, shapes=HINGE_MAP)
+        r = jh.fit(start, jh.FeaTargets(fea, shapes=HINGE_MAP), boundary="free", free=FREE, check=False)
         assert r.converged and r.targets_reached and len(r.solutions) == 1, r.message
         assert [(p["fea_mode"], p["model_mode"]) for p in r.pairing] == [(7, 1), (8, 2)]
         vals.append(r.values)
@@ -327,7 +325,11 @@ def test_calculix_rotated_axes_same_fit_to_1e_6_where_ccx_agrees(wings):
 def test_multi_start_and_shape_settings_refused_in_plain_words(wings, free_fea, kwargs, words):
     _, start = wings
     with pytest.raises(FitError, match=words):
-        jh.fit(start, None, fea=free_fea, boundary="free", free=FREE, check=False, **kwargs)
+        kwargs = dict(kwargs)
+        shapes = kwargs.pop("shapes", None)
+        if "bounds" in kwargs:
+            kwargs["starts"] = jh.Starts(bounds=kwargs.pop("bounds"))
+        jh.fit(start, jh.FeaTargets(free_fea, shapes=shapes), boundary="free", free=FREE, check=False, **kwargs)
 
 
 @pytest.mark.parametrize("edit, words", [

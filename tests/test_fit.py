@@ -61,7 +61,7 @@ def test_recovers_k_and_c_of_random_3d_configurations(seed, n):
     rng = np.random.default_rng(1000 + seed)
     start = _perturbed(truth, np.where(rng.random(n) < 0.5, 0.75, 1.25), np.where(rng.random(n) < 0.5, 0.75, 1.25))
     names = truth.spacecraft.panels.names
-    r = fit(start, ft, damping_ratios=zt, free=[f"{x}.k" for x in names] + [f"{x}.c" for x in names], check=False)
+    r = fit(start, jh.ModalTargets(ft, damping_ratios=zt), free=[f"{x}.k" for x in names] + [f"{x}.c" for x in names], check=False)
     assert r.converged and r.targets_reached, r.message
     # k: the frequencies pin it to the eigenvalues' round-off (measured <= 5.4e-14 relative over the five fits);
     # c: pinned by the damping ratios, whose residuals weigh 1/(0.2 zeta), only to within LM's own stopping
@@ -80,8 +80,7 @@ def test_recovers_tied_wings_of_the_example():
     truth = jh.load_scenario(EXAMPLE)
     ft, zt = _targets(truth)
     start = _perturbed(truth, [1.25, 1.25, 0.75], [0.75, 0.75, 1.25])
-    r = fit(start, ft, damping_ratios=zt, check=False,
-            free=["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c"])
+    r = fit(start, jh.ModalTargets(ft, damping_ratios=zt), check=False, free=["wing_pY.k = wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c"])
     assert r.converged and r.targets_reached, r.message
     assert r.names == ("wing_pY.k=wing_mY.k", "antenna.k", "wing_pY.c=wing_mY.c", "antenna.c")
     assert r.units == ("N m/rad", "N m/rad", "N m s/rad", "N m s/rad")
@@ -105,8 +104,7 @@ def test_clamped_single_panel_fit_is_closed_form_and_sigma_propagates():
     p = sc.panels
     Itheta = float(p.IPntS_S[0, 1, 1] + p.mass[0] * p.d[0] ** 2)
     f, zeta = 0.3, 0.02
-    r = fit(s, [f], damping_ratios=[zeta], free=["p0.k", "p0.c"], boundary="clamped", check=False,
-            frequency_sigma=0.01, damping_sigma=0.1)
+    r = fit(s, jh.ModalTargets([f], damping_ratios=[zeta], frequency_sigma=0.01, damping_sigma=0.1), free=["p0.k", "p0.c"], boundary="clamped", check=False)
     k = Itheta * (TWO_PI * f) ** 2
     c = 2 * zeta * np.sqrt(k * Itheta)
     np.testing.assert_allclose(r.values, [k, c], rtol=1e-10)
@@ -121,7 +119,7 @@ def test_c_seeded_from_damping_when_zero():
     truth = scenario_of(random_spacecraft(8, 2))
     ft, zt = _targets(truth)
     start = eqx.tree_at(lambda s: s.spacecraft.panels.c, truth, jnp.zeros(2))
-    r = fit(start, ft, damping_ratios=zt, free=["p0.k", "p1.k", "p0.c", "p1.c"], check=False)
+    r = fit(start, jh.ModalTargets(ft, damping_ratios=zt), free=["p0.k", "p1.k", "p0.c", "p1.c"], check=False)
     # c to within LM's stopping tolerance rtol = 1e-10 (measured 2.6e-13)
     np.testing.assert_allclose(r.values[2:], truth.spacecraft.panels.c, rtol=1e-10)
     assert "seeded" in r.message
@@ -133,8 +131,8 @@ def test_optax_solvers(example, solver):
     problem of `test_non_convergence_is_reported`: one compiled Jacobian serves the three solvers.)"""
     ft, _ = _targets(example)
     start = _perturbed(example, [1.2, 1.2, 0.8], [1.0, 1.0, 1.0])
-    r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], solver=solver, max_steps=3000,
-            learning_rate=0.01, check=False)
+    slv = jh.Adam(max_steps=3000, learning_rate=0.01) if solver == "adam" else jh.LBFGS(max_steps=3000)
+    r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], solver=slv, check=False)
     rtol = 1e-6 if solver == "lbfgs" else 1e-2
     np.testing.assert_allclose(r.values, [500.0, 150.0], rtol=rtol)
     assert len(r.history) > 1 and r.history[-1] < r.history[0]
@@ -146,7 +144,7 @@ def test_mass_of_a_chosen_mode():
     truth = jh.load_scenario(EXAMPLE)
     ft, _ = _targets(truth)
     start = jh.apply_parameters(truth, {"antenna.mass": 1.2 * 15.0})
-    r = fit(start, [ft[2]], mode_numbers=[3], free=["antenna.mass"], check=False)
+    r = fit(start, jh.ModalTargets([ft[2]], mode_numbers=[3]), free=["antenna.mass"], check=False)
     assert r.converged and r.targets_reached, r.message
     assert r.mode_numbers == (3,) and r.names == ("antenna.mass",) and r.units == ("kg",) and r.log == (True,)
     np.testing.assert_allclose(r.values[0], 15.0, rtol=1e-8)
@@ -203,6 +201,8 @@ REFUSALS = [
 def test_refusals_in_plain_words(example, kwargs, fragment):
     kwargs = dict(kwargs)
     targets = kwargs.pop("targets_hz")
+    if "damping_ratios" in kwargs:
+        targets = jh.ModalTargets(targets, damping_ratios=kwargs.pop("damping_ratios"))
     with pytest.raises(FitError, match=re.escape(fragment)) as info:
         fit(example, targets, check=False, **kwargs)
     assert "\n" not in str(info.value)
@@ -249,13 +249,13 @@ def test_messages_print_plain_numbers(example):
         fit(example, np.array([0.2769, 0.215]), free=["antenna.k"], check=False)
     assert str(e.value).startswith("targets_hz = [0.2769, 0.215]: must be in ascending order")
     with pytest.raises(FitError, match=r"^frequency_sigma = -0.01: must be a finite number > 0"):
-        fit(example, [0.2], free=["antenna.k"], frequency_sigma=np.float64(-0.01), check=False)
+        fit(example, jh.ModalTargets([0.2], frequency_sigma=np.float64(-0.01)), free=["antenna.k"], check=False)
 
 
 def test_non_convergence_is_reported(example):
     ft, _ = _targets(example)
     start = _perturbed(example, [2.0, 2.0, 0.5], [1.0, 1.0, 1.0])
-    r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], max_steps=2, check=False)
+    r = fit(start, ft, free=["wing_pY.k = wing_mY.k", "antenna.k"], check=False, solver=jh.LevenbergMarquardt(max_steps=2))
     assert not r.converged
     assert r.status == "nonlinear_max_steps_reached"
     assert r.message.startswith("did NOT converge: it used all 2 allowed steps (raise max_steps)")
@@ -460,7 +460,7 @@ def test_fits_example_fit_is_the_least_squares_optimum():
     in each free parameter (tied members moved together)."""
     spec = load_fit(os.path.join(FITS, "FIT.toml"))
     kw = spec.fit_kwargs
-    r = fit(spec.scenario, spec.targets_hz, check=False, **kw)
+    r = fit(spec.scenario, check=False, **spec.arguments)
     assert r.converged and r.targets_reached, r.message
     ft, zt = np.asarray(spec.targets_hz), np.asarray(kw["damping_ratios"])
 
@@ -496,7 +496,7 @@ def test_no_recompilation_between_fits_of_one_structure():
         ft, zt = _targets(truth)
         start = _perturbed(truth, [1.1, 0.9], [0.9, 1.1])
         a, b = truth.spacecraft.panels.labels
-        return fit(start, ft, damping_ratios=zt, free=[f"{a}.k", f"{b}.k", f"{a}.c", f"{b}.c"], check=False)
+        return fit(start, jh.ModalTargets(ft, damping_ratios=zt), free=[f"{a}.k", f"{b}.k", f"{a}.c", f"{b}.c"], check=False)
 
     one(60, ())
     sizes = lambda: tuple(f.plain._cached._cache_size() for f in (_advance, evaluate, _modes_jit))

@@ -181,7 +181,7 @@ def test_failed_simulation_inside_an_iterate_is_handled(bsk):
     sc, t, v, truth = bsk
     tel = _noisy(sc, t, v, 5)
     prob = I._problem(sc, tel, L.parse_free(sc, FREE))
-    sol = L.solve(prob, np.array([30.0, 0.0, 0.0, 0.0]), L.make_solver("lm", 1e-8, 1e-8), max_steps=100)
+    sol = L.solve(prob, np.array([30.0, 0.0, 0.0, 0.0]), jh.LevenbergMarquardt(rtol=1e-8, atol=1e-8).optimiser(), max_steps=100)
     np.testing.assert_array_equal(sol.residuals, L.FAIL)
     np.testing.assert_array_equal(sol.jacobian, 0.0)
     res = jh.identify(jh.apply_parameters(sc, {"p0.k": math.exp(30.0) * truth["p0.k"]}), tel, FREE)
@@ -567,7 +567,7 @@ def test_solver_jacobian_equals_jacfwd_of_plain_residuals(bsk):
     sc, t, v, truth = bsk
     guess = jh.apply_parameters(sc, {"p0.k": 1.2 * truth["p0.k"], "p1.c": 0.7 * truth["p1.c"]})
     prob = I._JointResiduals((I._problem(guess, _noisy(sc, t, v, 2), L.parse_free(guess, FREE)),))
-    sol = L.solve(prob, np.zeros(4), L.make_solver("lm", 1e-8, 1e-8, max_step=(0.5,) * 4), max_steps=3)
+    sol = L.solve(prob, np.zeros(4), jh.LevenbergMarquardt(rtol=1e-8, atol=1e-8, max_step=0.5).optimiser(trust=(1.0,) * 4), max_steps=3)
     assert sol.steps == 3 and np.any(sol.u != 0)
     plain = jax.jit(jax.jacfwd(lambda x, p: p(x)[0]))(jnp.asarray(sol.u), prob)
     np.testing.assert_allclose(sol.jacobian, plain, rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(plain))))

@@ -132,7 +132,7 @@ def test_solver_jacobian_equals_jacfwd_of_the_plain_residuals(toy):
     both = eqx.filter_jit(lambda v, p: (jax.jacfwd(lm)(v, p), jax.jacrev(lm)(v, p)))
     for J in (*both(u, problem), L.evaluate(u, problem).jacobian):
         np.testing.assert_allclose(J, ref, rtol=1e-14, atol=1e-14)
-    sol = L.solve(problem, u, L.make_solver("lm", 1e-10, 1e-10), max_steps=5)
+    sol = L.solve(problem, u, jh.LevenbergMarquardt(rtol=1e-10, atol=1e-10).optimiser(), max_steps=5)
     np.testing.assert_allclose(sol.jacobian, jacfwd(jnp.asarray(sol.u), problem), rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(sol.residuals, problem(jnp.asarray(sol.u))[0], rtol=1e-14, atol=1e-14)
 
@@ -166,7 +166,7 @@ def test_linear_least_squares_solution_and_covariance():
     n, p = 30, 3
     A = rng.normal(size=(n, p)) * [1.0, 10.0, 0.1]
     y = A @ np.array([0.3, -0.2, 1.5]) + 0.05 * rng.normal(size=n)
-    sol = L.solve(_Linear(jnp.asarray(A), jnp.asarray(y)), np.zeros(p), L.make_solver("lm", 1e-12, 1e-12),
+    sol = L.solve(_Linear(jnp.asarray(A), jnp.asarray(y)), np.zeros(p), jh.LevenbergMarquardt(rtol=1e-12, atol=1e-12).optimiser(),
                   max_steps=50)
     u_ref, *_ = np.linalg.lstsq(A, y, rcond=None)
     r_ref = A @ u_ref - y
@@ -177,7 +177,7 @@ def test_linear_least_squares_solution_and_covariance():
     # progress between compiled chunks (`every=0`: one step per chunk, a line after each): "step N, cost C" with
     # C the cost history's N-th entry, which is the accepted point's 1/2 sum r^2 (the last one: at the solution)
     lines = []
-    again = L.solve(_Linear(jnp.asarray(A), jnp.asarray(y)), np.zeros(p), L.make_solver("lm", 1e-12, 1e-12),
+    again = L.solve(_Linear(jnp.asarray(A), jnp.asarray(y)), np.zeros(p), jh.LevenbergMarquardt(rtol=1e-12, atol=1e-12).optimiser(),
                     max_steps=50, progress=lines.append, every=0.0)
     assert [int(x.split(",")[0].split()[1]) for x in lines] == list(range(1, again.steps + 1))
     np.testing.assert_allclose([float(x.split("cost ")[1]) for x in lines], again.history, rtol=1e-6)

@@ -284,7 +284,7 @@ def test_eigvals_in_the_program_on_cpu_and_on_the_host_elsewhere():
     A = jnp.asarray(np.random.default_rng(3).normal(size=(2, 6, 6)))
     np.testing.assert_allclose(np.sort_complex(np.asarray(jax.jit(eigenvalues)(A))),
                                np.sort_complex(np.asarray(jax.jit(_eigvals_host)(A))), rtol=1e-12)
-    text = jax.jit(_modes, static_argnums=1).lower(random_spacecraft(8, 3), "free").as_text()
+    text = jax.jit(_modes, static_argnums=1).lower(random_spacecraft(8, 3), jh.FreeFree()).as_text()
     assert "geev" in text and "callback" not in text
 
 
@@ -556,13 +556,13 @@ def test_vmap_equals_loop():
 
 def test_reduced_matrices_symmetric_positive_definite():
     sc = random_spacecraft(12, 5)
-    for b in ("free", "clamped"):
+    for b in (jh.FreeFree(), jh.HubClamped()):
         Mr = np.asarray(eqx.filter_jit(reduced_matrices)(sc, b)[0])
         np.testing.assert_array_equal(Mr, Mr.T)
         assert np.linalg.eigvalsh(Mr).min() > 0
     # the hub removes mass from the hinge coordinates' point of view: M_free <= M_clamped
-    Mf = np.asarray(eqx.filter_jit(reduced_matrices)(sc, "free")[0])
-    Mc = np.asarray(eqx.filter_jit(reduced_matrices)(sc, "clamped")[0])
+    Mf = np.asarray(eqx.filter_jit(reduced_matrices)(sc, jh.FreeFree())[0])
+    Mc = np.asarray(eqx.filter_jit(reduced_matrices)(sc, jh.HubClamped())[0])
     assert np.linalg.eigvalsh(Mc - Mf).min() > -1e-12
 
 

@@ -51,15 +51,15 @@ def _equal(a, b):
 def test_stored_and_loaded_programs_equal_the_plain_program(store):
     folder, before = store
     sc = _spacecraft()
-    plain = _modes_jit.plain(sc, "free", None)
-    first = _modes_jit(sc, "free", None)  # exported and stored
+    plain = _modes_jit.plain(sc, jh.FreeFree(), None)
+    first = _modes_jit(sc, jh.FreeFree(), None)  # exported and stored
     assert _programs.STATS["stored"] == before["stored"] + 1 and len(os.listdir(folder)) == 1
     _equal(first, plain)
     later = _programs.program(_modes)  # "a later process": loads the entry, traces nothing
-    again = later(sc, "free", None)
+    again = later(sc, jh.FreeFree(), None)
     assert _programs.STATS["loaded"] == before["loaded"] + 1
     _equal(again, plain)
-    assert again.boundary == "free" and again.panel_names == plain.panel_names  # static outputs restored
+    assert again.boundary == jh.FreeFree() and again.panel_names == plain.panel_names  # static outputs restored
 
 
 def test_arrays_are_inputs_static_values_are_keys(store):
@@ -68,11 +68,11 @@ def test_arrays_are_inputs_static_values_are_keys(store):
     folder, _ = store
     a, b = _spacecraft([400.0, 420.0]), _spacecraft([100.0, 90.0])
     for sc in (a, b):
-        _equal(_modes_jit(sc, "free", None), _modes_jit.plain(sc, "free", None))
+        _equal(_modes_jit(sc, jh.FreeFree(), None), _modes_jit.plain(sc, jh.FreeFree(), None))
     assert len(os.listdir(folder)) == 1
-    fa, fb = (np.asarray(_modes_jit(sc, "free", None).frequency_hz) for sc in (a, b))
+    fa, fb = (np.asarray(_modes_jit(sc, jh.FreeFree(), None).frequency_hz) for sc in (a, b))
     assert np.all(fa > 1.5 * fb)  # not a constant baked into the stored program
-    _equal(_modes_jit(a, "clamped", None), _modes_jit.plain(a, "clamped", None))
+    _equal(_modes_jit(a, jh.HubClamped(), None), _modes_jit.plain(a, jh.HubClamped(), None))
     assert len(os.listdir(folder)) == 2
     cfg = jh.load_scenario(example_path("two_panel.toml")).simulation  # a static dataclass: every field keys
     texts = {_programs._canonical(dataclasses.replace(cfg, **kw)) for kw in
@@ -98,22 +98,22 @@ def test_what_the_key_cannot_write_out_runs_plain(store):
     f = _programs.program(lambda x, g: g(x))  # a lambda as a static argument: an ordinary call
     assert float(f(jnp.asarray(2.0), lambda x: 3 * x)) == 6.0
     assert _programs.STATS["ordinary"] == before["ordinary"] + 1 and not folder.exists()
-    g = jax.jit(lambda s: _modes_jit(s, "free", None).frequency_hz)  # under a trace: an ordinary call
-    np.testing.assert_array_equal(g(_spacecraft()), _modes_jit.plain(_spacecraft(), "free", None).frequency_hz)
+    g = jax.jit(lambda s: _modes_jit(s, jh.FreeFree(), None).frequency_hz)  # under a trace: an ordinary call
+    np.testing.assert_array_equal(g(_spacecraft()), _modes_jit.plain(_spacecraft(), jh.FreeFree(), None).frequency_hz)
     assert not folder.exists()
 
 
 def test_corrupt_entry_warns_and_is_replaced(store, capsys):
     folder, before = store
     sc = _spacecraft()
-    _modes_jit(sc, "free", None)
+    _modes_jit(sc, jh.FreeFree(), None)
     (entry,) = os.listdir(folder)
     (folder / entry).write_bytes(b"not a program")
-    m = _programs.program(_modes)(sc, "free", None)
-    _equal(m, _modes_jit.plain(sc, "free", None))
+    m = _programs.program(_modes)(sc, jh.FreeFree(), None)
+    _equal(m, _modes_jit.plain(sc, jh.FreeFree(), None))
     err = capsys.readouterr().err
     assert f"warning: program cache: entry '{entry}' is unreadable" in err and "running without it" in err
-    _programs.program(_modes)(sc, "free", None)  # the entry was written again: it loads
+    _programs.program(_modes)(sc, jh.FreeFree(), None)  # the entry was written again: it loads
     assert _programs.STATS["loaded"] == before["loaded"] + 1
 
 
@@ -123,7 +123,7 @@ def test_unwritable_folder_warns_and_runs(tmp_path, capsys):
     _programs.enable(str(tmp_path / "a_file" / "programs"))
     try:
         sc = _spacecraft()
-        _equal(_programs.program(_modes)(sc, "free", None), _modes_jit.plain(sc, "free", None))
+        _equal(_programs.program(_modes)(sc, jh.FreeFree(), None), _modes_jit.plain(sc, jh.FreeFree(), None))
     finally:
         _programs.enable(None)
     err = capsys.readouterr().err

@@ -19,6 +19,7 @@ import re
 import numpy as np
 
 from .._analysis._fitting._pairing import FeaModes
+from .._analysis._linear._boundary import AbstractBoundary, FreeFree, HubClamped, as_boundary
 from .._errors import FeaError
 from .._format import fmt_value as _fmt
 from .._model._rules import rotation_problem
@@ -205,7 +206,7 @@ def _rotate(fea: FeaModes, C: np.ndarray) -> FeaModes:
 
 
 def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: str | None = None,
-             reference_point=None, boundary: str | None = None, rigid_hz: float = 0.01, dcm_BF=None,
+             reference_point=None, boundary: AbstractBoundary | str | None = None, rigid_hz: float = 0.01, dcm_BF=None,
              shapes_path: str | os.PathLike | None = None) -> FeaModes:
     r"""The modes of an FEA modal analysis file, in SI units.
 
@@ -213,7 +214,7 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     `units`: the FEA model's unit system, one of `UNIT_SYSTEMS` ("m-kg-s", "mm-t-s", "mm-kg-s", "in-lbf-s"; time
     always in s); needed where the file has effective masses, which carry mass and length units (neither solver
     writes its units into these files). `reference_point`: the point the rotational components refer to, FEA
-    coordinates in the FEA's length unit (CalculiX: the origin). `boundary`: "clamped" or "free"; by default
+    coordinates in the FEA's length unit (CalculiX: the origin). `boundary`: `HubClamped()` or `FreeFree()` (or "clamped", "free"); by default
     "free" when the file has rigid-body modes (below `rigid_hz`), else "clamped". Rigid-body modes of a free-free
     run (exactly six below `rigid_hz`) are dropped. `dcm_BF`: the direction cosines $[BF]$ from the FEA axes F to
     the body frame B (rows: B's axes in F components; a vector $v_B = [BF]\,v_F$; default: F = B): participation
@@ -230,8 +231,10 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
                     f"ending in {', '.join(FORMATS)})")
     if units is not None and units not in UNIT_SYSTEMS:
         raise _fail(path, f"units = {_fmt(units)}: must be one of {', '.join(UNIT_SYSTEMS)}")
-    if boundary not in (None, "clamped", "free"):
-        raise _fail(path, f"boundary = {_fmt(boundary)}: must be \"clamped\" or \"free\"")
+    try:  # the boundary kind (`FreeFree`, `HubClamped`, or their names), once
+        kind = None if boundary is None else as_boundary(boundary)
+    except ValueError:
+        raise _fail(path, f"boundary = {_fmt(boundary)}: must be \"clamped\" or \"free\"") from None
     if fmt == "nastran-op2":  # pyNastran 1.4.1 pins numpy < 2; JAX needs numpy >= 2
         raise _fail(path, "NASTRAN .op2 files are not read (their reader, pyNastran, cannot be installed next to "
                     "JAX: it needs numpy < 2): give the .f06 of the same run")
@@ -265,12 +268,12 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
                         "with U; NASTRAN .f06: DISP(PRINT))")
     f = np.asarray(data["frequencies"], dtype=float)
     rigid = f < rigid_hz
-    if boundary is None:
-        boundary = "free" if rigid.any() else "clamped"
-    if boundary == "free" and rigid.sum() != 6:
+    if kind is None:
+        kind = FreeFree() if rigid.any() else HubClamped()
+    if kind.hub_free and rigid.sum() != kind.rigid_body_modes:
         raise _fail(path, f"{int(rigid.sum())} modes below rigid_hz = {_fmt(rigid_hz)} Hz: a free-free analysis "
                     "has exactly 6 rigid-body modes (set rigid_hz, or boundary = \"clamped\")")
-    if boundary == "clamped" and rigid.any():
+    if not kind.hub_free and rigid.any():
         raise _fail(path, f"mode {data['mode_numbers'][int(np.argmax(rigid))]} at {_fmt(float(f[rigid][0]))} Hz "
                     "is a rigid-body mode, but the analysis is said to be clamped")
     keep = ~rigid
@@ -289,7 +292,7 @@ def read_fea(path: str | os.PathLike, fea_format: str | None = None, *, units: s
     fea = FeaModes(
         frequencies=f[keep], mode_numbers=np.asarray(data["mode_numbers"], dtype=int)[keep],
         effective_mass=scale("effective_mass", True, M), participation=scale("participation", True, math.sqrt(M)),
-        reference_point=ref, boundary=boundary, total_mass=scale("total_mass", False, M), source=path,
+        reference_point=ref, boundary=kind.name, total_mass=scale("total_mass", False, M), source=path,
         reference_grid=data.get("grdpnt") or None if reference_point is None else None, unread=data.get("unread"),
         shape_nodes=nodes, shapes=vectors, shapes_source=shp_path if shp is not None else "")
     return fea if C is None else _rotate(fea, C)

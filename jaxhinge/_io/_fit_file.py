@@ -15,10 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from .._analysis._fitting._fit import LOOPS, SOLVERS, fit
+from .._analysis._fitting._fit import SOLVERS, fit
+from .._analysis._fitting._fit_options import Acceptance, FeaTargets, ModalTargets, Starts
 from .._analysis._fitting._fit_result import FitResult
+from .._analysis._fitting._loop import LOOPS
 from .._analysis._fitting._pairing import ShapeMap
-from .._analysis._linear._linearize import BOUNDARIES
+from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
+from .._analysis._fitting._solvers import Adam
+from .._analysis._linear._boundary import BOUNDARIES
 from .._analysis._linear._measure import measure_modes
 from .._errors import ConfigError, FitError
 from .._format import kind as _kind
@@ -69,8 +73,10 @@ FILE_FIELDS = {**{k: f"modes.{k}" for k in _MODES if k not in ("fea_format", "fe
 @dataclasses.dataclass(frozen=True)
 class FitSpec:
     """A parsed FIT.toml: paths resolved against the file's folder (`scenario_name`: as written in the file);
-    `fit_kwargs` are `fit`'s keyword
-    arguments; `check` the `measure_modes` options (`None`: no check); `plot` a file name or `None`."""
+    `fit_kwargs` the file's settings by their names (strings as written: `"lm"`, `"clamped"`; reported in
+    result.json's `solver_settings`); `arguments` `fit`'s arguments built from them once (`fit_arguments`: the
+    targets, boundary, loop, solver, starts and acceptance objects); `check` the `measure_modes` options (`None`:
+    no check); `plot` a file name or `None`."""
 
     path: str
     scenario_path: str
@@ -81,6 +87,7 @@ class FitSpec:
     check: dict[str, Any] | None
     out_dir: str
     plot: str | None
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None) -> FitSpec:
@@ -117,11 +124,12 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     loop = ck.choice(modes_t.get("loop", "open"), "modes.loop", LOOPS)
     if "loop" in modes_t:
         kw["loop"] = loop
+    closed = LOOPS[loop].closed
     has_fea = "fea" in modes_t
-    if loop == "closed" and has_fea:
+    if closed and has_fea:
         raise ck.bad("modes.loop", "closed", "FEA modes are the open structure's: fit them with loop = \"open\", "
                      "then the controller to closed-loop targets (targets_hz, damping_ratios)")
-    if loop == "closed" and kw["boundary"] != "free":
+    if closed and not BOUNDARIES[kw["boundary"]].hub_free:
         raise ck.bad("modes.loop", "closed", f"the closed loop flies free; boundary = \"{kw['boundary']}\" is "
                      "for the open structure")
     ck.keys(modes_t, "modes", _MODES, () if has_fea else ("targets_hz",))
@@ -215,10 +223,10 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
     scenario = load_scenario(scen_path)
-    if loop == "closed" and scenario.control is None:
+    if closed and scenario.control is None:
         raise ck.bad("modes.loop", "closed", f"the scenario {data['scenario']} has no [control] table (the "
                      "attitude controller the loop is closed with)")
-    if loop == "closed" and check is not None:  # the check measures the open structure's free responses
+    if closed and check is not None:  # the check measures the open structure's free responses
         if "simulate" in check_t:
             raise ck.bad("check.simulate", check_t["simulate"], "the simulation check measures the open "
                          "structure's free responses; with loop = \"closed\" set it false (the default then)")
@@ -234,7 +242,12 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
             check_memory(SimulationConfig(t_end=check["periods"], save_dt=1 / 64), n, n, field="check.periods")
         except ConfigError as e:
             raise ck.bad(e.field, check_t["periods"], e.rule) from None
+    try:  # the option objects check their values too, before any compute
+        arguments = fit_arguments(targets, kw)
+    except FitError as e:
+        raise in_file_terms(e, source, FILE_FIELDS) from None
     return FitSpec(
+        arguments=arguments,
         path=source,
         scenario_path=scen_path,
         scenario_name=data["scenario"],
@@ -245,6 +258,29 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
         out_dir=out_dir,
         plot=plot,
     )
+
+
+def fit_arguments(targets_hz, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`fit`'s arguments from a FIT.toml's settings (`FitSpec.fit_kwargs`: the file's names and strings), mapped
+    once: the targets (`ModalTargets`, or `FeaTargets` with `fea`), the boundary and loop kinds, the solver with
+    its settings, the starts and the acceptance thresholds. Raises `FitError` in `fit`'s argument names."""
+    kw = settings
+    sig = {k: kw[k] for k in ("frequency_sigma", "damping_sigma") if k in kw}
+    if "fea" in kw:
+        targets: ModalTargets | FeaTargets = FeaTargets(
+            kw["fea"], damping_ratios=kw.get("damping_ratios"), fea_modes=kw.get("fea_modes"),
+            mode_numbers=kw.get("mode_numbers"), reference_point=kw.get("reference_point"),
+            effective_mass_sigma=kw.get("effective_mass_sigma"), shapes=kw.get("shapes"), **sig)
+    else:
+        targets = ModalTargets(targets_hz, damping_ratios=kw.get("damping_ratios"),
+                               mode_numbers=kw.get("mode_numbers"), **sig)
+    kind = SOLVER_CLASSES[kw.get("solver", "lm")]
+    solver = kind(**{k: kw[k] for k in ("rtol", "atol", "max_steps") if k in kw},
+                  **({"learning_rate": kw["learning_rate"]} if "learning_rate" in kw and kind is Adam else {}))
+    return {"targets": targets, "free": kw["free"], "boundary": BOUNDARIES[kw.get("boundary", "free")](),
+            "loop": LOOPS[kw.get("loop", "open")](), "solver": solver,
+            "starts": Starts(kw.get("starts"), kw.get("bounds")),
+            "acceptance": Acceptance(**{k: kw[k] for k in ("reach_rtol", "ident_rtol", "warn_rtol") if k in kw})}
 
 
 def _shape_map(ck, table, units, dcm) -> ShapeMap:
@@ -285,7 +321,8 @@ def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tup
 
     **Returns:** `(result, timing)`, `timing = {"check": seconds}` when the check ran."""
     try:
-        result = fit(spec.scenario, spec.targets_hz, check=False, progress=progress, **spec.fit_kwargs)
+        result = fit(spec.scenario, check=False, progress=progress, **(spec.arguments or fit_arguments(
+            spec.targets_hz, spec.fit_kwargs)))
     except FitError as e:
         raise in_file_terms(e, spec.path, FILE_FIELDS) from None
     timing: dict[str, float] = {}

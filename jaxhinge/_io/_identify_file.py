@@ -11,7 +11,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._analysis._fitting._fit_options import Acceptance, RandomStarts
 from .._analysis._fitting._identify import SOLVERS, IdentifyResult, check_identify, identify
+from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
+from .._analysis._fitting._solvers import LevenbergMarquardt
 from .._errors import FitError
 from .._model._scenario import Scenario
 from .._report._identify import identify_json, plot_identify
@@ -58,9 +61,9 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class IdentifySpec:
-    """A parsed telemetry FIT.toml: resolved paths, the loaded scenario and telemetry (of the first record),
-    `identify`'s keyword arguments (`fit_kwargs`), the output folder, whether to plot, and every record
-    (`records`: one for a `[data]` table, several for `[[data]]`)."""
+    """A parsed telemetry FIT.toml: resolved paths, the loaded scenario and telemetry (of the first record), the
+    `[fit]` settings by the file's names (`fit_kwargs`; `identify`'s arguments: `identify_arguments`), the output
+    folder, whether to plot, and every record (`records`: one for a `[data]` table, several for `[[data]]`)."""
 
     path: str
     scenario_path: str
@@ -136,8 +139,9 @@ def load_identify(
         sc = scenario if sp == scen_path else load_scenario(sp)
         records.append(Record(csv_path=csv_path, telemetry=load_telemetry(csv_path, d["columns"], d["sigma"], sc),
                               scenario_path=sp, scenario=sc, sensors=sens))
-    # the free list, sensor names and records too: errors before any compute
+    # the option objects, the free list, sensor names and records too: errors before any compute
     try:
+        identify_arguments(kwargs)
         check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
                        sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False))
     except FitError as e:
@@ -145,6 +149,22 @@ def load_identify(
     return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,
                         csv_path=csv_paths[0], telemetry=records[0].telemetry, fit_kwargs=kwargs, out_dir=out_dir,
                         plots=plots, records=tuple(records))
+
+
+def identify_arguments(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`identify`'s keyword arguments from a telemetry FIT.toml's `[fit]` settings (the file's names and strings),
+    mapped once: the solver with its settings, the starts, the acceptance thresholds, the horizon and the initial
+    state switch. Raises `FitError` in `identify`'s argument names."""
+    kw = settings
+    kind = SOLVER_CLASSES[kw.get("solver", "lm")]
+    solver = kind(**{k: kw[k] for k in ("rtol", "atol", "max_steps") if k in kw},
+                  **({"max_step": kw["max_step"]} if "max_step" in kw and kind is LevenbergMarquardt else {}))
+    starts = RandomStarts(**{k: kw[v] for k, v in (("count", "starts"), ("spread", "spread"), ("seed", "seed"))
+                             if v in kw})
+    out = {"free": kw["free"], "solver": solver, "starts": starts,
+           "acceptance": Acceptance(**{k: kw[k] for k in ("ident_rtol", "warn_rtol") if k in kw})}
+    out.update({k: kw[k] for k in ("horizon", "estimate_initial_state") if k in kw})
+    return out
 
 
 def _sensors(records: Sequence[Record]) -> dict[str, float]:
@@ -160,9 +180,9 @@ def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = No
     try:
         if len(recs) == 1:
             return identify(recs[0].scenario, recs[0].telemetry, progress=progress, sensors=_sensors(recs),
-                            **spec.fit_kwargs)
+                            **identify_arguments(spec.fit_kwargs))
         return identify([r.scenario for r in recs], [r.telemetry for r in recs], progress=progress,
-                        sensors=_sensors(recs), **spec.fit_kwargs)
+                        sensors=_sensors(recs), **identify_arguments(spec.fit_kwargs))
     except FitError as e:
         raise in_file_terms(e, spec.path, FILE_FIELDS) from None
 

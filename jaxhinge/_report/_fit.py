@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._analysis._fitting._loop import LOOPS
+from .._analysis._linear._boundary import BOUNDARIES
 from .._format import json_number, to_json
 from .._format import json_number as _num
 from .._version import __version__
@@ -237,8 +239,8 @@ def _fitted_effective_masses(result):
 
 def _fit_description(result) -> str:
     """What a fit fitted, in one line: the modes (boundary, loop), the targets and the free parameters."""
-    kind = {"free": "free-free", "clamped": "hub-clamped"}.get(result.boundary, result.boundary)
-    loop = ", controller in the loop" if result.options.get("loop") == "closed" else ""
+    kind = BOUNDARIES[result.boundary].description if result.boundary in BOUNDARIES else result.boundary
+    loop = ", controller in the loop" if LOOPS[result.options.get("loop", "open")].closed else ""
     n = len(result.mode_numbers)
     if result.pairing is not None:
         what = [f"{n} FEA mode{'s' * (n > 1)}' frequencies"]
@@ -301,7 +303,7 @@ def fit_report_lines(result, data: dict, written: list[str]) -> list[str]:
     """The console report of a modal fit: status, parameters, targets, FEA pairing, timing, files written."""
     lines = [f"fit                 {data['fit_file']}",
              f"scenario            {data['scenario']} (boundary {result.boundary}"
-             + (", closed loop: the modes of the spacecraft with its controller" if data.get("loop") == "closed" else "")
+             + (", closed loop: the modes of the spacecraft with its controller" if LOOPS[data.get("loop", "open")].closed else "")
              + f", solver {result.solver})",
              *labelled_lines("status", result.message), ""]
     lines.append(f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit")

@@ -17,7 +17,7 @@ def modes_json(m) -> dict:
               for k in ("frequency_hz", "damping_ratio", "damped_frequency_hz", "natural_frequency_hz")}
     lam, over, shape, ef, em = (np.asarray(x) for x in (m.eigenvalue, m.overdamped, m.shape,
                                                         m.energy_fraction, m.effective_mass))
-    return {"boundary": m.boundary, "reference_point_m": [_num(v) for v in np.asarray(m.reference_point)],
+    return {"boundary": m.boundary.name, "reference_point_m": [_num(v) for v in np.asarray(m.reference_point)],
             "modes": [
         {
             "mode": j + 1,
@@ -51,7 +51,7 @@ def measurement_json(mm) -> dict:
             f"{mm.amplitude_rad:g} rad, zero total momentum) and the nonlinear model integrated (dopri8, "
             "rtol 1e-11); zero crossings of the largest hinge angle located by cubic interpolation give the "
             "oscillation frequency, the decay of the slopes at the crossings gives the decay rate"
-            + ("; clamped = hub mass and inertia x 1e9" if mm.boundary == "clamped" else "")
+            + ("; clamped = hub mass and inertia x 1e9" if not mm.boundary.hub_free else "")
         ),
         "t_end_s": mm.t_end,
         "save_dt_s": mm.save_dt,
@@ -72,7 +72,7 @@ def _fixed(x, w: int, d: int) -> str:
 def spinning_wheels(m, wheels: bool) -> bool:
     """Whether `Modes` `m` of a spacecraft with (`wheels`) or without reaction wheels carry the wheels'
     gyroscopic coupling (free-free modes with wheels): their undamped frequency is then that of the wheels stopped."""
-    return wheels and m.boundary == "free"
+    return wheels and m.boundary.hub_free
 
 
 def modes_table_lines(m, path: str, wheels: bool = False) -> list[str]:
@@ -81,10 +81,10 @@ def modes_table_lines(m, path: str, wheels: bool = False) -> list[str]:
     rows = modes_json(m)["modes"]
     parts = list(m.participants)
     spinning = spinning_wheels(m, wheels)
-    excluded = "6 rigid-body modes excluded" if m.boundary == "free" else "hub fixed"
+    excluded = f"{m.boundary.rigid_body_modes} rigid-body modes excluded" if m.boundary.hub_free else "hub fixed"
     lines = [
         f"scenario            {path}",
-        (f"boundary            {m.boundary} ({excluded}); linearised about theta = thetaRef, hub at rest, "
+        (f"boundary            {m.boundary.name} ({excluded}); linearised about theta = thetaRef, hub at rest, "
          "no gravity, loads or motor torque" + ("; wheels at OmegaInit" if spinning else "")),
         f"flexible modes      {len(rows)}",
     ]
@@ -114,12 +114,13 @@ UNDAMPED_SPINNING = ("freq, damping, damped: with the wheels spinning at OmegaIn
                      "the same at any wheel speed")
 
 
-def modes_cli_json(m, scenario_path: str, boundary: str, wheels: bool = False) -> dict:
-    """The object `jaxhinge modes --json` prints (`wheels`: the spacecraft has reaction wheels;
+def modes_cli_json(m, scenario_path: str, boundary: str | None = None, wheels: bool = False) -> dict:
+    """The object `jaxhinge modes --json` prints (the boundary: `m.boundary`'s; `boundary`, the name the command
+    line gave, is not needed; `wheels`: the spacecraft has reaction wheels;
     `natural_frequency_hz` is then the wheels-stopped frequency of a free-free mode, said by
     `natural_frequency_model`)."""
-    return {"scenario": scenario_path, "boundary": boundary,
-            "rigid_body_modes_excluded": 6 if boundary == "free" else 0,
+    return {"scenario": scenario_path, "boundary": m.boundary.name,
+            "rigid_body_modes_excluded": m.boundary.rigid_body_modes,
             "natural_frequency_model": ("C = 0, wheels stopped (G = 0)" if spinning_wheels(m, wheels) else "C = 0"),
             "panels": list(m.panel_names), "modes": modes_json(m)["modes"]}
 

@@ -21,8 +21,9 @@ parameters of one field **tied** to one fitted value are written as one entry jo
 members' values). A parameter may appear once only. Initial conditions, `motorTorque` and `thetaDotRef` do
 not enter the modes and are refused.
 
-**Solvers.** `"lm"` (default): `optimistix.LevenbergMarquardt` with forward-mode Jacobians. `"adam"` and
-`"lbfgs"`: the optax optimisers (through `optimistix.OptaxMinimiser`) on $\tfrac12\sum r^2$.
+**Solvers** (objects, `_solvers`): `LevenbergMarquardt()` (default): `optimistix.LevenbergMarquardt` with
+forward-mode Jacobians. `Adam()`, `LBFGS()`: the optax optimisers (through `optimistix.OptaxMinimiser`) on
+$\tfrac12\sum r^2$. The options (targets, starts, acceptance) are objects too (`_fit_options`).
 
 **Checks before fitting** (each refused with a `FitError` in plain words): more targets than flexible modes;
 more free parameters than targets (not identifiable: tie parameters or add targets); a free `c` without damping
@@ -42,7 +43,7 @@ more residuals than parameters, $s^2 = 1$ otherwise (the stated target uncertain
 correlation matrix and the identifiability report (combinations the targets do not determine, by name).
 Directions $J$ does not determine get `sigma = inf`.
 
-**Several solutions** (`starts`, `bounds`): the `"lm"` solver runs from several starting points as one batched
+**Several solutions** (`Starts(count, bounds)`): the least-squares solver runs from several starting points as one batched
 program (`solve_batch`); every distinct converged point that reaches the targets is a `FitResult.solutions`
 entry, and several of them are reported as "targets reached by N distinct parameter sets". **Mode shapes**
 (`shapes`, a `ShapeMap`): the FEA modes' shapes at named nodes pair the modes (MAC), judge the solutions
@@ -56,137 +57,127 @@ problem (`_fit_problem`), the solve (`_lsq_solver`), the solutions and the resul
 """
 
 import dataclasses
-import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import ArrayLike, Float
 
 from ..._errors import FitError
-from ..._format import fmt_value as _fmt
 from ..._model._scenario import Scenario
-from .._linear._linearize import check_boundary
+from .._linear._boundary import AbstractBoundary, FreeFree, as_boundary
 from .._linear._measure import measure_modes
+from ._fit_options import Acceptance, FeaTargets, ModalTargets, Starts
 from ._fit_problem import build_problem, start_points
 from ._fit_result import FitResult, fit_result, pick_solutions
 from ._fit_targets import fit_targets
+from ._loop import AbstractLoop, OpenLoop, as_loop
 from ._lsq_coords import apply_coordinates
-from ._lsq_solver import make_solver, solve, solve_batch, solvers_of
-from ._pairing import FeaModes, ShapeMap
+from ._lsq_solver import solve, solve_batch
+from ._solvers import AbstractFitSolver, Adam, LevenbergMarquardt, as_solver, solvers_of
 
 __all__ = ["SOLVERS", "FitError", "FitResult", "fit"]
 
 SOLVERS = solvers_of("modal")
-DEFAULT_STARTS = 8  # modal fits: starts of the batched multi-start search ("lm")
-LOOPS = ("open", "closed")
+DEFAULT_STARTS = 8  # modal fits: starts of the batched multi-start search (least-squares solver)
+DEFAULTS = {"rtol": 1e-10, "atol": 1e-10, "max_steps": 200}  # the solver settings left None
+REACH_RTOL = 1e-6  # `Acceptance.reach_rtol` left None
 
 
 def fit(
     scenario: Scenario,
-    targets_hz: Sequence[float] | Float[ArrayLike, " targets"] | None,
+    targets: ModalTargets | FeaTargets | Sequence[float | int] | Float[ArrayLike, " targets"],
     *,
     free: Sequence[str],
-    damping_ratios: Sequence[float] | Float[ArrayLike, " targets"] | None = None,
-    boundary: str = "free",
-    mode_numbers: Sequence[int] | None = None,
-    frequency_sigma: float = 0.01,
-    damping_sigma: float = 0.2,
-    solver: str = "lm",
-    max_steps: int = 200,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    learning_rate: float = 0.02,
-    reach_rtol: float = 1e-6,
-    ident_rtol: float = 1e-6,
-    warn_rtol: float = 1e-2,
+    boundary: AbstractBoundary | str = FreeFree(),
+    loop: AbstractLoop | str = OpenLoop(),
+    solver: AbstractFitSolver | str = LevenbergMarquardt(),
+    starts: Starts | int | None = None,
+    acceptance: Acceptance = Acceptance(),
     check: bool | None = None,
     progress: Callable[[str], None] | None = None,
-    fea: FeaModes | None = None,
-    fea_modes: Sequence[int] | None = None,
-    reference_point: Sequence[float] | None = None,
-    effective_mass_sigma: float | None = None,
-    loop: str = "open",
-    starts: int | None = None,
-    bounds: Mapping[str, Sequence[float | int]] | None = None,
-    shapes: ShapeMap | None = None,
 ) -> FitResult:
     """Fit model parameters so the model's modes match target frequencies (and damping ratios).
 
     **Arguments:**
 
     - `scenario`: the model; its values of the free parameters are the initial guesses.
-    - `targets_hz`: target frequencies [Hz], non-decreasing, matched to the lowest flexible modes in order
-      (or to `mode_numbers`).
+    - `targets`: the target modes: `ModalTargets` (frequencies [Hz], optional damping ratios, mode numbers and
+      their uncertainties), `FeaTargets` (the modes of an FEA file, paired with the model's), or a plain list of
+      target frequencies [Hz] (`ModalTargets(targets)`).
     - `free`: free parameters (registry names, module docstring), e.g. `"<panel>.k"` / `"<panel>.c"` /
       `"<panel>.mass"`; tie parameters of one field with `"a.k = b.k"`.
-    - `damping_ratios`: optional target damping ratios (same length as `targets_hz`, each in (0, 1)).
-    - `boundary`: `"free"` (as flown) or `"clamped"` (hub fixed: FEA fixture, test stand).
-    - `mode_numbers`: 1-based, strictly increasing mode numbers the targets belong to (default 1, 2, ...).
-    - `frequency_sigma`, `damping_sigma`: relative 1-sigma uncertainties of the targets (residual weights and
-      the basis of the reported `sigma`).
-    - `solver`: `"lm"` (Levenberg-Marquardt, default), `"adam"` or `"lbfgs"` (optax); `max_steps`, `rtol`,
-      `atol` (termination, on the fitted coordinates and cost), `learning_rate` (adam, in coordinate units).
-    - `reach_rtol`: relative frequency error below which the targets count as reached.
-    - `ident_rtol`, `warn_rtol`: singular-value ratios below which a parameter combination is reported as
-      undetermined or poorly determined (`jaxhinge._analysis._fitting._lsq_analysis.analyse`).
+    - `boundary`: `FreeFree()` (as flown, default) or `HubClamped()` (hub fixed: FEA fixture, test stand); or
+      their names `"free"`, `"clamped"`.
+    - `loop`: `OpenLoop()` (default: the structure's modes) or `ClosedLoop()`: the targets are the flexible modes
+      of the spacecraft with its attitude controller in the loop (`Scenario.control`, sampled every
+      `control_dt`: `closed_loop_modes`), and the controller's gains and inertia model (`control.K`,
+      `control.P`, ...) may be free. Free-free only, no FEA modes, no simulation check. Or `"open"`, `"closed"`.
+    - `solver`: `LevenbergMarquardt()` (default), `Adam()` or `LBFGS()` (optax), with their termination settings
+      (`rtol`, `atol` on the fitted coordinates and cost, default 1e-10; `max_steps`, default 200; Adam's
+      `learning_rate`, in coordinate units); or their names `"lm"`, `"adam"`, `"lbfgs"`.
+    - `starts`: `Starts(count, bounds)`: how many starting points the solver runs from, as one batched program
+      (the first is the initial guess, the others spread over `bounds` by a Halton sequence); every distinct
+      parameter set that reaches the targets is reported (`FitResult.solutions`). Default `DEFAULT_STARTS` for
+      the least-squares solver, 1 (the only choice) for the optax solvers. An integer is `Starts(count)`.
+    - `acceptance`: `Acceptance(reach_rtol, ident_rtol, warn_rtol)`: the relative frequency error below which
+      the targets count as reached (default 1e-6), and the singular-value ratios below which a parameter
+      combination is reported as undetermined or poorly determined
+      (`jaxhinge._analysis._fitting._lsq_analysis.analyse`).
     - `check`: simulate the fitted model and measure its frequencies (`measure_modes`); default: yes, except
-      with reaction wheels (whose modes `measure_modes` does not start; `True` with wheels is refused).
+      with reaction wheels (whose modes `measure_modes` does not start; `True` with wheels is refused) or in
+      the closed loop.
     - `progress`: called with progress lines (on long fits, at most once a second), e.g. `print`.
-    - `fea`: FEA modes (`read_fea`) instead of `targets_hz` (pass `None` there): each model mode is paired with
-      an FEA mode by `pair_modes` (effective-mass MAC and frequency), or by hand with `mode_numbers` (model)
-      and `fea_modes` (FEA mode numbers, as in the file), and fitted to its frequency (and to `fea.damping`,
-      one damping ratio per FEA mode, where given).
-    - `reference_point`: where the FEA's rotational effective masses refer to, in B [m] (default: the FEA's own
-      `reference_point`, i.e. the FEA origin at the origin of B).
-    - `effective_mass_sigma`: also fit the paired modes' 6 effective masses, with this 1-sigma uncertainty
-      relative to each component's total effective mass (default: not fitted, used for pairing only).
-    - `loop`: `"open"` (default: the structure's modes) or `"closed"`: the targets are the flexible modes of the
-      spacecraft with its attitude controller in the loop (`Scenario.control`, sampled every `control_dt`:
-      `closed_loop_modes`), and the controller's gains and inertia model (`control.K`, `control.P`, ...) may be
-      free, e.g. the rate gain that damps a panel mode by 2 %. Free-free only, no FEA modes, no simulation check.
-    - `shapes`: a `ShapeMap` (FEA grid points -> model coordinates) to pair the FEA modes by the MAC of their
-      mode shapes (read with the FEA modes: `FeaModes.shapes`; the pairing is decided at the initial guess and
-      held through the fit), judge the solutions (a solution whose paired shapes have a MAC below `ShapeMap.mac_min` does not count) and, with
-      `ShapeMap.sigma`, fit the shapes too. Hub-hinged panels only.
-    - `starts`: how many starting points the solver runs from, as one batched program (the first is the initial
-      guess, the others spread over `bounds` by a Halton sequence); every distinct parameter set that reaches
-      the targets is reported (`FitResult.solutions`). Default `DEFAULT_STARTS` for `"lm"`, 1 (the only choice)
-      for the optax solvers.
-    - `bounds`: `{name: [low, high]}` per free parameter (its name in `free`, or any member of a tie): the box
-      the extra starts are spread over [the parameter's unit]; default a factor `START_FACTOR` either side of
-      the initial value (positive parameters), +/- one scale unit (the others). Starts only: the solver is not
-      bounded.
 
     **Returns:** a `FitResult`.
 
-    **Raises:** `FitError` (a `ValueError`) for inputs that cannot be fitted (see the module docstring).
+    **Raises:** `FitError` (a `ValueError`) for inputs that cannot be fitted (see the module docstring), naming
+    the argument, before any compute.
     """
     t_start = time.perf_counter()
     say = progress or (lambda s: None)
-    _check_settings(scenario, boundary, solver, max_steps, rtol=rtol, atol=atol, learning_rate=learning_rate,
-                    reach_rtol=reach_rtol, ident_rtol=ident_rtol, warn_rtol=warn_rtol,
-                    frequency_sigma=frequency_sigma, damping_sigma=damping_sigma)
-    _check_loop(scenario, loop, boundary, fea, check)
-    check = scenario.spacecraft.wheels is None and loop == "open" if check is None else check
+    if not isinstance(scenario, Scenario):
+        raise FitError(f"scenario: expected a jaxhinge Scenario, got {type(scenario).__name__}")
+    try:
+        boundary = as_boundary(boundary)
+    except ValueError as e:
+        raise FitError(f"{e}", field="boundary") from None
+    loop = as_loop(loop)
+    solver = as_solver(solver, "modal").with_defaults(**DEFAULTS)
+    if isinstance(solver, LevenbergMarquardt) and solver.max_step:
+        raise FitError.bad(None, "max_step", solver.max_step, "the trust limit of the telemetry fit (identify); "
+                           "the modal fit takes Levenberg-Marquardt's own steps (leave it None)")
+    if not isinstance(acceptance, Acceptance):
+        raise FitError(f"acceptance: expected an Acceptance, got {type(acceptance).__name__}", field="acceptance")
+    starts = starts if isinstance(starts, Starts) else Starts(starts)
+    tgt = targets if isinstance(targets, (ModalTargets, FeaTargets)) else ModalTargets(targets)
+    fea = tgt.fea if isinstance(tgt, FeaTargets) else None
+    loop.check_fit(scenario, boundary, fea, check)
+    check = loop.default_check(scenario) if check is None else check
     if check and scenario.spacecraft.wheels is not None:
         raise FitError("check = True: the independent check (measure_modes) starts modes of a spacecraft without "
                        "reaction wheels; with wheels, fit with check = False (modes() is checked against the "
                        "simulator's Jacobian in the tests)", field="check", value=check)
-    n_starts = _check_starts(starts, solver)
-    tg = fit_targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes,
-                     reference_point, effective_mass_sigma, shapes)
+    n_starts = _check_starts(starts.count, solver)
+    reach_rtol = REACH_RTOL if acceptance.reach_rtol is None else acceptance.reach_rtol
+    ident_rtol, warn_rtol = acceptance.ident_rtol, acceptance.warn_rtol
+    frequency_sigma, damping_sigma = tgt.frequency_sigma, tgt.damping_sigma
+    effective_mass_sigma = tgt.effective_mass_sigma if fea is not None else None
+    if fea is None:
+        tg = fit_targets(scenario, tgt.targets_hz, tgt.damping_ratios, boundary, tgt.mode_numbers, None, None, None,
+                         None, None)
+    else:
+        tg = fit_targets(scenario, None, tgt.damping_ratios, boundary, tgt.mode_numbers, fea, tgt.fea_modes,
+                         tgt.reference_point, effective_mass_sigma, tgt.shapes)
     pb = build_problem(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say,
-                       loop, bounds)
-    U0 = start_points(pb.coords, n_starts, bounds)
+                       loop, starts.bounds)
+    U0 = start_points(pb.coords, n_starts, starts.bounds)
     pb = dataclasses.replace(pb, starts=U0)
-    say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver}"
+    say(f"fit: {len(pb.coords)} free parameter(s), {pb.n_res} residual(s), solver {solver.name}"
         + (f", {n_starts} starts" if n_starts > 1 else "") + "; compiling and solving...")
-    slv, report = make_solver(solver, rtol, atol, learning_rate), (
-        None if progress is None else (lambda s: say(f"fit: {s}")))
-    sols = solve_batch(pb.problem, U0, slv, max_steps=max_steps, progress=report) if n_starts > 1 else \
-        [solve(pb.problem, U0[0], slv, max_steps=max_steps, progress=report)]
+    slv, report = solver.optimiser(), (None if progress is None else (lambda s: say(f"fit: {s}")))
+    sols = solve_batch(pb.problem, U0, slv, max_steps=solver.max_steps, progress=report) if n_starts > 1 else \
+        [solve(pb.problem, U0[0], slv, max_steps=solver.max_steps, progress=report)]
     sol, solutions, multi_notes = pick_solutions(sols, pb, tg, frequency_sigma, damping_sigma, reach_rtol,
                                                  ident_rtol)
     pb = dataclasses.replace(pb, notes=pb.notes + multi_notes)
@@ -195,12 +186,13 @@ def fit(
     if check:
         say("fit: independent check: simulating the fitted nonlinear model, one free response per mode...")
         measured = measure_modes(fitted, boundary)
-    options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "learning_rate": learning_rate,
-               "reach_rtol": reach_rtol, "ident_rtol": ident_rtol, "warn_rtol": warn_rtol,
-               "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma, "boundary": boundary,
-               "effective_mass_sigma": effective_mass_sigma, "reference_point": tg.ref.tolist(), "loop": loop,
-               "starts": n_starts}
-    res = fit_result(scenario, tg, pb, sol, fitted, measured, options, boundary, reach_rtol, ident_rtol,
+    learning_rate = solver.learning_rate if isinstance(solver, Adam) else Adam().learning_rate
+    options = {"solver": solver.name, "max_steps": solver.max_steps, "rtol": solver.rtol, "atol": solver.atol,
+               "learning_rate": learning_rate, "reach_rtol": reach_rtol, "ident_rtol": ident_rtol,
+               "warn_rtol": warn_rtol, "frequency_sigma": frequency_sigma, "damping_sigma": damping_sigma,
+               "boundary": boundary.name, "effective_mass_sigma": effective_mass_sigma,
+               "reference_point": tg.ref.tolist(), "loop": loop.name, "starts": n_starts}
+    res = fit_result(scenario, tg, pb, sol, fitted, measured, options, boundary.name, reach_rtol, ident_rtol,
                      warn_rtol, wall=time.perf_counter() - t_start)
     low = [] if tg.shape_map is None else [p for p in res.pairing if not p["mac"] >= tg.shape_map.mac_min]
     if low and res.targets_reached:
@@ -218,57 +210,18 @@ def fit(
     return dataclasses.replace(res, solutions=tuple(solutions))
 
 
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Checks of the settings, before any compute
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _check_loop(scenario, loop, boundary, fea, check) -> None:
-    """`loop = "closed"` needs a controller, the free-free boundary, targets given as numbers, no check."""
-    if loop not in LOOPS:
-        raise FitError(f"loop = {_fmt(loop)}: allowed values are {', '.join(map(repr, LOOPS))}", field="loop")
-    if loop == "open":
-        return
-    if scenario.control is None:
-        raise FitError("loop = 'closed': the scenario has no attitude controller ([control]) to close the loop "
-                       "with", field="loop")
-    if boundary != "free":
-        raise FitError(f"loop = 'closed' with boundary = {_fmt(boundary)}: the closed loop flies free (the "
-                       "controller turns the hub); use boundary = 'free'", field="boundary")
-    if fea is not None:
-        raise FitError("loop = 'closed' with FEA modes: an FEA's modes are the open structure's; fit them with "
-                       "loop = 'open', then the controller to closed-loop targets", field="loop")
-    if check:
-        raise FitError("check = True with loop = 'closed': the simulation check measures free responses of the "
-                       "open structure; fit with check = False (the closed-loop poles are checked against "
-                       "finite-difference linearisations and simulation in the tests)", field="check")
-
-
-def _check_settings(scenario, boundary, solver, max_steps, **positive) -> None:
-    """The solver and weighting settings, each named by its argument."""
-    if not isinstance(scenario, Scenario):
-        raise FitError(f"scenario: expected a jaxhinge Scenario, got {type(scenario).__name__}")
-    try:
-        check_boundary(boundary)
-    except ValueError as e:
-        raise FitError(f"{e}", field="boundary") from None
-    if solver not in SOLVERS:
-        raise FitError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="solver")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise FitError(f"max_steps = {_fmt(max_steps)}: must be an integer >= 1", field="max_steps")
-    for name, v in positive.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            what = " (relative uncertainty)" if name.endswith("_sigma") else ""
-            raise FitError.bad(None, name, v, f"must be a finite number > 0{what}")
-
-
-def _check_starts(starts, solver: str) -> int:
+def _check_starts(count: int | None, solver: AbstractFitSolver) -> int:
     """The number of starts: `DEFAULT_STARTS` for the least-squares solver, 1 for the optax ones."""
-    if starts is None:
-        return DEFAULT_STARTS if solver == "lm" else 1
-    if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or not 1 <= starts <= 1024:
-        raise FitError.bad(None, "starts", starts, "must be an integer between 1 and 1024")
-    if starts > 1 and solver != "lm":
-        raise FitError.bad(None, "starts", starts, f"the multi-start search runs the least-squares solver "
-                           f"(solver = \"lm\"); solver = {solver!r} runs from the initial guess only (starts = 1)")
-    return int(starts)
+    if count is None:
+        return DEFAULT_STARTS if solver.multistart else 1
+    if count > 1 and not solver.multistart:
+        raise FitError.bad(None, "starts", count, f"the multi-start search runs the least-squares solver "
+                           f"(solver = \"lm\"); solver = {solver.name!r} runs from the initial guess only (starts = 1)")
+    return int(count)

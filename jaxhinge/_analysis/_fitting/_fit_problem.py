@@ -18,9 +18,11 @@ from ..._model._params import Parameter
 from ..._model._rules import model_ok
 from ..._model._scenario import Scenario, SimulationConfig
 from ..._model._spacecraft import strip_labels
-from .._linear._closed_loop import closed_loop_modes, closed_loop_modes_unjitted, loop_shape
+from .._linear._boundary import AbstractBoundary
+from .._linear._closed_loop import closed_loop_modes, closed_loop_modes_unjitted
 from .._linear._modes import Modes, modes, modes_unjitted, relabel
 from ._fit_targets import Targets, number_list
+from ._loop import AbstractLoop, OpenLoop
 from ._lsq_analysis import to_numpy
 from ._lsq_coords import Coordinates, parse_free
 from ._lsq_solver import AbstractResiduals, evaluate
@@ -44,7 +46,7 @@ class ModalResiduals(AbstractResiduals):
     w_m: Float[Array, "6"]
     track: Float[Array, "ttargets 6"]  # unit-free FEA participation vectors of the paired modes (empty: by index)
     track_scale: Float[Array, "6"]
-    boundary: str = eqx.field(static=True)
+    boundary: AbstractBoundary = eqx.field(static=True)
     mode_index: tuple[int, ...] = eqx.field(static=True)
     track_signed: bool = eqx.field(static=True, default=True)
     loop: tuple[int, bool] | None = eqx.field(static=True, default=None)  # closed loop: `loop_shape`; None: open
@@ -117,7 +119,7 @@ def _modal_scenario(scenario: Scenario, closed: bool = False) -> Scenario:
 
 
 def build_problem(scenario, free, tg: Targets, boundary, frequency_sigma, damping_sigma, effective_mass_sigma,
-                  say, loop: str = "open", bounds=None) -> Problem:
+                  say, loop: AbstractLoop = OpenLoop(), bounds=None) -> Problem:
     """The fitted coordinates (a free c at 0 seeded from the damping targets) and the residuals, refused when
     the targets cannot determine them, cannot be reached, or do not depend on one of them."""
     sc = scenario.spacecraft
@@ -139,7 +141,7 @@ def build_problem(scenario, free, tg: Targets, boundary, frequency_sigma, dampin
     coords = parse_free(scenario, free, seed=seed)
     for c in coords:
         f = c.targets[0].field
-        if f.owner == "control" and loop == "open":
+        if f.owner == "control" and not loop.closed:
             raise FitError(f"free: {c.name} is a controller parameter, which does not enter the structure's modes; "
                            "fit closed-loop targets with loop = \"closed\"", field="free")
         if f.owner == "control" and f.name == "sigma_R0N":
@@ -163,16 +165,16 @@ def build_problem(scenario, free, tg: Targets, boundary, frequency_sigma, dampin
         raise FitError(f"free: {c_coords[0].name} is free but no damping_ratios are given: the damping c hardly "
                        "changes the frequencies, so it cannot be fitted to them; add [modes] damping_ratios or fix c",
                        field="free")
-    damps = "c" in kinds or (loop == "closed" and any(c.targets[0].field.owner == "control" for c in coords))
+    damps = "c" in kinds or (loop.closed and any(c.targets[0].field.owner == "control" for c in coords))
     if len(zt) and not damps:
         raise FitError("damping_ratios are given but no damping c is free: free at least one \"<panel>.c\" "
-                       + ("(or a controller gain) " if loop == "closed" else "")
+                       + ("(or a controller gain) " if loop.closed else "")
                        + "or drop the damping targets", field="damping_ratios")
     notes = [f"{c.name} started at 0; seeded with 2 zeta sqrt(k I) = {c.x0:.6g}"
              for c in c_coords if any(float(sc.panels.c[t.panel]) <= 0 for t in c.targets)]
 
     problem = ModalResiduals(
-        scenario=_modal_scenario(scenario, loop == "closed"),
+        scenario=_modal_scenario(scenario, loop.closed),
         coordinates=Coordinates(coords),
         targets_hz=jnp.asarray(ft),
         damping_ratios=jnp.asarray(zt),
@@ -185,7 +187,7 @@ def build_problem(scenario, free, tg: Targets, boundary, frequency_sigma, dampin
         fea.participation is not None,
         boundary=boundary,
         mode_index=idx,
-        loop=loop_shape(scenario) if loop == "closed" else None,
+        loop=loop.shape(scenario),
         **({} if tg.shape_map is None else {
             "shape_map": tg.shape_map, "shape_fe": jnp.asarray(_unit_rows(tg.shape_fe[tg.pairs0[0]])),
             "shape_w": jnp.asarray(0.0 if tg.shape_map.sigma is None else 1.0 / tg.shape_map.sigma)}),
@@ -195,7 +197,7 @@ def build_problem(scenario, free, tg: Targets, boundary, frequency_sigma, dampin
     # reachability of the frequency targets (natural frequencies are monotone in every stiffness)
     say("fit: checking that the targets are reachable...")
     m_init = to_numpy(relabel(target_modes(problem, problem.at(u0)), sc))
-    if kinds <= {"k", "c"} and not len(tg.track) and loop == "open":  # (tracked modes may change their order with k)
+    if kinds <= {"k", "c"} and not len(tg.track) and not loop.closed:  # (tracked modes may change their order with k)
         _check_reach(problem, coords, m_init, ft, idx, boundary)
 
     # every free parameter must move the targets
@@ -249,7 +251,7 @@ def start_points(coords, n: int, bounds) -> np.ndarray:
     return U
 
 
-def _check_reach(problem: ModalResiduals, coords, m_init: Modes, ft, idx, boundary: str) -> None:
+def _check_reach(problem: ModalResiduals, coords, m_init: Modes, ft, idx, boundary: AbstractBoundary) -> None:
     """Refuse a target outside what the free stiffnesses can reach (the others fixed)."""
     k_idx = [j for j, c in enumerate(coords) if c.field == "k"]
     shift = np.zeros(len(coords))
@@ -272,7 +274,7 @@ def _check_reach(problem: ModalResiduals, coords, m_init: Modes, ft, idx, bounda
             why = (f"it is {side} frequency mode {j + 1} can have: with the free stiffnesses ({free_k}) anywhere "
                    f"in (0, inf) and the other parameters fixed, mode {j + 1} stays between {_fmt_hz(lo[j])} "
                    f"and {_fmt_hz(hi[j])} (the limit when they are {how})")
-        raise FitError(f"target {i + 1} = {_fmt_hz(ft[i])} ({boundary} boundary) is out of reach: {why}. Mode "
+        raise FitError(f"target {i + 1} = {_fmt_hz(ft[i])} ({boundary.name} boundary) is out of reach: {why}. Mode "
                        f"{j + 1} is dominated by {dom} ({100 * ef.max():.0f} % of its kinetic energy); free the "
                        "stiffness of the part that dominates it, or check the target", field="targets_hz")
 

@@ -85,7 +85,7 @@ def fit_targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fe
     em_t, pairs0, track, track_scale, by_hand = np.zeros((0, 6)), None, np.zeros((0, 6)), np.ones(6), False
     smap = fe_vecs = None
     warnings: tuple[str, ...] = ()
-    if fea is not None and boundary == "free":
+    if fea is not None and boundary.hub_free:
         if effective_mass_sigma is not None:
             raise FitError("effective_mass_sigma with free-free FEA modes: free-free elastic modes carry no "
                            "effective mass (the model's are zero), so there is nothing to fit; it applies to "
@@ -93,8 +93,8 @@ def fit_targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fe
         unclean = unclean_free_modes(fea)
         warnings = () if unclean is None else (unclean,)
     if fea is not None:
-        if fea.boundary is not None and fea.boundary != boundary:
-            raise FitError(f"boundary = {_fmt(boundary)} but the FEA modes ({fea.source}) are {fea.boundary}: "
+        if fea.boundary is not None and fea.boundary != boundary.name:
+            raise FitError(f"boundary = {_fmt(boundary.name)} but the FEA modes ({fea.source}) are {fea.boundary}: "
                            "fit the model with the FEA's boundary condition", field="boundary")
         if targets_hz is not None:
             raise FitError("give either targets_hz or FEA modes (fea), not both", field="targets_hz")
@@ -137,7 +137,7 @@ def fit_targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fe
         raise FitError("the scenario has no panels, hence no flexible modes to fit", field="scenario")
     if len(ft) > n:
         raise FitError(f"{len(ft)} target frequencies but the model has only {n} flexible mode(s) (one per panel; "
-                       f"the {boundary} hub adds none): no parameter values can produce the extra ones",
+                       f"the {boundary.name} hub adds none): no parameter values can produce the extra ones",
                        field="targets_hz")
     if mode_numbers is None:
         idx = tuple(range(len(ft)))

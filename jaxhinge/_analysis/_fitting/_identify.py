@@ -6,8 +6,8 @@ pulses and known initial state; the free parameters set to the current iterate).
 
 $$r_{jc} = \frac{\hat y_c(t_j;\,p) - y_{jc}}{\sigma_c}$$
 
-and $\chi^2 = \sum r^2$ is minimised by Levenberg-Marquardt (`optimistix.LevenbergMarquardt`; also `"dogleg"`,
-`"gauss_newton"`) with forward-mode Jacobians through diffrax (`ForwardMode`). A simulation that fails inside
+and $\chi^2 = \sum r^2$ is minimised by Levenberg-Marquardt (`LevenbergMarquardt()`; also `Dogleg()`,
+`GaussNewton()`: `_solvers`) with forward-mode Jacobians through diffrax (`ForwardMode`). A simulation that fails inside
 an iterate (step budget, non-finite state) gives residuals $10^6$ with zero derivative: the solver rejects
 that step. Attitude columns are compared with the closer of the two MRP sets of the simulated attitude, per
 sample.
@@ -25,7 +25,7 @@ through the hub rates).
 
 **Long records.** `horizon = (0.3, 1.0)`: a growing horizon; fit the samples with $t \le 0.3\,t_{last}$ first,
 then continue from that solution on the whole record (one compiled solver: later samples get weight 0). The
-default `"auto"` chooses the fractions from the model's fastest mode (`auto_horizon`); `"lm"` takes bounded
+default `"auto"` chooses the fractions from the model's fastest mode (`auto_horizon`); `LevenbergMarquardt()` takes bounded
 Gauss-Newton steps (`max_step`, `_lsq.BoundedGaussNewton`).
 
 **Sensor models and records.** A column is measured as $(1 + \mathrm{scale})\,y(t + \mathrm{time\_offset}) +
@@ -33,7 +33,7 @@ Gauss-Newton steps (`max_step`, `_lsq.BoundedGaussNewton`).
 records (a list of telemetries, one scenario each) share the physical coordinates, each has its own sensor models
 and (`estimate_initial_state`) initial state; their residuals are concatenated (`_JointResiduals`; records of one
 structure, e.g. equal lengths and columns, run as one simulation vmapped over them: one compiled model).
-**Multi-start**: `starts = N` extra starting points $u_0 + \mathrm{spread}\cdot U(-1, 1)$ (seeded), best
+**Multi-start**: `RandomStarts(count=N)`: N - 1 extra starting points $u_0 + \mathrm{spread}\cdot U(-1, 1)$ (seeded), best
 $\chi^2$ kept.
 """
 
@@ -61,13 +61,16 @@ from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._telemetry import Telemetry, model_outputs, output_names
 from ..._simulation._trajectory import Trajectory
 from .._linear._modes import modes
+from ._fit_options import Acceptance, RandomStarts
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
 from ._lsq_coords import Coordinate, Coordinates, apply_coordinates, parse_free
-from ._lsq_solver import FAIL, AbstractResiduals, make_solver, solve, solvers_of
+from ._lsq_solver import FAIL, AbstractResiduals, solve
+from ._solvers import AbstractFitSolver, LevenbergMarquardt, as_solver, solvers_of
 
 __all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
 
 SOLVERS = solvers_of("telemetry")
+DEFAULTS = {"rtol": 1e-8, "atol": 1e-8, "max_steps": 100, "max_step": 0.5}  # the solver settings left None
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -406,55 +409,51 @@ def identify(
     telemetry: Telemetry | Sequence[Telemetry],
     free: Sequence[str],
     *,
-    solver: str = "lm",
-    max_steps: int = 100,
-    rtol: float = 1e-8,
-    atol: float = 1e-8,
-    starts: int = 1,
-    spread: float = 0.3,
-    seed: int = 0,
+    solver: AbstractFitSolver | str = LevenbergMarquardt(),
+    starts: RandomStarts | int = RandomStarts(),
     horizon: Sequence[float] | str = "auto",
-    max_step: float = 0.5,
     sensors: Mapping[str, float] | None = None,
     estimate_initial_state: bool = False,
-    ident_rtol: float = 1e-6,
-    warn_rtol: float = 1e-2,
+    acceptance: Acceptance = Acceptance(),
     progress: Callable[[str], None] | None = None,
 ) -> IdentifyResult:
     """Fit the `free` parameters of `scenario` to `telemetry` (see the module docstring).
 
-    **Arguments:** `scenario` (the free parameters' values are the initial guesses; loads, pulses and the
-    other initial conditions are known; a list: one model per record, same structure, the shared free
-    parameters' guesses from the first), `telemetry` (`load_telemetry` / `telemetry_from_arrays`; a list:
-    several records fitted together), `free` (names: registry names shared by every record, `"data[k]."`-prefixed
-    names for record k alone, sensor models `"<column>.bias"`, `"<column>.scale"`, `"time_offset"`, one per
-    record), `solver` (`"lm"` default, `"dogleg"`, `"gauss_newton"`), `max_steps` per stage and start,
-    `rtol`/`atol` (solver termination), `starts` (>= 1; the first is the scenario's guess, the others
-    spread by `spread` in the fitted coordinates, seeded by `seed`), `horizon` (growing-horizon fractions of
-    the record, last 1.0; `"auto"`: `auto_horizon`), `max_step` (`"lm"`: the largest change of any fitted
-    model coordinate in one step, the first trust radius; 0: optimistix's unbounded Levenberg-Marquardt),
-    `sensors` (fixed sensor-model values, or the initial guesses of free ones, by the same names),
-    `estimate_initial_state` (free each record's `hub.omega_BN_BInit` and every panel's `thetaInit`,
-    `thetaDotInit`), `ident_rtol`/`warn_rtol` (identifiability thresholds), `progress` (a callable
-    receiving one-line messages).
+    **Arguments:**
+
+    - `scenario`: the model (the free parameters' values are the initial guesses; loads, pulses and the other
+      initial conditions are known); a list: one model per record, same structure, the shared free parameters'
+      guesses from the first.
+    - `telemetry`: `load_telemetry` / `telemetry_from_arrays`; a list: several records fitted together.
+    - `free`: registry names shared by every record, `"data[k]."`-prefixed names for record k alone, sensor models
+      `"<column>.bias"`, `"<column>.scale"`, `"time_offset"`, one per record.
+    - `solver`: `LevenbergMarquardt()` (default; `max_step`, default 0.5: the largest change of any fitted model
+      coordinate in one step, the first trust radius; 0: optimistix's unbounded Levenberg-Marquardt), `Dogleg()`,
+      `GaussNewton()`, with `rtol`/`atol` (termination, default 1e-8) and `max_steps` (per stage and start, default
+      100); or their names `"lm"`, `"dogleg"`, `"gauss_newton"`.
+    - `starts`: `RandomStarts(count, spread, seed)` (the first start is the scenario's guess, the others spread by
+      `spread` in the fitted coordinates, seeded by `seed`); an integer is `RandomStarts(count)`.
+    - `horizon`: growing-horizon fractions of the record, last 1.0; `"auto"`: `auto_horizon`.
+    - `sensors`: fixed sensor-model values, or the initial guesses of free ones, by the same names.
+    - `estimate_initial_state`: free each record's `hub.omega_BN_BInit` and every panel's `thetaInit`,
+      `thetaDotInit`.
+    - `acceptance`: `Acceptance(ident_rtol=..., warn_rtol=...)`, the identifiability thresholds (`reach_rtol` is
+      the modal fit's).
+    - `progress`: a callable receiving one-line messages.
 
     **Returns:** an `IdentifyResult`. Bad input raises `FitError` before any compute; numerical failure is
     reported in the result (`converged`, `message`), not raised.
     """
     t_start = time.perf_counter()
-    if solver not in SOLVERS:
-        raise FitError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}", field="solver")
-    for k, v in (("max_steps", max_steps), ("starts", starts)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise FitError(f"{k} = {_fmt(v)}: must be an integer >= 1", field=f"{k}")
-    for k, v in (("rtol", rtol), ("atol", atol), ("spread", spread), ("ident_rtol", ident_rtol),
-                 ("warn_rtol", warn_rtol)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise FitError(f"{k} = {_fmt(v)}: must be a finite number > 0", field=f"{k}")
-    if isinstance(max_step, bool) or not isinstance(max_step, (int, float)) or not (max_step >= 0 and
-                                                                                       math.isfinite(max_step)):
-        raise FitError(f"max_step = {_fmt(max_step)}: must be a finite number >= 0 (0: optimistix's "
-                       "Levenberg-Marquardt with unbounded steps)", field="max_step")
+    solver = as_solver(solver, "telemetry").with_defaults(**DEFAULTS)
+    starts = starts if isinstance(starts, RandomStarts) else RandomStarts(starts)
+    if not isinstance(acceptance, Acceptance):
+        raise FitError(f"acceptance: expected an Acceptance, got {type(acceptance).__name__}", field="acceptance")
+    if acceptance.reach_rtol is not None:
+        raise FitError.bad(None, "reach_rtol", acceptance.reach_rtol, "applies to the modal fit (fit) only")
+    ident_rtol, warn_rtol = acceptance.ident_rtol, acceptance.warn_rtol
+    max_steps, rtol, atol = solver.max_steps, solver.rtol, solver.atol
+    max_step = solver.max_step if isinstance(solver, LevenbergMarquardt) else DEFAULTS["max_step"]
     if isinstance(horizon, str) and horizon != "auto":
         raise FitError(f"horizon = {horizon!r}: must be \"auto\" or increasing fractions in (0, 1] ending "
                        "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
@@ -475,8 +474,8 @@ def identify(
     w_full = [rec.weight for rec in base.records]
     t_rel = [tel.t - tel.t[0] for tel in tels]
     # bias and scale enter linearly: their steps are bounded only by the trust region's shrinking
-    bound = tuple(float(max_step) * (1e3 if c.field in ("bias", "scale") else 1.0) for c in coords)
-    slv = make_solver(solver, rtol, atol, max_step=bound if max_step > 0 else None)
+    slv = solver.optimiser(trust=tuple(1e3 if c.field in ("bias", "scale") else 1.0 for c in coords))
+    starts, spread, seed = starts.count, starts.spread, starts.seed
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
     runs, solve_s = [], 0.0
@@ -537,14 +536,14 @@ def identify(
     message = ("converged" if converged else "not converged") + (": " + "; ".join(notes) if notes else "")
     sigma_note = (f"Gauss-Newton covariance s^2 (J^T J)^-1 of the residuals / sigma, s^2 = chi^2/dof = {a.s2:.4g} "
                   f"(dof = {a.dof})")
-    options = {"solver": solver, "max_steps": max_steps, "rtol": rtol, "atol": atol, "starts": starts,
+    options = {"solver": solver.name, "max_steps": max_steps, "rtol": rtol, "atol": atol, "starts": starts,
                "spread": spread, "seed": seed, "horizon": hz, "max_step": max_step,
                "estimate_initial_state": estimate_initial_state, "sensors": dict(sensors or {}), "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
     return IdentifyResult(
         **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
                         message=message, iterations=sum(x["steps"] for x in runs),
                         scenario=apply_coordinates(scens[0], parts[0][1], sol.u[np.asarray(parts[0][0], int)]),
-                        solver=solver, options=options, history=best["history"],
+                        solver=solver.name, options=options, history=best["history"],
                         wall_s=time.perf_counter() - t_start, solve_s=solve_s),
         **per_record[0],
         records=per_record,

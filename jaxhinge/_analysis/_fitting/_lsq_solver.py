@@ -10,9 +10,8 @@ directions (`evaluate`). The solver sees the residuals through a custom JVP that
 Jacobian once per point: its linearisations (function value, Jacobian materialisation, trust-region checks)
 all reuse it instead of each putting another differentiated model into the compiled loop.
 
-**Solvers.** `"lm"` (`optimistix.LevenbergMarquardt`, the default of both fits), `"dogleg"`, `"gauss_newton"`
-(optimistix least-squares solvers), `"adam"`, `"lbfgs"` (optax, through `optimistix.OptaxMinimiser`, on
-$\tfrac12\sum r^2$). One compiled loop of solver steps per model structure (`_advance`, `eqx.filter_jit`; free
+**Solvers.** The optimistix solvers the solver objects build (`_solvers`: `LevenbergMarquardt`, the default of
+both fits, `Dogleg`, `GaussNewton`; `Adam`, `LBFGS` through `optimistix.OptaxMinimiser`, on $\tfrac12\sum r^2$). One compiled loop of solver steps per model structure (`_advance`, `eqx.filter_jit`; free
 of host callbacks, so JAX's persistent compilation cache keeps it; the host runs it in chunks and reports progress
 between them): names never enter the compiled program (`strip_labels`, `anonymous`); values, targets and data
 are array arguments.
@@ -38,20 +37,6 @@ from ..._runtime._programs import program
 # Residuals and their Jacobian
 # ------------------------------------------------------------------------------------------------------------
 
-# The one solver table: name -> (what it minimises, which fits offer it). "least squares": optimistix's
-# least-squares solvers on the residuals r(u); "minimiser": optax through `optimistix.OptaxMinimiser` on 0.5 sum r^2.
-SOLVERS = {
-    "lm": ("least squares", ("modal", "telemetry")),  # Levenberg-Marquardt (bounded Gauss-Newton with max_step)
-    "dogleg": ("least squares", ("telemetry",)),
-    "gauss_newton": ("least squares", ("telemetry",)),
-    "adam": ("minimiser", ("modal",)),
-    "lbfgs": ("minimiser", ("modal",)),
-}
-
-
-def solvers_of(fit: str) -> tuple[str, ...]:
-    """The solvers a fit (`"modal"`, `"telemetry"`) offers, from `SOLVERS`."""
-    return tuple(name for name, (_, fits) in SOLVERS.items() if fit in fits)
 FAIL = 1e6  # residual of a failed evaluation
 
 
@@ -149,7 +134,7 @@ class _BoundedNewtonDescent(optx.AbstractDescent):
 
 class BoundedGaussNewton(optx.AbstractGaussNewton):
     """Gauss-Newton with bounded steps in a classical trust region (`_BoundedNewtonDescent`,
-    `optimistix.ClassicalTrustRegion`): the telemetry fit's `"lm"` (`max_step` > 0). Near the solution the
+    `optimistix.ClassicalTrustRegion`): `LevenbergMarquardt(max_step > 0)`, the telemetry fit's default. Near the solution the
     steps are full Gauss-Newton steps (quadratic convergence on small residuals)."""
 
     rtol: float
@@ -168,24 +153,6 @@ class BoundedGaussNewton(optx.AbstractGaussNewton):
 
 def _quiet(**kwargs) -> None:
     """optimistix's `verbose` hook: print nothing (a module-level function: equal across solver instances)."""
-
-
-def make_solver(solver: str, rtol: float, atol: float, learning_rate: float = 0.02,
-                max_step: float | tuple[float, ...] | None = None):
-    """The optimistix solver named `solver` (`SOLVERS`). `learning_rate` is adam's, in coordinate units;
-    `max_step` (> 0, `"lm"` only): bounded Gauss-Newton steps (`BoundedGaussNewton`) instead of optimistix's
-    Levenberg-Marquardt."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver = {solver!r}: allowed values are {', '.join(SOLVERS)}")
-    kw = {"rtol": rtol, "atol": atol}
-    if SOLVERS[solver][0] == "minimiser":
-        import optax  # here, not at the top: its import (~0.3 s) is a quarter of a warm `jaxhinge fit`
-
-        return optx.OptaxMinimiser(optax.adam(learning_rate) if solver == "adam" else optax.lbfgs(), **kw)
-    if solver == "lm" and max_step is not None:
-        return BoundedGaussNewton(rtol, atol, max_step)
-    least_squares = {"lm": optx.LevenbergMarquardt, "dogleg": optx.Dogleg, "gauss_newton": optx.GaussNewton}
-    return least_squares[solver](**kw)
 
 
 def _residual_fn(u, problem):
@@ -327,7 +294,7 @@ def solve(
     progress: Callable[[str], None] | None = None,
     every: float = 1.0,
 ) -> Solution:
-    """Minimise $\\sum r(u)^2$ from `u0` with `solver` (`make_solver`) in at most `max_steps` steps.
+    """Minimise $\\sum r(u)^2$ from `u0` with `solver` (an optimistix solver: `AbstractFitSolver.optimiser`) in at most `max_steps` steps.
     `progress` receives lines `"step N, cost C"` (at most one per `every` seconds). A failure is reported in
     the `Solution`'s `status`, never raised.
 

@@ -84,7 +84,7 @@ def unit_participation(fea: FeaModes, model: Modes) -> tuple[np.ndarray, np.ndar
     FEA and model; `None` where they cannot tell modes apart: the FEA modes carry no effective mass (not in the
     file), or the modes are free-free, whose elastic modes carry none (the model's are zero; an FEA's that are
     not are the residue of unclean rigid-body modes, `unclean_free_modes`, and would pair by noise)."""
-    if fea.effective_mass is None or model.boundary == "free":
+    if fea.effective_mass is None or model.boundary.hub_free:
         return None
     scale = np.sqrt(total_effective_mass(fea))
     if fea.participation is not None:

@@ -58,6 +58,7 @@ from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
 from ..._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
+from ._boundary import FreeFree
 from ._linearize import body_jacobians, mass_matrix, mode_labels, rest_spacecraft, structure, wheel_speeds
 from ._modes import as_point, eigenvalues, first_order_clusters, modes_unjitted, poles_first_order, relabel
 
@@ -384,7 +385,7 @@ def closed_loop_modes_unjitted(scenario: Scenario, shape: tuple[int, bool], refe
     factors and effective masses are those of the open-loop free-free modes in the same frequency order (the
     structure the controller acts on). Inside a caller's program: `shape` from `loop_shape` (static)."""
     cl = closed_loop_unjitted(scenario, shape, True)
-    ref = modes_unjitted(scenario, "free", reference_point)
+    ref = modes_unjitted(scenario, FreeFree(), reference_point)
     n = scenario.spacecraft.panels.count
     order = jnp.argsort(~cl.flexible, stable=True)[: 2 * n]  # the flexible poles, ascending |lambda|
     lam = cl.eigenvalue[order]

@@ -60,17 +60,10 @@ from ..._math import tilde
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import Spacecraft, State, Wheels, strip_labels
 from ..._runtime._programs import program
+from ._boundary import AbstractBoundary, FreeFree
 
-BOUNDARIES = ("free", "clamped")
 EFFECTIVE_MASS_NAMES = ("T1_kg", "T2_kg", "T3_kg", "R1_kg_m2", "R2_kg_m2", "R3_kg_m2")
 HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")
-
-
-def check_boundary(boundary: str) -> str:
-    """`boundary` if it is `"free"` or `"clamped"`, else a `ValueError` naming the value and the choices."""
-    if boundary not in BOUNDARIES:
-        raise ValueError(f'boundary = {boundary!r}: allowed values are "free", "clamped"')
-    return boundary
 
 
 def spacecraft_of(model: Scenario | Spacecraft) -> Spacecraft:
@@ -287,12 +280,11 @@ def linearize(model: Scenario | Spacecraft, *, Omega=None) -> Linearization:
 
 
 def reduced_matrices(
-    spacecraft: Spacecraft, boundary: str = "free"
+    spacecraft: Spacecraft, boundary: AbstractBoundary = FreeFree()
 ) -> tuple[Float[Array, "panels panels"], Float[Array, "panels panels"], Float[Array, "panels panels"]]:
     """$(M_r, C_r, K_r)$ in the hinge coordinates: free (hub condensed) or clamped (hub removed)."""
-    check_boundary(boundary)
     M = mass_matrix(spacecraft)
     Mtt = M[6:, 6:]
-    if boundary == "free":
+    if boundary.hub_free:
         Mtt = Mtt - M[:6, 6:].T @ jnp.linalg.solve(M[:6, :6], M[:6, 6:])
     return 0.5 * (Mtt + Mtt.T), jnp.diag(spacecraft.panels.c), jnp.diag(spacecraft.panels.k)

@@ -15,14 +15,14 @@ from ..._model._spacecraft import InitialState, Spacecraft
 from ..._runtime._programs import program
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
-from ._linearize import check_boundary, rest_spacecraft, spacecraft_of
+from ._boundary import AbstractBoundary, FreeFree, as_boundary
+from ._linearize import rest_spacecraft, spacecraft_of
 from ._modes import complex_mode_state, modes
 
 # ------------------------------------------------------------------------------------------------------------
 # Independent check: free responses of the nonlinear model
 # ------------------------------------------------------------------------------------------------------------
 
-CLAMP_FACTOR = 1e9  # "clamped" is simulated as a hub this much heavier (mass and inertia)
 
 
 class ModeMeasurement(eqx.Module):
@@ -49,7 +49,7 @@ class ModeMeasurement(eqx.Module):
     t_end: float
     save_dt: float
     success: bool
-    boundary: str
+    boundary: AbstractBoundary
     t: np.ndarray
     theta: np.ndarray
 
@@ -83,7 +83,7 @@ def _crossings(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def measure_modes(
     model: Scenario | Spacecraft,
-    boundary: str = "free",
+    boundary: AbstractBoundary | str = FreeFree(),
     *,
     periods: float = 30.0,
     samples_per_period: int = 64,
@@ -107,7 +107,7 @@ def measure_modes(
 
     **Returns:** a `ModeMeasurement` (NumPy arrays; host function, not differentiable).
     """
-    check_boundary(boundary)
+    boundary = as_boundary(boundary)
     if spacecraft_of(model).wheels is not None:
         raise ScenarioError.fail(None, "wheels", "measure_modes starts the modes of a spacecraft without reaction "
                                  "wheels; with wheels, use modes() (the tests check it against a "
@@ -136,7 +136,7 @@ def measure_modes(
     initials = InitialState(z3, z3, z3, np.array([(amplitude * u)[3:6].real for *_, u in states]),
                             np.array([thetaRef + (amplitude * x).real for _, x, _ in states]),
                             np.array([(amplitude * u)[6:].real for *_, u in states]))
-    f = CLAMP_FACTOR if boundary == "clamped" else 1.0  # clamped: a hub f times heavier
+    f = boundary.hub_mass_factor  # clamped: a hub f times heavier
     hub = type(sc.hub)(sc.hub.mHub * f, sc.hub.IHubPntBc_B * f, sc.hub.r_BcB_B)
     scen = Scenario(Spacecraft(hub, sc.panels, None),
                     InitialState(z3[0], z3[0], z3[0], z3[0], thetaRef, np.zeros(n)), Loads(), cfg)

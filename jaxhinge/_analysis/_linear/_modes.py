@@ -36,9 +36,9 @@ from ..._math import assignment, safe_sqrt, tilde
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import Spacecraft, strip_labels
 from ..._runtime._programs import program
+from ._boundary import AbstractBoundary, FreeFree, as_boundary
 from ._linearize import (
     body_jacobians,
-    check_boundary,
     linear_matrices,
     mass_matrix,
     mode_labels,
@@ -268,7 +268,7 @@ class Modes(eqx.Module):
       M_{\\theta\\theta}^{-1} M_{\\theta R}$, the panels' mass as seen through their hinges. Free: zero (a
       free-free elastic mode carries no momentum), as in a free-free FEA.
     - `reference_point`: the point the rotational components refer to, in B [m].
-    - `boundary` (static): `"free"` or `"clamped"`; `panel_names`, `dof_names`, `participants` (static).
+    - `boundary` (static): `FreeFree()` or `HubClamped()` (`.name`: `"free"`, `"clamped"`); `panel_names`, `dof_names`, `participants` (static).
 
     Gradients of `frequency_hz`, `damping_ratio`, `natural_frequency_hz` are defined also at repeated
     frequencies, where shapes and energy fractions are an arbitrary basis of the eigenspace.
@@ -285,7 +285,7 @@ class Modes(eqx.Module):
     participation: Float[Array, "modes 6"]
     effective_mass: Float[Array, "modes 6"]
     reference_point: Float[Array, "3"]
-    boundary: str = eqx.field(static=True)
+    boundary: AbstractBoundary = eqx.field(static=True)
     panel_names: tuple[str, ...] = eqx.field(static=True)
     dof_names: tuple[str, ...] = eqx.field(static=True)
     participants: tuple[str, ...] = eqx.field(static=True)
@@ -301,12 +301,12 @@ def _pole_values(lam, overdamped):
     return wn, zeta, rep
 
 
-def _modes(sc: Spacecraft, boundary: str, reference_point=None, Omega=None) -> Modes:
+def _modes(sc: Spacecraft, boundary: AbstractBoundary, reference_point=None, Omega=None) -> Modes:
     if sc.wheels is not None:  # the structure's modes; free: moved by the spinning wheels
         ref = _modes(structure(sc), boundary, reference_point)
-        if boundary == "clamped" or sc.panels.count == 0:  # a clamped hub holds the wheels' gyroscopic torque
+        if not boundary.hub_free or sc.panels.count == 0:  # a clamped hub holds the wheels' gyroscopic torque
             return ref
-        lam, undamped, overdamped = _spinning_poles(sc, Omega, ref, reduced_matrices(structure(sc), "free")[0])
+        lam, undamped, overdamped = _spinning_poles(sc, Omega, ref, reduced_matrices(structure(sc), FreeFree())[0])
         wn, zeta, rep = _pole_values(lam, overdamped)
         pick = lambda x: x[undamped]
         return dataclasses.replace(
@@ -340,7 +340,7 @@ def _modes(sc: Spacecraft, boundary: str, reference_point=None, Omega=None) -> M
     phi_t = jax.scipy.linalg.solve_triangular(L.T, psi, lower=False)  # (panels, modes)
     M = mass_matrix(sc)
     phi_h = -jnp.linalg.solve(M[:6, :6], M[:6, 6:] @ phi_t)  # the hub part of zero total momentum
-    phi_h = phi_h if boundary == "free" else jnp.zeros((6, n), dtype)
+    phi_h = phi_h if boundary.hub_free else jnp.zeros((6, n), dtype)
     X = jnp.concatenate([phi_h, phi_t], 0).T  # (modes, dof)
     big = jnp.argmax(jnp.abs(X[:, 6:]), axis=1)
     sign = jnp.sign(jnp.take_along_axis(X[:, 6:], big[:, None], 1))
@@ -373,15 +373,16 @@ def rigid_motion(reference_point: Float[Array, "3"], n: int) -> Float[Array, "do
 _modes_jit = program(_modes)
 
 
-def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None, *, Omega=None) -> Modes:
+def modes(model: Scenario | Spacecraft, boundary: AbstractBoundary | str = FreeFree(), reference_point=None, *,
+          Omega=None) -> Modes:
     """Flexible modes of the spacecraft linearised about its rest equilibrium.
 
     **Arguments:**
 
     - `model`: a `Scenario` or `Spacecraft` (the initial state, loads, gravity, `motorTorque` and `thetaDotRef`
       do not enter: see the module docstring).
-    - `boundary`: `"free"` (hub free, as flown; the 6 rigid-body modes are excluded) or `"clamped"` (hub
-      fixed, as on an FEA fixture or a test stand).
+    - `boundary`: `FreeFree()` (hub free, as flown; the 6 rigid-body modes are excluded) or `HubClamped()` (hub
+      fixed, as on an FEA fixture or a test stand); or their names `"free"`, `"clamped"`.
     - `reference_point`: where the rotational participation factors and effective masses refer to, in B [m]
       (default: the origin of B).
     - `Omega`: with reaction wheels, the wheel speeds relative to the hub [rad/s] the modes are computed at
@@ -394,7 +395,7 @@ def modes(model: Scenario | Spacecraft, boundary: str = "free", reference_point=
     respect to every array leaf (frequencies and damping ratios); works under `vmap`. The damped eigen-solve,
     pole pairing and mode matching run inside the program (static shapes; on CPU no host callback).
     """
-    check_boundary(boundary)
+    boundary = as_boundary(boundary)
     sc = spacecraft_of(model)
     return relabel(_modes_jit(strip_labels(sc), boundary, as_point(reference_point), wheel_speeds(model, Omega)), sc)
 
@@ -404,11 +405,10 @@ def relabel(m: Modes, sc: Spacecraft) -> Modes:
     return dataclasses.replace(m, **mode_labels(sc))
 
 
-def modes_unjitted(model: Scenario | Spacecraft, boundary: str = "free", reference_point=None, *,
-                   Omega=None) -> Modes:
+def modes_unjitted(model: Scenario | Spacecraft, boundary: AbstractBoundary | str = FreeFree(),
+                   reference_point=None, *, Omega=None) -> Modes:
     """`modes` without its `eqx.filter_jit` (to compose inside a caller's own jit/grad)."""
-    check_boundary(boundary)
-    return _modes(spacecraft_of(model), boundary, as_point(reference_point), wheel_speeds(model, Omega))
+    return _modes(spacecraft_of(model), as_boundary(boundary), as_point(reference_point), wheel_speeds(model, Omega))
 
 
 def as_point(p):
@@ -416,12 +416,12 @@ def as_point(p):
 
 
 @program
-def _matrices_jit(sc: Spacecraft, boundary: str):
+def _matrices_jit(sc: Spacecraft, boundary: AbstractBoundary):
     return (*reduced_matrices(sc, boundary), mass_matrix(sc))
 
 
 def complex_mode_state(
-    model: Scenario | Spacecraft, mode: int, boundary: str = "free"
+    model: Scenario | Spacecraft, mode: int, boundary: AbstractBoundary = FreeFree()
 ) -> tuple[complex, np.ndarray, np.ndarray]:
     """Host helper: the damped (complex) mode `mode` (0-based, in `modes` order) as `(lambda, theta_part,
     u_part)`, with `theta_part` the hinge displacement eigenvector ($N$, complex) and `u_part` the matching
@@ -436,5 +436,5 @@ def complex_mode_state(
     i = int(np.argmin(np.abs(lam - target)))
     x = vec[:n, i] / vec[:n, i][np.argmax(np.abs(vec[:n, i]))]
     xdot = lam[i] * x
-    hdot = -np.linalg.solve(M[:6, :6], M[:6, 6:] @ xdot) if boundary == "free" else np.zeros(6, dtype=complex)
+    hdot = -np.linalg.solve(M[:6, :6], M[:6, 6:] @ xdot) if boundary.hub_free else np.zeros(6, dtype=complex)
     return complex(lam[i]), x, np.concatenate([hdot, xdot])

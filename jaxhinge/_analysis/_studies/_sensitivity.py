@@ -76,8 +76,8 @@ from ..._runtime._programs import program
 from ..._simulation._memory import check_memory, save_times
 from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._trajectory import OUTPUT_NAMES, OUTPUT_UNITS
+from .._linear._boundary import as_boundary
 from .._linear._closed_loop import closed_loop_unjitted, loop_shape
-from .._linear._linearize import check_boundary
 from .._linear._modes import modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
@@ -225,10 +225,9 @@ def parse_outputs(
         elif name in MODAL_OUTPUTS:
             boundary = opts.get("boundary", "free")
             try:
-                check_boundary(boundary)
+                clean = {"boundary": as_boundary(boundary).name}  # the name: options are reported as given
             except ValueError as e:
                 raise _fail(source, f"{where}.{e}") from None
-            clean = {"boundary": boundary}
         o = _Output(name, tuple(sorted(clean.items())))
         if o in out:
             raise _fail(source, f"{where} = {spec!r}: listed twice")
