@@ -89,13 +89,13 @@ from jaxhinge._io import _campaign_store
 
 write = _campaign_store.CampaignStore.write_chunk
 
-def torn(self, c, params, run, *rest):
+def torn(self, c, params, success, *rest):
     if c == 1:  # chunk 1: its parameters and success written, then killed before its histories and flag
         for name, v in params.items():
             self.group[f"param_{name}"][c * self.chunk_size:c * self.chunk_size + len(v)] = v
-        self.group["success"][4:8] = run.success
+        self.group["success"][4:8] = success
         os.kill(os.getpid(), signal.SIGKILL)
-    write(self, c, params, run, *rest)
+    write(self, c, params, success, *rest)
 
 _campaign_store.CampaignStore.write_chunk = torn
 jh.run_campaign(sys.argv[1])
@@ -239,3 +239,63 @@ def test_a_campaign_too_large_to_keep_every_history_is_refused_with_the_retain_l
         path.write_text(original.replace("[output]", f"[retain]\n{retain}\n[output]"))
         assert main(["sweep", str(path)]) == 2
         assert message in capsys.readouterr().err, retain
+
+
+def test_metrics_of_every_member_inside_the_batch(tmp_path):
+    """`[metrics]` with SENS.toml's names and options: each member's modal frequencies equal `jh.modes` of that
+    member's model, its final hinge angles `jh.simulate`'s, its settling time the last crossing of the threshold
+    interpolated from the simulated samples (NumPy); the summary metrics are added, and the store labels the
+    metrics by panel and mode with their units."""
+    path = _sweep(tmp_path, members=6, chunk_size=4)
+    path.write_text(path.read_text().replace("[output]", textwrap.dedent("""\
+        [metrics]
+        names = ["modal_frequencies", {name = "settling_time", signal = "theta", threshold = 0.01}, "final_theta"]
+        [output]""")))
+    res = jh.run_campaign(path)
+    assert list(res.metrics) == ["modal_frequencies", "settling_time", "final_theta", "peak_hub_rate",
+                                 "peak_abs_theta"]
+    sweep = jh.load_sweep(path)
+    params = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
+    for m in (0, 5):
+        one = jh.apply_parameters(sweep.scenario, {k: v[m] for k, v in params.items()})
+        np.testing.assert_allclose(res.metrics["modal_frequencies"][m], jh.modes(one).frequency_hz, rtol=1e-12)
+        traj = jh.simulate(one)
+        theta = np.asarray(traj.theta)
+        np.testing.assert_allclose(res.metrics["final_theta"][m], theta[-1], rtol=1e-12, atol=1e-15)
+        sig = np.abs(theta - np.asarray(one.spacecraft.panels.thetaRef)).max(axis=1)
+        k = np.flatnonzero(sig > 0.01)[-1]
+        t = np.asarray(traj.t)
+        ts = t[k] + (sig[k] - 0.01) / (sig[k] - sig[k + 1]) * (t[k + 1] - t[k]) if k + 1 < t.size else t[-1]
+        np.testing.assert_allclose(res.metrics["settling_time"][m], ts, rtol=1e-12)
+    ds = jh.open_campaign(tmp_path / "out")
+    assert ds["metric_modal_frequencies"].dims == ("member", "mode") and ds["metric_modal_frequencies"].attrs[
+        "units"] == "Hz"
+    assert ds["metric_final_theta"].dims == ("member", "panel")
+    assert "settling_time [s]" in res.summary["statistics (successful members)"]
+
+
+def test_a_campaign_of_modes_only_runs_no_simulation(tmp_path, monkeypatch):
+    """Metrics that need no simulation and no kept history (`[retain] outputs = []`): nothing is simulated (the
+    simulator is made to fail if it is ever traced), the frequencies equal `jh.modes`', no envelopes are drawn."""
+    import jaxhinge._analysis._studies._batch as batch
+
+    def no(*a, **k):
+        raise AssertionError("simulated")
+
+    monkeypatch.setattr(batch, "simulate_unjitted", no)
+    path = _sweep(tmp_path, members=5, chunk_size=4)
+    path.write_text(path.read_text().replace("[output]", textwrap.dedent("""\
+        [metrics]
+        names = ["modal_frequencies", {name = "damping_ratios", boundary = "clamped"}]
+        [retain]
+        outputs = []
+        [output]""")))
+    res = jh.run_campaign(path)
+    assert list(res.metrics) == ["modal_frequencies", "damping_ratios"] and res.envelopes is None
+    sweep = jh.load_sweep(path)
+    params = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
+    one = jh.apply_parameters(sweep.scenario, {k: v[3] for k, v in params.items()})
+    np.testing.assert_allclose(res.metrics["modal_frequencies"][3], jh.modes(one).frequency_hz, rtol=1e-12)
+    np.testing.assert_allclose(res.metrics["damping_ratios"][3], jh.modes(one, "clamped").damping_ratio, atol=1e-15)
+    assert sorted(os.listdir(tmp_path / "out")) == ["campaign.zarr", "histograms.png", "summary.json"]
+    assert res.success.all()

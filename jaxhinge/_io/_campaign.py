@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._analysis._studies._batch import sample_dispersions, simulate_batch
-from .._analysis._studies._stats import SUMMARY_METRICS, moments, rank_error, summary_metrics
+from .._analysis._studies._batch import batch_outputs, sample_dispersions
+from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
+from .._analysis._studies._stats import moments, rank_error
 from .._errors import SweepError
 from .._model._params import FIELDS, resolve
 from .._report._sweep import sweep_summary
@@ -25,7 +26,8 @@ from . import _interrupt
 from ._campaign_store import HISTORIES, CampaignStore, file_digest
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
-__all__ = ["STORE", "CampaignResult", "check_resume", "envelopes", "open_campaign", "retention", "run_campaign"]
+__all__ = ["STORE", "CampaignResult", "check_resume", "envelopes", "open_campaign", "retention", "run_campaign",
+           "run_chunk"]
 
 STORE = "campaign.zarr"
 ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows
@@ -35,7 +37,8 @@ ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows
 class CampaignResult:
     """What `run_campaign` did: `store` (the path of `campaign.zarr`), `members`, `chunks`, `chunks_run` (this
     call; fewer than `chunks` on a resume), `params` and `metrics` of every member (read back from the store),
-    `success`, `summary` (the `summary.json` contents), `envelopes` (per-time statistics, `summarize`'s layout),
+    `success`, `summary` (the `summary.json` contents), `envelopes` (per-time statistics, `summarize`'s layout;
+    None when nothing was simulated),
     `files` (the report files written), `wall_s` (this call's compute)."""
 
     store: str
@@ -46,7 +49,7 @@ class CampaignResult:
     metrics: dict
     success: np.ndarray
     summary: dict
-    envelopes: dict
+    envelopes: dict | None
     files: list
     wall_s: float
 
@@ -89,6 +92,8 @@ def run_campaign(
     sc = sweep.scenario
     retain = None if resume else retention(sweep)
     names = _check_draws(sweep)
+    blocks = output_blocks(sc, sweep.metrics)
+    metric_meta, coords = metric_layout(sc, blocks)
     if resume:
         store = check_resume(sweep, path, sources)
     else:
@@ -99,7 +104,8 @@ def run_campaign(
             path, members=sweep.members, chunk_size=size,
             times=_times(sc), panels=sc.spacecraft.panels.labels,
             params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
-            metrics=SUMMARY_METRICS, kept=retain.kept(sweep.members), outputs=retain.outputs,
+            metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
+            outputs=retain.outputs if sweep.simulates else (),
             attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
                    "seed": sweep.seed, "parameters": names, "every": retain.every,
                    "scenario": os.path.basename(sweep.scenario_path)})
@@ -111,17 +117,9 @@ def run_campaign(
     resume_note = "{}/{} members are stored in {}; `--resume` completes it"
     _interrupt.set_note(resume_note.format(finished, store.members, path))
     for c in todo:
-        members = store.chunk_members(c)
-        params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed,
-                                    indices=_padded(members, size))
-        traj = simulate_batch(sc, params, chunk_size=size)
-        n = len(members)
-        run = _head(traj, n)
-        ok = np.asarray(run.success, dtype=bool)
-        stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
-        store.write_chunk(c, {k: v[:n] for k, v in params.items()}, run, summary_metrics(run), stats)
+        n, bad = run_chunk(sweep, store, c)
         finished += n
-        failed += int(np.sum(~np.asarray(traj.success)[:n]))
+        failed += bad
         _interrupt.set_note(resume_note.format(finished, store.members, path))
         if progress is not None:
             progress(finished, failed)
@@ -129,14 +127,64 @@ def run_campaign(
     _interrupt.set_note(None)  # (an exception before this leaves the note: the CLI says it on Ctrl-C)
     params, metrics = store.params(), store.metrics()
     success, result = np.asarray(store.group["success"][:]), np.asarray(store.group["result"][:])
-    summary = sweep_summary(sweep, params, metrics, success, result, wall)
+    labels = {name: (b.labels, b.unit) for name, b in zip(metric_meta, blocks)}
+    summary = sweep_summary(sweep, params, metrics, success, result, wall, labels)
     summary["store"] = path
-    env = envelopes(store, ENVELOPES)
-    summary["percentile bands"] = {"sampled members": env["sampled"], "every": env["every"],
-                                   "rank error (1 sd) at p5, p50": [env["rank_error"][p] for p in (5.0, 50.0)]}
-    files = write_outputs(sweep, params, metrics, summary, env, folder, success=success)
+    env = None
+    if sweep.simulates:
+        env = envelopes(store, ENVELOPES)
+        summary["percentile bands"] = {"sampled members": env["sampled"], "every": env["every"],
+                                       "rank error (1 sd) at p5, p50": [env["rank_error"][p] for p in (5.0, 50.0)]}
+    files = write_outputs(sweep, params, metrics, summary, env, folder, success=success, labels=labels)
     return CampaignResult(path, store.members, store.chunks, len(todo), params, metrics, success, summary, env, files,
                           wall)
+
+
+def run_chunk(sweep: Sweep, store: CampaignStore, c: int) -> tuple[int, int]:
+    """Compute chunk `c` of the campaign and write it into `store` (its flag last); **returns** `(members,
+    failed)`. The one computation of a chunk, wherever it runs (in-process, a worker): the members' draws from
+    `(seed, i)` (`sample_dispersions`), padded to the chunk size (one compiled program for every chunk), their
+    metrics and histories (`batch_outputs`), the chunk's moments."""
+    sc, size = sweep.scenario, store.chunk_size
+    members = store.chunk_members(c)
+    blocks = output_blocks(sc, sweep.metrics)
+    names = list(metric_layout(sc, blocks)[0])
+    params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed, indices=_padded(members, size))
+    traj, y, _ = batch_outputs(sc, params, sweep.metrics, histories=sweep.simulates)
+    n = len(members)
+    metrics = {name: y[:n, b.start:b.stop].reshape(n, *b.shape) for name, b in zip(names, blocks)}
+    if traj is None:  # modes and closed-loop poles only: no simulation
+        run, ok, result, stats = None, np.isfinite(y[:n]).all(axis=1), np.zeros(n, dtype=np.int32), {}
+    else:
+        run = _head(traj, n)
+        ok, result = np.asarray(run.success, dtype=bool), np.asarray(run.result)
+        stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
+    store.write_chunk(c, {k: v[:n] for k, v in params.items()}, ok, result, run, metrics, stats)
+    return n, int(np.sum(~ok))
+
+
+def metric_layout(scenario, blocks) -> tuple[dict, dict]:
+    """`({store name: (dims, unit, description)}, {dim: labels})` of a campaign's metrics (`output_blocks`): one
+    value per member, per panel, per wheel or per mode; a name given twice (other options) gets `_2`, `_3`."""
+    meta: dict = {}
+    coords = {"panel": scenario.spacecraft.panels.labels}
+    for b in blocks:
+        name, k = b.name, 2
+        while name in meta:
+            name, k = f"{b.name}_{k}", k + 1
+        if b.kind == "scalar":
+            dims = ()
+        elif b.kind == "modal":
+            dims = ("mode",)
+            coords["mode"] = b.labels
+        elif VECTOR_OUTPUTS[b.name][0] == "theta":
+            dims = ("panel",)
+        else:
+            dims = ("wheel",)
+            coords["wheel"] = b.labels
+        opts = ", ".join(f"{k} = {v}" for k, v in b.options.items() if k != "shape")
+        meta[name] = (dims, b.unit, f"metric {b.name}" + (f" ({opts})" if opts else ""))
+    return meta, coords
 
 
 def retention(sweep: Sweep) -> Retain:

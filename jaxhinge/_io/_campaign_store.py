@@ -66,14 +66,15 @@ class CampaignStore:
         times: np.ndarray,
         panels: Sequence[str],
         params: Mapping[str, tuple[tuple[int, ...], str]],
-        metrics: Mapping[str, tuple[str | None, str, str]],
+        metrics: Mapping[str, tuple[tuple[str, ...], str, str]],
+        coords: Mapping[str, Sequence[str]],
         kept: np.ndarray,
         outputs: Sequence[str],
         attrs: Mapping,
     ) -> "CampaignStore":
         """A new, empty store at `path` (an existing one is replaced, only once the new one is complete).
-        `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing axis or None, unit,
-        description)}`; `kept`: `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`);
+        `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing dimensions, unit,
+        description)}`, each dimension's labels in `coords` (`wheel`, `mode`, ...); `kept`: `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`);
         `attrs`: the group attributes (JSON values)."""
         import zarr
 
@@ -112,9 +113,14 @@ class CampaignStore:
                                     (f"{name}_axis{k}" for k in range(len(shape))))]
                 array(f"param_{name}", (members, *shape), dims, "float64", np.nan, units=unit,
                       description=f"dispersed parameter {name}")
-            for name, (axis, unit, what) in metrics.items():
-                shape, dims = ((members,), ["member"]) if axis is None else ((members, width[axis]), ["member", axis])
-                array(f"metric_{name}", shape, dims, "float64", np.nan, units=unit, description=what)
+            for dim, labels in coords.items():
+                if dim not in width:
+                    width[dim] = len(labels)
+                    array(dim, (len(labels),), [dim], str, "", chunks=(max(len(labels), 1),),
+                          description=f"{dim} label")[:] = np.asarray(list(labels), dtype=str)
+            for name, (dims, unit, what) in metrics.items():
+                shape = (members, *(width[d] for d in dims))
+                array(f"metric_{name}", shape, ["member", *dims], "float64", np.nan, units=unit, description=what)
             for name in outputs:
                 axis, unit, what, bsk = HISTORIES[name]
                 # one member per Zarr chunk when only some are kept: a member never kept takes no space
@@ -195,22 +201,22 @@ class CampaignStore:
         members = [self.chunk_members(int(c)) for c in np.flatnonzero(done)]
         return int(sum(np.sum(~ok[m.start:m.stop]) for m in members))
 
-    def write_chunk(self, c: int, params: Mapping[str, np.ndarray], run, metrics: Mapping[str, np.ndarray],
-                    stats: Mapping[str, np.ndarray]) -> None:
-        """Write chunk `c`: its parameters, `success`, `result`, metrics, the kept members' histories and the
-        chunk's moments (`stats[name]`: `Moments.stack()`), then its flag. `run`: a batched `Trajectory` of
-        exactly the chunk's members."""
+    def write_chunk(self, c: int, params: Mapping[str, np.ndarray], success: np.ndarray, result: np.ndarray,
+                    run, metrics: Mapping[str, np.ndarray], stats: Mapping[str, np.ndarray]) -> None:
+        """Write chunk `c`: its parameters, `success`, `result`, metrics, the kept members' histories (`run`: a
+        batched `Trajectory` of exactly the chunk's members, or None when nothing was simulated) and the chunk's
+        moments (`stats[name]`: `Moments.stack()`), then its flag."""
         members = self.chunk_members(c)
         sl = slice(members.start, members.stop)
         g = self.group
         for name, v in params.items():
             g[f"param_{name}"][sl] = np.asarray(v, dtype=float)
-        g["success"][sl] = np.asarray(run.success, dtype=bool)
-        g["result"][sl] = np.asarray(run.result, dtype=np.int32)
+        g["success"][sl] = np.asarray(success, dtype=bool)
+        g["result"][sl] = np.asarray(result, dtype=np.int32)
         for name, v in metrics.items():
             g[f"metric_{name}"][sl] = np.asarray(v, dtype=float)
         kept = np.flatnonzero(np.asarray(g["retained"][sl]))
-        for name in g.attrs["histories"]:
+        for name in g.attrs["histories"] if run is not None else ():
             h = np.asarray(getattr(run, name), dtype=float)
             if kept.size == len(members):
                 g[name][sl] = h

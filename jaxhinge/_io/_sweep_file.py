@@ -15,15 +15,20 @@ from typing import Any
 import numpy as np
 
 from .._analysis._studies._batch import check_dispersions
-from .._errors import SweepError
+from .._analysis._studies._sensitivity import HISTORY_OUTPUTS as HISTORY_OUTPUTS_ALL
+from .._analysis._studies._sensitivity import needs_simulation, parse_outputs
+from .._errors import SensitivityError, SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario
 from .._report._sweep import plot_envelopes, plot_histograms
 from ._checker import Checker as _Checker
+from ._checker import in_file_terms
 from ._scenario_file import load_scenario
 from ._writers import write_json, write_output_files
 
-_SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "retain", "output")
+_SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "metrics", "retain", "output")
+_METRICS_KEYS = ("names",)  # [metrics] (docs/campaigns.md)
+SUMMARY_METRICS = ("peak_hub_rate", "final_theta", "peak_abs_theta")  # kept for every simulated campaign
 _OUTPUT_KEYS = ("dir",)
 _RETAIN_KEYS = ("every", "members", "outputs")  # [retain] (docs/campaigns.md)
 HISTORY_OUTPUTS = ("theta", "thetaDot", "omega_BN_B", "sigma_BN")  # the histories a campaign can keep
@@ -42,7 +47,8 @@ _DESCRIPTION = {
     "dispersions": "one or more [[dispersions]] tables",
     "retain.every": "keep the history of every N-th member (0, N, 2N, ...), an integer > 0",
     "retain.members": "keep the histories of these members (indices from 0), a list of integers",
-    "retain.outputs": f"the histories kept, a list of {', '.join(HISTORY_OUTPUTS)}",
+    "retain.outputs": f"the histories kept, a list of {', '.join(HISTORY_OUTPUTS)} (empty: none)",
+    "metrics.names": "the metrics of every member, a list of SENS.toml output names or tables",
 }
 
 
@@ -77,6 +83,12 @@ class Sweep:
     chunk_size: int
     out_dir: str
     retain: Retain | None = None  # None: every history (a small campaign), as given by `[retain]` otherwise
+    metrics: tuple = ()  # the metrics of every member (`parse_outputs`' specs): `[metrics] names`, and the summary's
+
+    @property
+    def simulates(self) -> bool:
+        """Whether the campaign simulates its members: a metric or a kept history needs it (not modes alone)."""
+        return _simulates(self.metrics, self.retain)
 
 
 def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
@@ -106,7 +118,38 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     retain = _retain(ck, data["retain"], members) if "retain" in data else None
     scenario = load_scenario(scen_path)
     check_dispersions(scenario, disp, members, source=source, batch=chunk_size)
-    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain)
+    metrics = _metrics(ck, data.get("metrics"), scenario, retain)
+    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain, metrics)
+
+
+def _simulates(metrics, retain: Retain | None) -> bool:
+    return needs_simulation(metrics) or retain is None or bool(retain.outputs)
+
+
+def _metrics(ck: _Checker, table: Any, scenario: Scenario, retain: Retain | None) -> tuple:
+    """`[metrics] names = [...]`: SENS.toml's output names and option tables (`parse_outputs`), no histories; the
+    summary's metrics (`SUMMARY_METRICS`) added when the campaign simulates."""
+    names: list = []
+    if table is not None:
+        table = ck.table(table, "metrics", "[metrics]")
+        ck.keys(table, "metrics", _METRICS_KEYS, ("names",))
+        names = table["names"]
+        if not isinstance(names, list) or not names:
+            raise ck.bad("metrics.names", names, "must be a non-empty list of output names or tables "
+                         "(as SENS.toml's outputs, docs/sweeps-and-sensitivities.md)")
+    try:
+        outputs = parse_outputs(scenario, names, ck.source) if names else ()
+    except SensitivityError as e:
+        raise SweepError(str(in_file_terms(e, ck.source, {"outputs": "metrics.names"})), source=ck.source,
+                         field="metrics.names") from None
+    for j, o in enumerate(outputs):
+        if o.name in HISTORY_OUTPUTS_ALL:
+            raise ck.bad(f"metrics.names[{j}]", o.name, "is a time history, not a metric: keep histories with "
+                         "[retain] outputs")
+    if _simulates(outputs, retain):
+        have = {o.name for o in outputs}
+        outputs = outputs + parse_outputs(scenario, [n for n in SUMMARY_METRICS if n not in have], ck.source)
+    return outputs
 
 
 def _retain(ck: _Checker, table: Any, members: int) -> Retain:
@@ -124,8 +167,8 @@ def _retain(ck: _Checker, table: Any, members: int) -> Retain:
             raise ck.bad(f"retain.members[{j}]", m, f"must be < members = {members} (indices count from 0)")
         picked.append(i)
     outputs = table.get("outputs", list(HISTORY_OUTPUTS))
-    if not isinstance(outputs, list) or not outputs:
-        raise ck.bad("retain.outputs", outputs, f"must be a non-empty list of {', '.join(HISTORY_OUTPUTS)}")
+    if not isinstance(outputs, list):
+        raise ck.bad("retain.outputs", outputs, f"must be a list of {', '.join(HISTORY_OUTPUTS)} (empty: none)")
     names = tuple(ck.choice(o, f"retain.outputs[{j}]", HISTORY_OUTPUTS) for j, o in enumerate(outputs))
     return Retain(every, tuple(sorted(set(picked))), tuple(dict.fromkeys(names)))
 
@@ -135,19 +178,20 @@ def write_outputs(
     params: Mapping[str, np.ndarray],
     outcomes,
     summary: Mapping[str, Any],
-    envelopes: Mapping[str, Any],
+    envelopes: Mapping[str, Any] | None,
     out_dir: str | None = None,
     success: np.ndarray | None = None,
+    labels: Mapping[str, tuple] | None = None,
 ) -> list[str]:
-    """Write `summary.json`, `envelopes.png` and `histograms.png` into `out_dir` (default `sweep.out_dir`), all
-    or nothing. `outcomes`: a batched `Trajectory`, or the members' `summary_metrics` with their `success`;
-    `summary` is `sweep_summary`'s, `envelopes` `summarize`'s (or a campaign's `envelopes`).
-    **Returns:** the paths written."""
+    """Write `summary.json`, `envelopes.png` (not when `envelopes` is None: nothing simulated) and
+    `histograms.png` into `out_dir` (default `sweep.out_dir`), all or nothing. `outcomes`: a batched `Trajectory`,
+    or the members' metrics with their `success` and `labels` (`plot_histograms`); `summary` is `sweep_summary`'s,
+    `envelopes` `summarize`'s (or a campaign's `envelopes`). **Returns:** the paths written."""
     names = sweep.scenario.spacecraft.panels.labels
     units = {k: resolve(sweep.scenario, k).unit for k in params}
-    files = {
-        "summary.json": lambda f: write_json(summary, f),
-        "envelopes.png": lambda f: plot_envelopes(envelopes, names, f),
-        "histograms.png": lambda f: plot_histograms(params, outcomes, names, f, units=units, success=success),
-    }
+    files = {"summary.json": lambda f: write_json(summary, f)}
+    if envelopes is not None:
+        files["envelopes.png"] = lambda f: plot_envelopes(envelopes, names, f)
+    files["histograms.png"] = lambda f: plot_histograms(params, outcomes, names, f, units=units, success=success,
+                                                        labels=labels)
     return write_output_files(sweep.out_dir if out_dir is None else out_dir, files)

@@ -33,16 +33,19 @@ MAX_LISTED_FAILURES = 1000  # summary.json lists at most this many failed member
 
 
 def sweep_summary(sweep, params: Mapping[str, np.ndarray], metrics: Mapping[str, np.ndarray], success: np.ndarray,
-                  result: np.ndarray, wall_s: float) -> dict:
+                  result: np.ndarray, wall_s: float, labels: Mapping[str, tuple] | None = None) -> dict:
     """The `summary.json` contents of a sweep (a `Sweep` of the SWEEP file layer): counts, failures (index, reason;
-    the first `MAX_LISTED_FAILURES`), parameter statistics, and statistics over successful members of peak
-    $|\\omega|$, final/peak $|\\theta|$ per panel (`metrics`: `summary_metrics`' of every member)."""
+    the first `MAX_LISTED_FAILURES`), parameter statistics, and the statistics over successful members of every
+    metric (`metrics`: `{name: (members, ...)}`; `labels`: `{name: (component labels, unit)}`, default the
+    summary's own: peak hub rate, final and peak hinge angle per panel)."""
     ok = np.asarray(success, dtype=bool)
-    names = sweep.scenario.spacecraft.panels.labels
-    stats = {"peak_abs_omega_BN_B [rad/s]": _stats(np.asarray(metrics["peak_hub_rate"])[ok])}
-    for i, n in enumerate(names):
-        stats[f"final_theta[{n}] [rad]"] = _stats(np.asarray(metrics["final_theta"])[ok][:, i])
-        stats[f"peak_abs_theta[{n}] [rad]"] = _stats(np.asarray(metrics["peak_abs_theta"])[ok][:, i])
+    labels = labels or _summary_labels(sweep.scenario.spacecraft.panels.labels)
+    stats = {}
+    for name, v in metrics.items():
+        comps, unit = labels[name]
+        x = np.asarray(v)[ok].reshape(int(ok.sum()), -1)
+        for i, lab in enumerate(comps or [None]):
+            stats[f"{name}{'' if lab is None else f'[{lab}]'} [{unit}]"] = _stats(x[:, i])
     failed = np.flatnonzero(~ok)
     codes = np.asarray(result)
     return {
@@ -62,6 +65,14 @@ def sweep_summary(sweep, params: Mapping[str, np.ndarray], metrics: Mapping[str,
         "parameters": {k: _stats(np.asarray(v).reshape(len(v), -1)[ok].ravel()) for k, v in params.items()},
         "statistics (successful members)": stats,
     }
+
+
+def _summary_labels(panels: Sequence[str]) -> dict:
+    return {"peak_hub_rate": ((), "rad/s"), "final_theta": (tuple(panels), "rad"),
+            "peak_abs_theta": (tuple(panels), "rad")}
+
+
+MAX_HISTOGRAMS = 15  # panels of histograms.png
 
 
 def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
@@ -108,23 +119,31 @@ def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fm
 def plot_histograms(
     params: Mapping[str, np.ndarray], outcomes: Trajectory | Mapping[str, np.ndarray], panel_names: Sequence[str], f,
     fmt: str = "png", units: Mapping[str, str] | None = None, success: np.ndarray | None = None,
+    labels: Mapping[str, tuple] | None = None,
 ) -> None:
     """Histograms of the sampled parameters (first component of vectors; `units` by name, from the registry) and
-    of peak $|\\omega|$ and final $\\theta$ (successful members), angles in deg. `outcomes`: a batched `Trajectory`,
-    or the members' `summary_metrics` with their `success`."""
+    of the outcomes over the successful members (at most `MAX_HISTOGRAMS` in all), angles in deg. `outcomes`: a
+    batched `Trajectory` (its peak $|\\omega|$ and final $\\theta$), or metrics `{name: (members, ...)}` with their
+    `success` and `labels` (`{name: (component labels, unit)}`, default the summary's)."""
     from matplotlib.ticker import MaxNLocator
 
     plt = pyplot()
     if isinstance(outcomes, Trajectory):
         success, outcomes = np.asarray(outcomes.success), summary_metrics(outcomes)
-    ok = np.ones(len(outcomes["peak_hub_rate"]), dtype=bool) if success is None else np.asarray(success, dtype=bool)
+        outcomes = {"peak_hub_rate": outcomes["peak_hub_rate"], "final_theta": outcomes["final_theta"]}
+    labels = labels or _summary_labels(panel_names)
+    first = next(iter(outcomes.values()), np.zeros(0))
+    ok = np.ones(len(first), dtype=bool) if success is None else np.asarray(success, dtype=bool)
     units = units or {}
     items = [(k + ("[1]" if np.ndim(v) > 1 else ""), *shown(np.asarray(v).reshape(len(v), -1)[:, 0], units.get(k, "")))
              for k, v in params.items()]
     if ok.any():
-        items.append(("peak |omega_BN_B|", *shown(np.asarray(outcomes["peak_hub_rate"])[ok], "rad/s")))
-        for i, n in enumerate(panel_names):
-            items.append((f"final theta_{n}", *shown(np.asarray(outcomes["final_theta"])[ok][:, i], "rad")))
+        for name, v in outcomes.items():
+            comps, unit = labels[name]
+            x = np.asarray(v)[ok].reshape(int(ok.sum()), -1)
+            for i, lab in enumerate(comps or [None]):
+                items.append((name if lab is None else f"{name}[{lab}]", *shown(x[:, i], unit)))
+    items = items[:MAX_HISTOGRAMS]
     ncol = 3
     nrow = math.ceil(len(items) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.9 * nrow), squeeze=False)

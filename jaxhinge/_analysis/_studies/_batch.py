@@ -49,6 +49,7 @@ from ..._runtime._programs import program
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._trajectory import Trajectory, failure_reason
+from ._sensitivity import needs_simulation, output_values
 
 DISTRIBUTIONS = ("uniform", "normal", "values")
 
@@ -294,6 +295,67 @@ def _refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None
     raise SweepError.bad(f"simulate_batch: member {m} of {ok.size}", field, value, rule + given)
 
 
+def _prepare(scenario: Scenario, params: Mapping[str, Any] | None, who: str):
+    """`(base, batched, pars, members)` of a batch (`simulate_batch`, `batch_outputs`): the nominal scenario as the
+    compiled program sees it, the batched values, the resolved parameters, the member count; every member's
+    model checked against the physical rules."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"{who}: expected a jaxhinge Scenario, got {type(scenario).__name__}")
+    if params is None:
+        base, batched, pars = None, strip_labels(scenario), None
+    else:
+        if not isinstance(params, Mapping):
+            raise TypeError(f"{who}: params = {_fmt(params)}: must be a mapping {{name: values (members, ...)}}"
+                            ", e.g. from sample_dispersions")
+        if not params:
+            raise ValueError(f"{who}: params is empty; give at least one dispersed parameter")
+        try:
+            pars = anonymous([resolve(scenario, k) for k in params])
+        except ParameterError as e:
+            raise ValueError(f"{who}: params: {e}") from None
+        base = compile_key(scenario)
+        batched = tuple(jnp.asarray(v) for v in params.values())
+    if scenario.control is not None and not scenario.simulation.integrator.fixed_step:  # enough control periods for
+        # the member with the shortest control_dt
+        cdt = [np.ravel(scenario.control.control_dt)] + [np.ravel(v) for k, v in (params or {}).items()
+                                                         if k == "control.control_dt"]
+        grid = control_grid(np.concatenate(cdt), scenario.simulation)
+        if params is None:
+            batched = dataclasses.replace(batched, control_grid=grid)
+        else:
+            base = dataclasses.replace(base, control_grid=grid)
+    members = _batch_size(batched, None if params is None else list(params))
+    _refuse_invalid_members(scenario, params)
+    return base, batched, pars, members
+
+
+@program
+def _run_outputs(base, batched, pars, outputs, simulate: bool):
+    def one(b):
+        scn = apply_resolved(base, pars, b)
+        traj = simulate_unjitted(scn) if simulate else None
+        y, status = output_values(base, scn, traj, outputs) if outputs else (jnp.zeros(0), jnp.zeros(0, jnp.int32))
+        return traj, y, status
+
+    return jax.vmap(one)(batched)
+
+
+def batch_outputs(
+    scenario: Scenario, params: Mapping[str, Any], outputs: Sequence[Any], *, histories: bool = True,
+) -> tuple[Trajectory | None, np.ndarray, np.ndarray]:
+    """One compiled program for a batch of members: each member's outputs (`sensitivity`'s names and options,
+    `parse_outputs`; no time histories), and its trajectory when `histories` or an output needs one.
+
+    **Returns:** `(trajectory or None, values (members, M) in `output_blocks`' order, status (members, outputs))`.
+    """
+    base, batched, pars, members = _prepare(scenario, params, "batch_outputs")
+    simulate = histories or needs_simulation(outputs)
+    if simulate:
+        check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
+    traj, y, status = _run_outputs(base, batched, pars, tuple(outputs), simulate)
+    return traj, np.asarray(y), np.asarray(status)
+
+
 def simulate_batch(
     scenario: Scenario,
     params: Mapping[str, Any] | None = None,
@@ -321,34 +383,8 @@ def simulate_batch(
     (`throw=False`): `trajectory.success[m]` is False for a member whose step budget ran out or whose state
     became non-finite, and its `result[m]` holds diffrax's code; other members are unaffected.
     """
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"simulate_batch: expected a jaxhinge Scenario, got {type(scenario).__name__}")
-    if params is None:
-        base, batched, pars = None, strip_labels(scenario), None
-    else:
-        if not isinstance(params, Mapping):
-            raise TypeError(f"simulate_batch: params = {_fmt(params)}: must be a mapping {{name: values (members, ...)}}"
-                            ", e.g. from sample_dispersions")
-        if not params:
-            raise ValueError("simulate_batch: params is empty; give at least one dispersed parameter")
-        try:
-            pars = anonymous([resolve(scenario, k) for k in params])
-        except ParameterError as e:
-            raise ValueError(f"simulate_batch: params: {e}") from None
-        base = compile_key(scenario)
-        batched = tuple(jnp.asarray(v) for v in params.values())
-    if scenario.control is not None and not scenario.simulation.integrator.fixed_step:  # enough control periods for
-        # the member with the shortest control_dt
-        cdt = [np.ravel(scenario.control.control_dt)] + [np.ravel(v) for k, v in (params or {}).items()
-                                                         if k == "control.control_dt"]
-        grid = control_grid(np.concatenate(cdt), scenario.simulation)
-        if params is None:
-            batched = dataclasses.replace(batched, control_grid=grid)
-        else:
-            base = dataclasses.replace(base, control_grid=grid)
-    members = _batch_size(batched, None if params is None else list(params))
+    base, batched, pars, members = _prepare(scenario, params, "simulate_batch")
     check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
-    _refuse_invalid_members(scenario, params)
     if devices is None:
         devices = jax.local_devices()
     devices = list(devices)

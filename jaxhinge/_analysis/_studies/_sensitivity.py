@@ -23,6 +23,8 @@ parameters: every panel's `k` and `c`.
 | `"peak_hub_rate"` | $\max_k \lVert\omega_{BN}(t_k)\rVert$ over the saved samples | rad/s |
 | `"final_attitude_error"` | principal rotation angle between $\sigma_{BN}(t_{end})$ and a reference `sigma_R` | rad |
 | `"settling_time"` | last time the signal is above `threshold`, interpolated between samples | s |
+| `"final_theta"`, `"peak_abs_theta"` | $\theta_i(t_{end})$, $\max_k \lvert\theta_i(t_k)\rvert$, one per panel | rad |
+| `"final_Omega"`, `"peak_abs_Omega"` | the same of the wheel speeds $\Omega_j$, one per wheel | rad/s |
 | `"modal_frequencies"` | `modes(scenario, boundary).frequency_hz`, N values | Hz |
 | `"damping_ratios"` | `modes(scenario, boundary).damping_ratio`, N values | 1 |
 
@@ -82,10 +84,13 @@ from .._linear._modes import modes_unjitted
 
 MODES = ("auto", "forward", "reverse")
 SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time", "pointing_error")
+# one value per panel or per wheel, from the simulated histories
+VECTOR_OUTPUTS = {"final_theta": ("theta", "final"), "peak_abs_theta": ("theta", "peak"),
+                  "final_Omega": ("Omega", "final"), "peak_abs_Omega": ("Omega", "peak")}
 CLOSED_LOOP_OUTPUTS = ("closed_loop_damping", "closed_loop_margin")
 MODAL_OUTPUTS = ("modal_frequencies", "damping_ratios", *CLOSED_LOOP_OUTPUTS)  # no simulation
 HISTORY_OUTPUTS = tuple(n for n in OUTPUT_NAMES if n != "t")
-OUTPUTS = SCALAR_OUTPUTS + MODAL_OUTPUTS + HISTORY_OUTPUTS
+OUTPUTS = SCALAR_OUTPUTS + tuple(VECTOR_OUTPUTS) + MODAL_OUTPUTS + HISTORY_OUTPUTS
 SETTLING_SIGNALS = ("theta", "hub_rate", "attitude_error")
 _CONTROLLED = ("pointing_error", *CLOSED_LOOP_OUTPUTS, "sigma_BR", "omega_BR_B", "Lr")  # need [control]
 _OPTIONS = {
@@ -173,14 +178,16 @@ def parse_outputs(
             raise _fail(source, f"{where} = {spec!r}: must be an output name or a table with key 'name'")
         if not isinstance(name, str) or name not in OUTPUTS:
             raise _fail(source, f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; "
-                        f"allowed: {', '.join(SCALAR_OUTPUTS + MODAL_OUTPUTS)}, or a time history: "
+                        f"allowed: {', '.join(SCALAR_OUTPUTS + tuple(VECTOR_OUTPUTS) + MODAL_OUTPUTS)}, or a time "
+                        "history: "
                         f"{', '.join(HISTORY_OUTPUTS)}")
         by_signal = name == "settling_time" and opts.get("signal") == "attitude_error"
         if (name in _CONTROLLED or by_signal) and scenario.control is None:
             what = "signal = \"attitude_error\"" if by_signal else name
             raise _fail(source, f"{where}: {what} needs an attitude controller in the loop ([control] in the "
                         "scenario)")
-        if name in ("Omega", "u_current") and scenario.spacecraft.wheels is None:
+        if (name in ("Omega", "u_current") or VECTOR_OUTPUTS.get(name, ("",))[0] == "Omega") and \
+                scenario.spacecraft.wheels is None:
             raise _fail(source, f"{where} = {name!r}: the spacecraft has no [[wheels]]")
         allowed = _OPTIONS.get(name, ())
         for key in opts:
@@ -269,13 +276,31 @@ def settling_time(
 def _evaluate(scenario, x, params, outputs, adjoint):
     """x (P,) -> (y (M,), (y, status, ok)) for `jax.jacfwd/jacrev(..., has_aux=True)`."""
     scn = apply_resolved(scenario, params, [x[j] for j in range(len(params))])
-    traj = simulate_unjitted(scn, adjoint) if any(o.name not in MODAL_OUTPUTS for o in outputs) else None
+    traj = simulate_unjitted(scn, adjoint) if needs_simulation(outputs) else None
+    y, status = output_values(scenario, scn, traj, outputs)
+    ok = traj.success if traj is not None else jnp.asarray(True)
+    return y, (y, status, ok)
+
+
+def needs_simulation(outputs) -> bool:
+    """Whether any of the outputs is read from a simulated trajectory (the modal ones are not)."""
+    return any(o.name not in MODAL_OUTPUTS for o in outputs)
+
+
+def output_values(scenario, scn, traj, outputs):
+    """The outputs of the model `scn` (the nominal `scenario` with its parameters applied) and its trajectory
+    `traj` (None when `needs_simulation` is False), concatenated in `output_blocks`' order, and one status code
+    per output (`settling_time`'s; 0 for the others)."""
     ys, status, loops = [], [], {}  # `loops`: each closed loop linearised once, whichever outputs read it
     for o in outputs:
         st = jnp.asarray(0)
         if o.name in HISTORY_OUTPUTS:
             v = getattr(traj, o.name)
             y = v.reshape(v.shape[0], -1).reshape(-1)
+        elif o.name in VECTOR_OUTPUTS:
+            history, which = VECTOR_OUTPUTS[o.name]
+            v = getattr(traj, history)
+            y = v[-1] if which == "final" else jnp.max(jnp.abs(v), axis=0)
         elif o.name == "peak_hub_rate":
             y = jnp.max(safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1)))[None]
         elif o.name == "final_attitude_error":
@@ -310,9 +335,7 @@ def _evaluate(scenario, x, params, outputs, adjoint):
             y = m.frequency_hz if o.name == "modal_frequencies" else m.damping_ratio
         ys.append(y)
         status.append(st)
-    ok = traj.success if traj is not None else jnp.asarray(True)
-    y = jnp.concatenate(ys)
-    return y, (y, jnp.stack(status), ok)
+    return jnp.concatenate(ys), jnp.stack(status)
 
 
 @program
@@ -335,7 +358,7 @@ class OutputBlock:
     (panel names, `[0]..[2]`, `mode 1..N`); `unit` of the output; `options` as given (validated)."""
 
     name: str
-    kind: str  # "history" | "scalar" | "modal"
+    kind: str  # "history" | "scalar" | "vector" (per panel or wheel) | "modal"
     start: int
     stop: int
     shape: tuple[int, ...]
@@ -427,6 +450,11 @@ def output_blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[Out
                       else () if energy else ("0", "1", "2"))
             shape = (T, len(labels)) if labels else (T,)
             kind, unit = "history", OUTPUT_UNITS[o.name]
+        elif o.name in VECTOR_OUTPUTS:
+            history = VECTOR_OUTPUTS[o.name][0]
+            wheels = () if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
+            labels = panels if history == "theta" else wheels
+            shape, kind, unit = (len(labels),), "vector", OUTPUT_UNITS[history]
         elif o.name in MODAL_OUTPUTS and o.name != "closed_loop_margin":
             labels, shape, kind = tuple(f"mode {i + 1}" for i in range(N)), (N,), "modal"
             unit = "Hz" if o.name == "modal_frequencies" else "1"
@@ -445,7 +473,7 @@ def row_names(blocks: Sequence[OutputBlock], t: np.ndarray | None) -> list[str]:
     for b in blocks:
         if b.kind == "scalar":
             names.append(b.name)
-        elif b.kind == "modal":
+        elif b.kind in ("modal", "vector"):
             names += [f"{b.name}[{lab}]" for lab in b.labels]
         else:
             assert t is not None
