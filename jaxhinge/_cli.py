@@ -101,7 +101,7 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ._io._campaign import STORE, check_resume, retention, run_campaign
+    from ._io._campaign import STORE, check_members, check_resume, retention, run_campaign
     from ._io._sweep_file import load_sweep
     from ._report._progress import MemberProgress
     from ._report._sweep import sweep_report_lines
@@ -113,6 +113,7 @@ def cmd_sweep(args) -> int:
         check_resume(sweep, os.path.join(sweep.out_dir, STORE))
     else:
         retention(sweep)  # every history, or a [retain] that fits: refused now, before the first line
+        check_members(sweep)  # every member's draws and model
     names = [d["param"] for d in sweep.dispersions]
     cfg = sweep.scenario.simulation
     size = min(sweep.chunk_size, sweep.members)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._analysis._studies._batch import batch_outputs, sample_dispersions
+from .._analysis._studies._batch import batch_outputs, refuse_invalid_members, sample_dispersions
 from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
 from .._analysis._studies._stats import moments, rank_error
 from .._errors import SweepError
@@ -26,7 +26,7 @@ from . import _interrupt
 from ._campaign_store import HISTORIES, CampaignStore, file_digest
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
-__all__ = ["STORE", "CampaignResult", "check_resume", "envelopes", "open_campaign", "retention", "run_campaign",
+__all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "envelopes", "open_campaign", "retention", "run_campaign",
            "run_chunk"]
 
 STORE = "campaign.zarr"
@@ -91,7 +91,7 @@ def run_campaign(
     size = max(1, min(sweep.chunk_size, sweep.members))
     sc = sweep.scenario
     retain = None if resume else retention(sweep)
-    names = _check_draws(sweep)
+    names = check_members(sweep)
     blocks = output_blocks(sc, sweep.metrics)
     metric_meta, coords = metric_layout(sc, blocks)
     if resume:
@@ -261,13 +261,15 @@ def open_campaign(path: str | os.PathLike):
     return xarray.open_zarr(path, consolidated=False)
 
 
-def _check_draws(sweep: Sweep, block: int = 1 << 20) -> list[str]:
-    """Draw every member's parameters, a block at a time, so a draw the rules refuse (a normal tail below zero)
-    is refused before any compute; **returns** the parameter names."""
+def check_members(sweep: Sweep, block: int = 1 << 20) -> list[str]:
+    """Draw every member's parameters, a block at a time, so a draw the rules refuse (a normal tail below zero, a
+    member's model that breaks a physical rule) is refused before any compute; **returns** the parameter names."""
     names: list[str] = []
     for start in range(0, sweep.members, block):
         idx = np.arange(start, min(start + block, sweep.members))
-        names = list(sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed, indices=idx))
+        params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed, indices=idx)
+        refuse_invalid_members(sweep.scenario, params, sweep.source, start, sweep.members)
+        names = list(params)
     return names
 
 

@@ -274,10 +274,11 @@ def _batch_size(batched, names=None) -> int:
     return sizes[0]
 
 
-def _refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None) -> None:
+def refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None, who: str = "simulate_batch",
+                           first: int = 0, members: int | None = None) -> None:
     """Every member's model passes the physical rules of a scenario file (`_model._rules`), before any compute:
-    else a `SweepError` naming the first member that breaks one, the field, its value, the rule and the member's
-    dispersed values."""
+    else a `SweepError` naming the first member that breaks one (`first` + its index in `params`, of `members`),
+    the field, its value, the rule and the member's dispersed values."""
     if params is None:
         sc = scenario.spacecraft
     else:
@@ -292,7 +293,8 @@ def _refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None
     field, value, rule = problem[1:] if problem else ("model", None, "breaks a physical rule")
     given = "" if params is None else " (this member's values: " + ", ".join(
         f"{k} = {_fmt(np.asarray(v)[m])}" for k, v in params.items()) + ")"
-    raise SweepError.bad(f"simulate_batch: member {m} of {ok.size}", field, value, rule + given)
+    raise SweepError.bad(f"{who}: member {first + m} of {ok.size if members is None else members}", field, value,
+                         rule + given)
 
 
 def _prepare(scenario: Scenario, params: Mapping[str, Any] | None, who: str):
@@ -325,7 +327,7 @@ def _prepare(scenario: Scenario, params: Mapping[str, Any] | None, who: str):
         else:
             base = dataclasses.replace(base, control_grid=grid)
     members = _batch_size(batched, None if params is None else list(params))
-    _refuse_invalid_members(scenario, params)
+    refuse_invalid_members(scenario, params, who)
     return base, batched, pars, members
 
 
