@@ -56,13 +56,13 @@ def step_flops(sc) -> float:
     cost analysis before fusion (each arithmetic operation counted once; a fused program may repeat some). The
     analysis counts a loop body once, so the step (its four stages are a loop) gets three more evaluations."""
     from jaxhinge._dynamics._backsub import state_derivative_held
-    from jaxhinge._simulation._simulate import _flat, _rk4_step, _unflat
+    from jaxhinge._simulation._simulate import flat_state, rk4_step, unflat_state
 
-    y0 = _flat(jh.initial_state(sc.spacecraft, sc.initial))
+    y0 = flat_state(jh.initial_state(sc.spacecraft, sc.initial))
     n = sc.spacecraft.panels.count
     loads = (jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), jnp.zeros(n))
-    step = jax.jit(_rk4_step).lower(sc.spacecraft, y0, 1e-3, loads).cost_analysis()["flops"]
-    vf = jax.jit(lambda s, y: state_derivative_held(s, _unflat(y, s.panels.count), *loads)).lower(sc.spacecraft, y0)
+    step = jax.jit(rk4_step).lower(sc.spacecraft, y0, 1e-3, loads).cost_analysis()["flops"]
+    vf = jax.jit(lambda s, y: state_derivative_held(s, unflat_state(y, s.panels.count), *loads)).lower(sc.spacecraft, y0)
     return float(step + 3 * vf.cost_analysis()["flops"])
 
 

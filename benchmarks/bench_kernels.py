@@ -112,14 +112,14 @@ def vector_field_kernels(sc) -> tuple[int, int]:
 
     import jaxhinge as jh
     from jaxhinge._dynamics._backsub import state_derivative_held
-    from jaxhinge._simulation._simulate import _flat, _unflat
+    from jaxhinge._simulation._simulate import flat_state, unflat_state
 
     sp, z = sc.spacecraft, jnp.zeros(3)
-    y0 = _flat(jh.initial_state(sp, sc.initial))
+    y0 = flat_state(jh.initial_state(sp, sc.initial))
 
     def vf(y, k, c):
         s = eqx.tree_at(lambda s: (s.panels.k, s.panels.c), sp, (k, c))
-        return _flat(state_derivative_held(s, _unflat(y, s.panels.count), z, z, z, 0.0))
+        return flat_state(state_derivative_held(s, unflat_state(y, s.panels.count), z, z, z, 0.0))
 
     args = (y0, sp.panels.k, sp.panels.c)
     out, back = jax.vjp(vf, *args)

@@ -236,6 +236,31 @@ def test_no_module_over_max_lines():
     assert not long_modules(PKG), long_modules(PKG)
 
 
+def private_imports(pkg_dir: str) -> list[str]:
+    """Every `from X import _y` by which a module takes a private name (one underscore, not a module) of another
+    module of the package: a seam between modules is a public name (CONVENTIONS.md 13-24)."""
+    modules = _modules(pkg_dir)
+    bad = []
+    for name, path in modules.items():
+        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _resolve(package, node.level, node.module)
+            if base.split(".")[0] != name.split(".")[0]:
+                continue
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__") and f"{base}.{a.name}" not in modules:
+                    bad.append(f"{name}:{node.lineno} imports the private name {a.name} of {base}")
+    return bad
+
+
+def test_no_private_name_crosses_a_module():
+    assert not private_imports(PKG), "\n".join(private_imports(PKG))
+
+
 # The checks fail: a small package named jaxhinge with a model module `_model/_a.py`, a file module `_io/_b.py`
 # and a public face; each case adds or replaces files so that one rule is broken in one way.
 _CLEAN = {
@@ -277,6 +302,8 @@ _BROKEN = {
     "cycle through a lazy import": ({"_model/_a.py": "def f():\n    from ._c import y\n"}, "cycle",
                                     r"_a -> .*_c -> .*_a"),
     "long module": ({"_model/_a.py": "x = 1\n" * (MAX_LINES + 1)}, "length", rf"_model\._a: {MAX_LINES + 1} lines"),
+    "a private name across modules": ({"_model/_c.py": "from ._a import _y\n"}, "private",
+                                      r"_model\._c:1 imports the private name _y of jaxhinge\._model\._a"),
 }
 
 
@@ -291,6 +318,8 @@ def _write(tmp_path, files) -> str:
 def _problems(pkg: str, check: str) -> list[str]:
     if check == "floor":
         return floor_problems(pkg)
+    if check == "private":
+        return private_imports(pkg)
     if check == "cycle":
         graph, problems = import_graph(pkg)
         cycle = import_cycle(graph)
@@ -304,6 +333,7 @@ def test_checks_fail_on_a_package_that_breaks_them(tmp_path, case):
     module, line and target)."""
     clean = _write(tmp_path / "clean", _CLEAN)
     assert not floor_problems(clean) and import_cycle(import_graph(clean)[0]) is None and not long_modules(clean)
+    assert not private_imports(clean)
     assert import_graph(clean)[0]["jaxhinge"] == {"jaxhinge._io._b"}  # the public face's lazy table is read
     change, check, match = _BROKEN[case]
     found = _problems(_write(tmp_path / "broken", {**_CLEAN, **change}), check)

@@ -44,10 +44,10 @@ from ._inputs_file import read_inputs, relative_to
 # ------------------------------------------------------------------------------------------------------------
 
 _TOP_KEYS = ("hub", "panels", "gravity", "loads", "simulation", "chains", "wheels", "inputs", "control")
-_CHAIN_PANELS = "panels"  # the key of a chain's member tables ([[chains.panels]])
-_LOAD_VECTORS = ("extForce_B", "extForce_N", "extTorquePntB_B")
-_LOADS_KEYS = (*_LOAD_VECTORS, "pulses")
-_PULSE_KEYS = ("t_start", "t_end", *_LOAD_VECTORS)
+CHAIN_PANELS = "panels"  # the key of a chain's member tables ([[chains.panels]])
+LOAD_VECTORS = ("extForce_B", "extForce_N", "extTorquePntB_B")
+_LOADS_KEYS = (*LOAD_VECTORS, "pulses")
+PULSE_KEYS = ("t_start", "t_end", *LOAD_VECTORS)
 _PULSE_REQUIRED = ("t_start", "t_end")
 _SIM_FLOATS = ("t_end", "save_dt", "dt", "rtol", "atol")
 _SIM_KEYS = ("t_end", "save_dt", "integrator", "dt", "rtol", "atol", "max_steps")
@@ -56,12 +56,12 @@ _SIM_KEYS = ("t_end", "save_dt", "integrator", "dt", "rtol", "atol", "max_steps"
 def table_keys(table: str) -> tuple[str, ...]:
     """The keys a scenario-file table allows: `name` for tables of named things, then its schema fields."""
     named = ("name",) if table in ("panels", "chains", "chains.panels", "wheels") else ()
-    extra = (_CHAIN_PANELS,) if table == "chains" else ()
+    extra = (CHAIN_PANELS,) if table == "chains" else ()
     return (*named, *(f.name for f in in_table(table)), *extra)
 
 
 def _required(table: str) -> tuple[str, ...]:
-    return tuple(f.name for f in in_table(table) if f.required) + ((_CHAIN_PANELS,) if table == "chains" else ())
+    return tuple(f.name for f in in_table(table) if f.required) + ((CHAIN_PANELS,) if table == "chains" else ())
 
 
 def _aliases(table: str) -> dict[str, str]:
@@ -71,7 +71,7 @@ def _aliases(table: str) -> dict[str, str]:
 # What each key means, for "missing required key" messages (the schema's fields, and the structural keys).
 _DESCRIPTION = {
     **{f.name: f.words() for f in SCHEMA if f.tables},
-    _CHAIN_PANELS: "the chain's panels, [[chains.panels]], root first, at least one",
+    CHAIN_PANELS: "the chain's panels, [[chains.panels]], root first, at least one",
     "t_start": "pulse start time, s, >= 0",
     "t_end": "pulse end time, s, > t_start",
 }
@@ -227,18 +227,18 @@ def _check_chain(ck: _Checker, chain: Mapping, i: int, taken: dict, chain_taken:
     """One `[[chains]]` entry -> (chain name, panel names, {key: stacked array})."""
     name = _check_name(ck, chain, f"chains[{i}]", f"chain{i}", chain_taken, "chain")
     label = f"chains[{i}] ({_toml_str(name)})"
-    ck.keys(chain, label, table_keys("chains"), _required("chains"), {"panel": _CHAIN_PANELS})
+    ck.keys(chain, label, table_keys("chains"), _required("chains"), {"panel": CHAIN_PANELS})
     shared = _fields(ck, chain, label, in_table("chains"), notes)
-    raw = _unwrap(chain[_CHAIN_PANELS])
+    raw = _unwrap(chain[CHAIN_PANELS])
     if not isinstance(raw, list) or not raw:
         raise ck.bad(
-            f"{label}.{_CHAIN_PANELS}",
+            f"{label}.{CHAIN_PANELS}",
             raw,
             "must be a non-empty array of tables ([[chains.panels]] in TOML, root panel first), "
             f"got {_kind(raw) if isinstance(raw, list) is False else 'an empty array'}",
         )
     L = len(raw)
-    checked = [_check_panel(ck, panel, f"{label}.{_CHAIN_PANELS}[{j}]", f"{name}_{j + 1}", taken, "chains.panels",
+    checked = [_check_panel(ck, panel, f"{label}.{CHAIN_PANELS}[{j}]", f"{name}_{j + 1}", taken, "chains.panels",
                             notes, hangs=j < L - 1) for j, panel in enumerate(raw)]
     arrays = _stack([values for _, values in checked], in_table("chains.panels"))
     return name, tuple(pname for pname, _ in checked), {**arrays, **shared}
@@ -255,14 +255,14 @@ def _check_bodies(ck: _Checker, bodies: list) -> None:
 def _check_load_vectors(ck: _Checker, table: Mapping, where: str) -> dict[str, np.ndarray]:
     return {
         key: ck.array(table[key], f"{where}.{key}", (3,)) if key in table else np.zeros(3)
-        for key in _LOAD_VECTORS
+        for key in LOAD_VECTORS
     }
 
 
 def _check_pulse(ck: _Checker, pulse: Any, j: int) -> dict[str, Any]:
     where = f"loads.pulses[{j}]"
     pulse = ck.table(pulse, where, "[[loads.pulses]]")
-    ck.keys(pulse, where, _PULSE_KEYS, _PULSE_REQUIRED, _ALIASES["load"])
+    ck.keys(pulse, where, PULSE_KEYS, _PULSE_REQUIRED, _ALIASES["load"])
     t0 = ck.number(pulse["t_start"], f"{where}.t_start")
     if not t0 >= 0:
         raise ck.bad(f"{where}.t_start", pulse["t_start"], "must be >= 0 (s; the run starts at t = 0)")
@@ -356,9 +356,9 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
             m = len(checked)
             pulses = {
                 key: np.array([p[key] for p in checked], dtype=float).reshape(
-                    (m, 3) if key in _LOAD_VECTORS else (m,)
+                    (m, 3) if key in LOAD_VECTORS else (m,)
                 )
-                for key in _PULSE_KEYS
+                for key in PULSE_KEYS
             }
 
     sim = (

@@ -26,7 +26,7 @@ from .._model._scenario import Scenario
 from .._model._schema import CONTROL_INERTIA, Field, in_table
 from .._model._spacecraft import Hub, InitialState, Panels, PointMassGravity, Spacecraft, Wheels
 from ._checker import Checker as _Checker
-from ._scenario_check import _CHAIN_PANELS, _LOAD_VECTORS, _PULSE_KEYS, Parsed, check
+from ._scenario_check import CHAIN_PANELS, LOAD_VECTORS, PULSE_KEYS, Parsed, check
 from ._writers import atomic_write, toml_text
 
 __all__ = [
@@ -209,7 +209,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
             continue
         if pan.parent[i] < 0:  # the root of a new chain
             chains.append({"name": pan.chain[i], **{f.name: columns[f.name][i] for f in in_table("chains")},
-                           _CHAIN_PANELS: []})
+                           CHAIN_PANELS: []})
         elif pan.parent[i] != i - 1 or pan.chain[i - 1] != pan.chain[i]:
             raise ScenarioError(f"<scenario>: panel {names[i]!r} is not hinged to the panel before it; a scenario "
                                 "file holds chains (each panel hinged to the previous one)", source="<scenario>")
@@ -219,7 +219,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
             if f.rule == "hinge_lever" and last:
                 continue  # l places the next panel: unused (and refused) on the last
             row[f.name] = columns[f.name][i]
-        chains[-1][_CHAIN_PANELS].append(row)
+        chains[-1][CHAIN_PANELS].append(row)
 
     out: dict[str, Any] = {"hub": hub}
     if panels:
@@ -232,7 +232,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         W = sc.wheels.count
         cols = {f.name: _value(scenario, f, W, f"wheels.{f.name}") for f in in_table("wheels")}
         out["wheels"] = [{"name": nm, **{k: v[j] for k, v in cols.items()}} for j, nm in enumerate(sc.wheels.labels)]
-    load_table: dict[str, Any] = {k: _host(getattr(loads, k), (3,), f"loads.{k}") for k in _LOAD_VECTORS}
+    load_table: dict[str, Any] = {k: _host(getattr(loads, k), (3,), f"loads.{k}") for k in LOAD_VECTORS}
     if loads.pulses is not None:
         pl = loads.pulses
         m = int(np.shape(pl.t_start)[0]) if np.ndim(pl.t_start) == 1 else -1
@@ -241,11 +241,11 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
                 "<scenario>: loads.pulses.t_start must have shape (pulses,)", source="<scenario>"
             )
         cols = {
-            k: _host(getattr(pl, k), (m, 3) if k in _LOAD_VECTORS else (m,), f"loads.pulses.{k}")
-            for k in _PULSE_KEYS
+            k: _host(getattr(pl, k), (m, 3) if k in LOAD_VECTORS else (m,), f"loads.pulses.{k}")
+            for k in PULSE_KEYS
         }
         if m:
-            load_table["pulses"] = [{k: cols[k][j] for k in _PULSE_KEYS} for j in range(m)]
+            load_table["pulses"] = [{k: cols[k][j] for k in PULSE_KEYS} for j in range(m)]
     out["loads"] = load_table
     if loads.inputs is not None:
         if not loads.inputs.source:

@@ -16,15 +16,15 @@ import numpy as np
 
 from .._model._scenario import Scenario
 from .._simulation._telemetry import (
-    _PANEL_OUTPUTS,
-    _VECTORS,
-    _WHEEL_OUTPUTS,
+    PANEL_OUTPUTS,
+    VECTOR_COLUMNS,
+    WHEEL_OUTPUTS,
     Telemetry,
-    _err,
-    _row,
-    _sigma,
     check_columns,
     output_names,
+    row_name,
+    sensor_sigma,
+    telemetry_error,
     telemetry_from_arrays,
 )
 from ._writers import atomic_write
@@ -42,34 +42,34 @@ def load_telemetry(path: str | os.PathLike, columns: Sequence[str], sigma, scena
     source = os.fspath(path)
     allowed = output_names(scenario) if scenario is not None else None
     cols = check_columns(source, columns, allowed)
-    _sigma(source, sigma, cols)
+    sensor_sigma(source, sigma, cols)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:  # a byte-order mark is not part of the header
             reader = csv.reader(f)
             rows = [(reader.line_num, r) for r in reader if r and any(x.strip() for x in r)
                     and not r[0].lstrip().startswith("#")]  # file line numbers, for the messages
     except OSError as e:
-        raise _err(source, f"cannot read telemetry file: {e.strerror or e}") from None
+        raise telemetry_error(source, f"cannot read telemetry file: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
-        raise _err(source, f"not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+        raise telemetry_error(source, f"not a UTF-8 text file ({e.reason} at byte {e.start})") from None
     except csv.Error as e:
-        raise _err(source, f"not a valid CSV file: {e}") from None
+        raise telemetry_error(source, f"not a valid CSV file: {e}") from None
     if not rows:
-        raise _err(source, "empty file; expected a header row with 't' and the measured columns")
+        raise telemetry_error(source, "empty file; expected a header row with 't' and the measured columns")
     header = [h.strip() for h in rows[0][1]]
     if "t" not in header:
         hint = "; columns must be separated by commas" if len(header) == 1 and ";" in header[0] else ""
-        raise _err(source, f"no column 't' (sample times [s]) in the header; header: {', '.join(header)}{hint}")
+        raise telemetry_error(source, f"no column 't' (sample times [s]) in the header; header: {', '.join(header)}{hint}")
     for c in cols:
         if c not in header:
             close = difflib.get_close_matches(c, header, n=1, cutoff=0.6)
             hint = f" (the file has {close[0]!r})" if close else ""
-            raise _err(source, f"column {c!r} (listed in data.columns) is missing from the file{hint}; file "
+            raise telemetry_error(source, f"column {c!r} (listed in data.columns) is missing from the file{hint}; file "
                                f"columns: {', '.join(header)}", "data.columns")
     names = ["t", *cols]
     for c in names:
         if header.count(c) > 1:
-            raise _err(source, f"column {c!r} appears {header.count(c)} times in the header (line {rows[0][0]}); "
+            raise telemetry_error(source, f"column {c!r} appears {header.count(c)} times in the header (line {rows[0][0]}); "
                                "give each column once")
     idx = [header.index(c) for c in names]
     lines = [n for n, _ in rows[1:]]
@@ -78,11 +78,11 @@ def load_telemetry(path: str | os.PathLike, columns: Sequence[str], sigma, scena
         for j, k in enumerate(idx):
             cell = row[k].strip() if k < len(row) else ""
             if cell == "":
-                raise _err(source, f"column {names[j]!r} is empty in {_row(i, lines)}")
+                raise telemetry_error(source, f"column {names[j]!r} is empty in {row_name(i, lines)}")
             try:
                 data[i, j] = float(cell)
             except ValueError:
-                raise _err(source, f"column {names[j]!r} = {cell!r} in {_row(i, lines)}: not a number") from None
+                raise telemetry_error(source, f"column {names[j]!r} = {cell!r} in {row_name(i, lines)}: not a number") from None
     return telemetry_from_arrays(data[:, 0], data[:, 1:], cols, sigma, scenario, source, lines)
 
 
@@ -107,9 +107,9 @@ def telemetry_columns(source, scenario: Scenario, columns: Sequence[str]) -> tup
     get = (lambda k: np.asarray(d[k])) if hasattr(d, "keys") else (lambda k: np.asarray(getattr(d, k)))
     t = get("t")
     wheels = scenario.spacecraft.wheels is not None
-    full = np.concatenate([get(v).reshape(len(t), 3) for v in _VECTORS]
-                          + [get(q).reshape(len(t), -1) for q in _PANEL_OUTPUTS]
-                          + [get(q).reshape(len(t), -1) for q in _WHEEL_OUTPUTS.values() if wheels], axis=1)
+    full = np.concatenate([get(v).reshape(len(t), 3) for v in VECTOR_COLUMNS]
+                          + [get(q).reshape(len(t), -1) for q in PANEL_OUTPUTS]
+                          + [get(q).reshape(len(t), -1) for q in WHEEL_OUTPUTS.values() if wheels], axis=1)
     names = output_names(scenario)
     cols = check_columns(str(source) if isinstance(source, (str, os.PathLike)) else "<telemetry>", list(columns),
                           names)

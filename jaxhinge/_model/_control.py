@@ -26,7 +26,7 @@ from jaxtyping import Array, Float
 
 from .._math import cross3, mv3, sub_mrp
 from ._schema import field
-from ._spacecraft import _fill, schema_leaves
+from ._spacecraft import fill_leaves, schema_leaves
 
 ACTUATORS = field("control", "actuator").choices  # ("wheels", "torque")
 
@@ -52,7 +52,7 @@ class Control(eqx.Module):
     def __init__(self, *args, **kwargs):
         """Leaves by name, or positionally in the schema's order (`sigma_R0N, K, P, Ki, integralLimit, ISCPntB_B,
         knownTorquePntB_B, controlAxes_B, control_dt, actuator`)."""
-        _fill(self, "control", args, kwargs)
+        fill_leaves(self, "control", args, kwargs)
 
 
 class ControlState(eqx.Module):

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._spacecraft import _f64
+from ._spacecraft import f64
 
 
 class Pulses(eqx.Module):
@@ -24,11 +24,11 @@ class Pulses(eqx.Module):
     - `extForce_B` [N, B frame], `extForce_N` [N, N frame], `extTorquePntB_B` [N m about B, B frame].
     """
 
-    t_start: Float[Array, " pulses"] = eqx.field(converter=_f64)
-    t_end: Float[Array, " pulses"] = eqx.field(converter=_f64)
-    extForce_B: Float[Array, "pulses 3"] = eqx.field(converter=_f64)
-    extForce_N: Float[Array, "pulses 3"] = eqx.field(converter=_f64)
-    extTorquePntB_B: Float[Array, "pulses 3"] = eqx.field(converter=_f64)
+    t_start: Float[Array, " pulses"] = eqx.field(converter=f64)
+    t_end: Float[Array, " pulses"] = eqx.field(converter=f64)
+    extForce_B: Float[Array, "pulses 3"] = eqx.field(converter=f64)
+    extForce_N: Float[Array, "pulses 3"] = eqx.field(converter=f64)
+    extTorquePntB_B: Float[Array, "pulses 3"] = eqx.field(converter=f64)
 
     def active(self, t) -> Float[Array, " pulses"]:
         return ((t >= self.t_start) & (t < self.t_end)).astype(self.t_start.dtype)
@@ -61,14 +61,14 @@ class Inputs(eqx.Module):
     Build it with `Inputs.of(t, values, columns, hold, panel_names, wheel_names)`, which resolves each column to
     what it drives (`targets`: per load component, panel and wheel, the column index or -1)."""
 
-    t: Float[Array, " samples"] = eqx.field(converter=_f64)
-    values: Float[Array, "samples columns"] = eqx.field(converter=_f64)
+    t: Float[Array, " samples"] = eqx.field(converter=f64)
+    values: Float[Array, "samples columns"] = eqx.field(converter=f64)
     columns: tuple[str, ...] = eqx.field(static=True)
     targets: tuple[tuple[int, ...], ...] = eqx.field(static=True)  # (f_B (3), f_N (3), torque (3), panels, wheels)
     hold: str = eqx.field(static=True, default="zoh")
     source: str = eqx.field(static=True, default="")  # the CSV file the record came from ("" when built in code)
-    gain: Float[Array, " columns"] = eqx.field(converter=_f64, default=None)
-    time_offset: Float[Array, ""] = eqx.field(converter=_f64, default=0.0)
+    gain: Float[Array, " columns"] = eqx.field(converter=f64, default=None)
+    time_offset: Float[Array, ""] = eqx.field(converter=f64, default=0.0)
 
     def __post_init__(self):
         if self.gain is None:
@@ -135,9 +135,9 @@ class Loads(eqx.Module):
     - `wheel_u_fn`: optional JAX function `f(t) -> (wheels,)` [N m], added to `Wheels.u`.
     """
 
-    extForce_B: Float[Array, "3"] = eqx.field(converter=_f64, default_factory=_zero3)
-    extForce_N: Float[Array, "3"] = eqx.field(converter=_f64, default_factory=_zero3)
-    extTorquePntB_B: Float[Array, "3"] = eqx.field(converter=_f64, default_factory=_zero3)
+    extForce_B: Float[Array, "3"] = eqx.field(converter=f64, default_factory=_zero3)
+    extForce_N: Float[Array, "3"] = eqx.field(converter=f64, default_factory=_zero3)
+    extTorquePntB_B: Float[Array, "3"] = eqx.field(converter=f64, default_factory=_zero3)
     pulses: Pulses | None = None
     inputs: Inputs | None = None
     extForce_B_fn: Callable | None = eqx.field(static=True, default=None)

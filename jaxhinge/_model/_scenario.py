@@ -14,7 +14,7 @@ from .._format import fmt_value as _fmt
 from ._control import Control
 from ._integrators import SETTINGS, AbstractIntegrator, Number, check_setting, integrator_class
 from ._loads import Loads
-from ._spacecraft import InitialState, Spacecraft, _f64, strip_labels
+from ._spacecraft import InitialState, Spacecraft, f64, strip_labels
 
 _LOOSE = tuple(SETTINGS)  # dt, rtol, atol, max_steps: the file's keys of the integrator settings
 
@@ -126,9 +126,9 @@ class Tolerances(eqx.Module):
     """The adaptive integrators' settings that do not change shapes, as traced arrays (`compile_key`): relative
     and absolute tolerance and first step [s]."""
 
-    rtol: Float[Array, ""] = eqx.field(converter=_f64)
-    atol: Float[Array, ""] = eqx.field(converter=_f64)
-    dt0: Float[Array, ""] = eqx.field(converter=_f64)
+    rtol: Float[Array, ""] = eqx.field(converter=f64)
+    atol: Float[Array, ""] = eqx.field(converter=f64)
+    dt0: Float[Array, ""] = eqx.field(converter=f64)
 
 
 class Scenario(eqx.Module):

@@ -39,10 +39,10 @@ def _refuse(owner: str, problem) -> None:
 
 
 def _f64_or_none(x):
-    return None if x is None else _f64(x)
+    return None if x is None else f64(x)
 
 
-def _f64(x):
+def f64(x):
     """Every model leaf as float64. JAX computes in float32 unless `jax_enable_x64` is on, which entry points
     (the CLI, notebooks, the caller's script) set; without it the model refuses to be built rather than silently
     compute in float32 (1e-6 instead of 1e-13 against Basilisk)."""
@@ -64,7 +64,7 @@ def _annotation(f: Field):
 
 def schema_leaves(model: str) -> tuple[dict, dict]:
     """`(annotations, fields)` of a model pytree's leaves, one per schema field of `model` (`_schema.of_model`):
-    float64 array leaves (`_f64`), static values for `static` fields. A model class's body takes them:
+    float64 array leaves (`f64`), static values for `static` fields. A model class's body takes them:
     `__annotations__, _ = schema_leaves("hub")`, `locals().update(_)`."""
     ann, fields = {}, {}
     for f in of_model(model):
@@ -73,11 +73,11 @@ def schema_leaves(model: str) -> tuple[dict, dict]:
             fields[f.attribute] = eqx.field(static=True, default=f.default)
         else:
             ann[f.attribute] = _annotation(f)
-            fields[f.attribute] = eqx.field(converter=_f64_or_none if f.optional else _f64)
+            fields[f.attribute] = eqx.field(converter=_f64_or_none if f.optional else f64)
     return ann, fields
 
 
-def _fill(module, model: str, args: tuple, kwargs: dict) -> None:
+def fill_leaves(module, model: str, args: tuple, kwargs: dict) -> None:
     """Set a model pytree's leaves from constructor arguments: positional in schema order, then by name. A field
     not given takes its schema default, one per element where it is a panel's or a wheel's (as many as the given
     fields of that owner have; an `optional` field with none given is None: no wheels). A required field not given,
@@ -128,7 +128,7 @@ class Hub(eqx.Module):
     del _leaves
 
     def __init__(self, *args, **kwargs):
-        _fill(self, "hub", args, kwargs)
+        fill_leaves(self, "hub", args, kwargs)
 
     def __check_init__(self):
         """Built with values (not traced), one hub: the rules of a scenario file (`_model._rules`), refused with a
@@ -258,7 +258,7 @@ class Panels(eqx.Module):
     ):
         """Leaves by name (or positionally in the schema's order: `mass, IPntS_S, d, k, c, r_HB_B, dcm_HB,
         thetaRef, thetaDotRef, motorTorque, l`); `c`, `thetaRef`, `thetaDotRef`, `motorTorque`, `l` default to 0."""
-        _fill(self, "panels", args, fields)
+        fill_leaves(self, "panels", args, fields)
         n = int(np.shape(self.mass)[-1]) if np.ndim(self.mass) else 0
         self.parent = tuple(int(p) for p in parent) if parent is not None else (-1,) * n
         self.names = tuple(names)
@@ -298,10 +298,10 @@ class Panels(eqx.Module):
         shared = {f.attribute: f for f in of_model("panels") if f.root_only}
         L = next(int(np.shape(v)[0]) for k, v in fields.items() if k not in shared)
         for k, f in shared.items():
-            fields[k] = jnp.broadcast_to(_f64(fields[k]), (L, *f.shape))
+            fields[k] = jnp.broadcast_to(f64(fields[k]), (L, *f.shape))
         for f in of_model("panels"):  # l places the next panel's hinge: none follows the last
             if f.rule == "hinge_lever" and fields.get(f.attribute) is not None:
-                fields[f.attribute] = _f64(fields[f.attribute]).at[-1].set(0.0)
+                fields[f.attribute] = f64(fields[f.attribute]).at[-1].set(0.0)
         return Panels(
             **fields, parent=(-1, *range(L - 1)),
             names=tuple(names) if names is not None else tuple(f"{name}_{j + 1}" for j in range(L)),
@@ -330,7 +330,7 @@ class PointMassGravity(eqx.Module):
     del _leaves
 
     def __init__(self, *args, **kwargs):
-        _fill(self, "gravity", args, kwargs)
+        fill_leaves(self, "gravity", args, kwargs)
 
 
 class Wheels(eqx.Module):
@@ -356,7 +356,7 @@ class Wheels(eqx.Module):
     def __init__(self, *args, names: Sequence[str] = (), **kwargs):
         """Leaves by name, or positionally in the schema's order (`gsHat_B, Js, u, u_max, cViscous, fCoulomb,
         omegaLimitCycle`); all but `gsHat_B` and `Js` have defaults (0; `omegaLimitCycle` 1e-4 rad/s)."""
-        _fill(self, "wheels", args, kwargs)
+        fill_leaves(self, "wheels", args, kwargs)
         self.names = tuple(names)
 
     def __check_init__(self):
@@ -398,7 +398,7 @@ class InitialState(eqx.Module):
     del _leaves
 
     def __init__(self, *args, **kwargs):
-        _fill(self, "initial", args, kwargs)
+        fill_leaves(self, "initial", args, kwargs)
 
 
 class State(eqx.Module):

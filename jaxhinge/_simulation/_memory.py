@@ -25,7 +25,7 @@ def memory_limit() -> float:
     return gb * 1e9
 
 
-def _counts(cfg: SimulationConfig) -> tuple[int, int]:
+def sample_counts(cfg: SimulationConfig) -> tuple[int, int]:
     """`(K, n)`: K save intervals ($\\lfloor t_{end}/\\Delta t_{save}\\rfloor$), n rk4 steps to t_end; no array built."""
     return (int(np.floor(cfg.t_end / cfg.save_dt * (1.0 + 1e-12) + 1e-9)),
             int(np.ceil(cfg.t_end / cfg.dt * (1.0 - 1e-12) - 1e-9)))
@@ -33,12 +33,12 @@ def _counts(cfg: SimulationConfig) -> tuple[int, int]:
 
 def save_times(cfg: SimulationConfig) -> np.ndarray:
     """Output times: $k\\,\\Delta t_{save}$ for $k = 0..\\lfloor t_{end}/\\Delta t_{save}\\rfloor$."""
-    return np.minimum(np.arange(_counts(cfg)[0] + 1) * cfg.save_dt, cfg.t_end)
+    return np.minimum(np.arange(sample_counts(cfg)[0] + 1) * cfg.save_dt, cfg.t_end)
 
 
 def step_times(cfg: SimulationConfig) -> np.ndarray:
     """The rk4 step grid $k\\,dt$ (exact multiples, as Basilisk's integer-nanosecond clock), ending at t_end."""
-    ts = np.arange(_counts(cfg)[1] + 1) * cfg.dt
+    ts = np.arange(sample_counts(cfg)[1] + 1) * cfg.dt
     ts[-1] = cfg.t_end
     return ts
 
@@ -51,7 +51,7 @@ def check_memory(cfg: SimulationConfig, panels: int, members: int = 1, samples: 
     output at given times, and with `stored_steps` (`stores_steps`) another 4 (12 + 2 N) + 17 per step for reverse
     mode. **Raises:** `ConfigError` (`field = value`, default `save_dt`, or `dt` when the steps dominate) with the
     estimate and the limit (`memory_limit`) when it does not fit."""
-    K, n = _counts(cfg)
+    K, n = sample_counts(cfg)
     steps = n + 1 if samples is not None and cfg.integrator.fixed_step else 0
     samples = K + 1 if samples is None else samples
     per_step = (13 + 2 * panels) * (steps > 0) + (4 * (12 + 2 * panels) + 17) * stored_steps

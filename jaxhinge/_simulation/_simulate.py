@@ -25,7 +25,7 @@ from .._model._rules import model_ok, model_problems
 from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import State
 from .._runtime._programs import program
-from ._memory import _counts, check_memory, save_times, step_times
+from ._memory import check_memory, sample_counts, save_times, step_times
 from ._solver import MRPSwitch
 from ._trajectory import (
     INVALID_MODEL,
@@ -47,7 +47,7 @@ class _Solution(NamedTuple):
 def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int]:
     """`(K, m, n)`: K save intervals of m rk4 steps each, n steps to t_end (`SimulationConfig` checks that
     `save_dt` and `t_end` are whole multiples of `dt`)."""
-    K, n = _counts(cfg)
+    K, n = sample_counts(cfg)
     return K, round(cfg.save_dt / cfg.dt), n
 
 
@@ -55,23 +55,23 @@ _RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tab
 _RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
 
 
-def _flat(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N (+ W wheel speeds)
+def flat_state(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N (+ W wheel speeds)
     parts = [y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B, y.theta, y.thetaDot]
     return jnp.concatenate(parts if y.Omega is None else [*parts, y.Omega], -1)
 
 
-def _unflat(v: Float[Array, "*batch state"], n: int, wheels: bool = False) -> State:
+def unflat_state(v: Float[Array, "*batch state"], n: int, wheels: bool = False) -> State:
     """The `State` of a flat state vector of `n` panels (and, with `wheels`, the wheel speeds after them)."""
     return State(v[..., 0:3], v[..., 3:6], v[..., 6:9], v[..., 9:12], v[..., 12 : 12 + n], v[..., 12 + n : 12 + 2 * n],
                  v[..., 12 + 2 * n :] if wheels else None)
 
 
-def _layout(spacecraft) -> tuple[int, bool]:
-    """`(panels, has wheels)`: how a flat state vector of this model splits (`_unflat`)."""
+def state_layout(spacecraft) -> tuple[int, bool]:
+    """`(panels, has wheels)`: how a flat state vector of this model splits (`unflat_state`)."""
     return spacecraft.panels.count, spacecraft.wheels is not None
 
 
-def _with_command(loads_t0, control: Control | None, cs: ControlState | None):
+def with_command(loads_t0, control: Control | None, cs: ControlState | None):
     """The loads of a step plus the controller's held command (a hub torque or wheel torques)."""
     if control is None:
         return loads_t0
@@ -88,7 +88,7 @@ def _is_sample(control: Control, j, dt: float):
     return jnp.abs(periods - jnp.round(periods)) < 1e-6
 
 
-def _rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " state"]:
+def rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " state"]:
     """One Basilisk RK4 step of the flat state `y` with loads held at the step start, then the MRP shadow
     switch: `y1 = y + h (k1/6 + k2/3 + k3/3 + k4/6)`, stage inputs `y + h/2 k1`, `y + h/2 k2`, `y + h k3`.
 
@@ -100,7 +100,7 @@ def _rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array
     # checkpointed: reverse mode stores each stage's input and recomputes the vector field, instead of
     # stacking its hundreds of small intermediates (faster gradients, shorter compile)
     def vf(v):
-        return _flat(state_derivative_held(spacecraft, _unflat(v, *_layout(spacecraft)), f_b, f_n, tq, u, u_w))
+        return flat_state(state_derivative_held(spacecraft, unflat_state(v, *state_layout(spacecraft)), f_b, f_n, tq, u, u_w))
 
     def stage(i, carry):
         ys, acc = carry
@@ -118,7 +118,7 @@ def stores_steps(adjoint: diffrax.AbstractAdjoint | None, cfg: SimulationConfig)
     as many checkpoints as steps, nothing recomputed). Otherwise (default) only the state at each save time is
     kept and each save interval is recomputed once on the way back."""
     c = getattr(adjoint, "checkpoints", None) if isinstance(adjoint, diffrax.RecursiveCheckpointAdjoint) else None
-    return c is not None and c >= _counts(cfg)[1]
+    return c is not None and c >= sample_counts(cfg)[1]
 
 
 def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: bool = False) -> _Solution:
@@ -131,12 +131,12 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
     sc, loads, ctrl = scenario.spacecraft, scenario.loads, scenario.control
     K, m, n = blocks
     dt, t_end = cfg.dt, cfg.t_end
-    y0 = _flat(initial_state(sc, scenario.initial))
+    y0 = flat_state(initial_state(sc, scenario.initial))
     cs0 = None if ctrl is None else initial_control_state(0 if sc.wheels is None else sc.wheels.count, y0.dtype)
 
     def fsw(y, cs, j):
         """The controller's state after the flight software's call at step j's start (when it is a sample)."""
-        st = _unflat(y, *_layout(sc))
+        st = unflat_state(y, *state_layout(sc))
         new = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
         return jax.tree.map(lambda a, b: jnp.where(_is_sample(ctrl, j, dt), a, b), new, cs)
 
@@ -147,7 +147,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
         t1 = jnp.where(j + 1 == n, t_end, (jf + 1.0) * dt)
         if ctrl is not None:
             cs = fsw(y, cs, j)
-        return (_rk4_step(sc, y, t1 - t0, _with_command(loads.at(t0), ctrl, cs)), cs), None
+        return (rk4_step(sc, y, t1 - t0, with_command(loads.at(t0), ctrl, cs)), cs), None
 
     def block(carry, i):
         carry, _ = jax.lax.scan(step, carry, i * m + jnp.arange(m))
@@ -165,7 +165,7 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
         held = jax.vmap(fsw)(yy, css, jnp.arange(K + 1) * m)
     return _Solution(
         jnp.asarray(save_times(cfg)),
-        _unflat(jnp.concatenate([y0[None], ys]), *_layout(sc)),
+        unflat_state(jnp.concatenate([y0[None], ys]), *state_layout(sc)),
         jnp.asarray(diffrax.RESULTS.successful._value),
         jnp.asarray(n),
         held,
@@ -182,7 +182,7 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     grid = step_times(cfg)
     n = len(grid) - 1
     full = _solve_rk4_scan(scenario, (n, 1, n), store)
-    Y = _flat(full.ys)  # (n+1, 12+2N)
+    Y = flat_state(full.ys)  # (n+1, 12+2N)
     g = jnp.asarray(grid)
     ts = jnp.asarray(ts, dtype=Y.dtype)
     i = jnp.clip(jnp.searchsorted(g, ts, side="right") - 1, 0, n - 1)
@@ -200,8 +200,8 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     cs = None if ctrl is None else jax.tree.map(lambda a: jnp.concatenate([a[i], a[i]]), full.control)
 
     def slope(y, t_hold, c):
-        loads_t = _with_command(loads.at(t_hold), ctrl, c)
-        return _flat(state_derivative_held(sc, _unflat(y, *_layout(sc)), *loads_t))
+        loads_t = with_command(loads.at(t_hold), ctrl, c)
+        return flat_state(state_derivative_held(sc, unflat_state(y, *state_layout(sc)), *loads_t))
 
     # both ends' slopes in one vmapped vector field (one copy of it in the compiled program); the step's loads
     # and held command at both ends
@@ -213,7 +213,7 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     h11 = s**2 * (s - 1)
     y = h00 * y0 + h10 * hh * f0 + h01 * y1 + h11 * hh * f1
     held = None if ctrl is None else jax.tree.map(lambda a: a[i], full.control)
-    return _Solution(ts, _unflat(y, *_layout(sc)), full.result, full.num_steps, held)
+    return _Solution(ts, unflat_state(y, *state_layout(sc)), full.result, full.num_steps, held)
 
 
 def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
@@ -273,7 +273,7 @@ def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, 
 def _held_field(t, y: State, args) -> State:
     """The vector field with the controller's command held (`args = (spacecraft, loads, control, state)`)."""
     sc, loads, ctrl, cs = args
-    return state_derivative_held(sc, y, *_with_command(loads.at(t), ctrl, cs))
+    return state_derivative_held(sc, y, *with_command(loads.at(t), ctrl, cs))
 
 
 def _solve_diffrax_control(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
@@ -466,5 +466,5 @@ def simulate(
     check_memory(cfg, scenario.spacecraft.panels.count, samples=None if ts is None else np.shape(ts)[0],
                  stored_steps=store)
     if cfg.integrator.fixed_step:  # the scan path reads one thing of the adjoint: one program for each choice
-        adjoint = diffrax.RecursiveCheckpointAdjoint(checkpoints=_counts(cfg)[1]) if store else None
+        adjoint = diffrax.RecursiveCheckpointAdjoint(checkpoints=sample_counts(cfg)[1]) if store else None
     return _simulate_jit(compile_key(scenario), adjoint, ts)

@@ -30,26 +30,26 @@ from ._trajectory import OUTPUT_UNITS
 
 __all__ = ["Telemetry", "check_columns", "column_unit", "model_outputs", "output_names", "telemetry_from_arrays"]
 
-_VECTORS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
-_PANEL_OUTPUTS = ("theta", "thetaDot")
-_WHEEL_OUTPUTS = {"Omega": "Omega", "u": "u_current"}  # column prefix -> Trajectory field
+VECTOR_COLUMNS = ("omega_BN_B", "sigma_BN", "r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
+PANEL_OUTPUTS = ("theta", "thetaDot")
+WHEEL_OUTPUTS = {"Omega": "Omega", "u": "u_current"}  # column prefix -> Trajectory field
 
 
 def output_names(scenario: Scenario) -> tuple[str, ...]:
     """Every telemetry column name this scenario can simulate, in the order of the model's output matrix."""
-    names = [f"{v}_{j}" for v in _VECTORS for j in (1, 2, 3)]
-    for q in _PANEL_OUTPUTS:
+    names = [f"{v}_{j}" for v in VECTOR_COLUMNS for j in (1, 2, 3)]
+    for q in PANEL_OUTPUTS:
         names += [f"{q}_{p}" for p in scenario.spacecraft.panels.labels]
     wheels = scenario.spacecraft.wheels
-    for q in _WHEEL_OUTPUTS:
+    for q in WHEEL_OUTPUTS:
         names += [f"{q}_{w}" for w in (wheels.labels if wheels is not None else ())]
     return tuple(names)
 
 
 def column_unit(column: str) -> str:
     """The SI unit of a telemetry column (`omega_BN_B_2` -> rad/s, `theta_p0` -> rad)."""
-    base = column.rsplit("_", 1)[0] if column.startswith(_VECTORS) else column.split("_", 1)[0]
-    return OUTPUT_UNITS[_WHEEL_OUTPUTS.get(base, base)]
+    base = column.rsplit("_", 1)[0] if column.startswith(VECTOR_COLUMNS) else column.split("_", 1)[0]
+    return OUTPUT_UNITS[WHEEL_OUTPUTS.get(base, base)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,27 +68,27 @@ class Telemetry:
         return int(self.t.shape[0])
 
 
-def _err(source: str, msg: str, field: str | None = None) -> TelemetryError:
+def telemetry_error(source: str, msg: str, field: str | None = None) -> TelemetryError:
     return TelemetryError(f"{source}: {msg}", source=source, field=field)
 
 
-def _sigma(source: str, sigma, columns: Sequence[str]) -> np.ndarray:
+def sensor_sigma(source: str, sigma, columns: Sequence[str]) -> np.ndarray:
     if isinstance(sigma, bool) or sigma is None:
-        raise _err(source, f"sigma = {sigma!r}: must be a number > 0 or a list of one per column", "data.sigma")
+        raise telemetry_error(source, f"sigma = {sigma!r}: must be a number > 0 or a list of one per column", "data.sigma")
     if isinstance(sigma, (int, float, np.integer, np.floating)):
         sigma = [sigma] * len(columns)
     if isinstance(sigma, str) or not hasattr(sigma, "__len__"):
-        raise _err(source, f"sigma = {sigma!r}: must be a number > 0 or a list of one per column", "data.sigma")
+        raise telemetry_error(source, f"sigma = {sigma!r}: must be a number > 0 or a list of one per column", "data.sigma")
     sigma = list(sigma)
     if len(sigma) != len(columns):
-        raise _err(source, f"sigma has {len(sigma)} value(s) but columns has {len(columns)}: give one 1-sigma "
+        raise telemetry_error(source, f"sigma has {len(sigma)} value(s) but columns has {len(columns)}: give one 1-sigma "
                            "noise level per column (or one number for all)", "data.sigma")
     out = []
     for c, s in zip(columns, sigma):
         if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
-            raise _err(source, f"sigma for column {c!r} = {s!r}: must be a number", "data.sigma")
+            raise telemetry_error(source, f"sigma for column {c!r} = {s!r}: must be a number", "data.sigma")
         if not (math.isfinite(s) and s > 0):
-            raise _err(source, f"sigma for column {c!r} = {_fmt(s)}: must be a finite number > 0 (the column's 1-sigma "
+            raise telemetry_error(source, f"sigma for column {c!r} = {_fmt(s)}: must be a finite number > 0 (the column's 1-sigma "
                                "noise; it weights the residuals)", "data.sigma")
         out.append(float(s))
     return np.asarray(out)
@@ -96,47 +96,47 @@ def _sigma(source: str, sigma, columns: Sequence[str]) -> np.ndarray:
 
 def check_columns(source: str, columns, allowed: Sequence[str] | None) -> tuple[str, ...]:
     if isinstance(columns, str) or not isinstance(columns, (list, tuple)) or not columns:
-        raise _err(source, f"columns = {columns!r}: must be a non-empty list of column names, e.g. "
+        raise telemetry_error(source, f"columns = {columns!r}: must be a non-empty list of column names, e.g. "
                            "[\"omega_BN_B_1\", \"theta_p0\"]", "data.columns")
     seen = set()
     for c in columns:
         if not isinstance(c, str):
-            raise _err(source, f"columns: {c!r} is not a column name (string)", "data.columns")
+            raise telemetry_error(source, f"columns: {c!r} is not a column name (string)", "data.columns")
         if c == "t":
-            raise _err(source, "columns: 't' is the time column, not a measured output", "data.columns")
+            raise telemetry_error(source, "columns: 't' is the time column, not a measured output", "data.columns")
         if c in seen:
-            raise _err(source, f"columns: {c!r} appears twice", "data.columns")
+            raise telemetry_error(source, f"columns: {c!r} appears twice", "data.columns")
         seen.add(c)
         if allowed is not None and c not in allowed:
             close = difflib.get_close_matches(c, list(allowed), n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise _err(source, f"columns: {c!r} is not an output of the scenario{hint}; outputs are "
+            raise telemetry_error(source, f"columns: {c!r} is not an output of the scenario{hint}; outputs are "
                                f"{', '.join(allowed)}", "data.columns")
     return tuple(columns)
 
 
-def _row(i: int | np.integer, lines: Sequence[int] | None) -> str:
+def row_name(i: int | np.integer, lines: Sequence[int] | None) -> str:
     """Sample `i` in messages: `data row i+1`, with its line in the file when known."""
     return f"data row {i + 1}" + ("" if lines is None else f" (line {lines[i]})")
 
 
 def _check_t(source: str, t: np.ndarray, t_end: float | None, lines: Sequence[int] | None) -> None:
     if t.shape[0] == 0:
-        raise _err(source, "no samples (only a header row)")
+        raise telemetry_error(source, "no samples (only a header row)")
     bad = np.flatnonzero(~np.isfinite(t))
     if bad.size:
-        raise _err(source, f"t = {_fmt(t[bad[0]])} in {_row(bad[0], lines)}: sample times must be finite numbers")
+        raise telemetry_error(source, f"t = {_fmt(t[bad[0]])} in {row_name(bad[0], lines)}: sample times must be finite numbers")
     d = np.diff(t)
     bad = np.flatnonzero(~(d > 0))
     if bad.size:
         i = int(bad[0])
-        raise _err(source, f"t is not strictly increasing: {_row(i + 1, lines)} has t = {_fmt(t[i + 1])} after "
-                           f"t = {_fmt(t[i])} in {_row(i, lines)} (sort the samples and drop duplicates)")
+        raise telemetry_error(source, f"t is not strictly increasing: {row_name(i + 1, lines)} has t = {_fmt(t[i + 1])} after "
+                           f"t = {_fmt(t[i])} in {row_name(i, lines)} (sort the samples and drop duplicates)")
     if t_end is not None:
         tol = 1e-9 * max(1.0, t_end)
         if t[0] < -tol or t[-1] > t_end + tol:
             out = t[0] if t[0] < -tol else t[-1]
-            raise _err(source, f"t = {_fmt(out)} lies outside the scenario's time span [0, {_fmt(t_end)}] s (samples must "
+            raise telemetry_error(source, f"t = {_fmt(out)} lies outside the scenario's time span [0, {_fmt(t_end)}] s (samples must "
                                "lie within simulation.t_end of the scenario; raise t_end or drop the samples)")
 
 
@@ -147,18 +147,18 @@ def telemetry_from_arrays(t, values, columns: Sequence[str], sigma, scenario: Sc
     file `lines` of the samples, messages name them."""
     allowed = output_names(scenario) if scenario is not None else None
     cols = check_columns(source, list(columns), allowed)
-    sig = _sigma(source, sigma, cols)
+    sig = sensor_sigma(source, sigma, cols)
     t = np.asarray(t, dtype=float).reshape(-1)
     v = np.asarray(values, dtype=float)
     if v.ndim == 1 and len(cols) == 1:
         v = v[:, None]
     if v.shape != (t.shape[0], len(cols)):
-        raise _err(source, f"values have shape {v.shape}; expected (samples, columns) = ({t.shape[0]}, {len(cols)})")
+        raise telemetry_error(source, f"values have shape {v.shape}; expected (samples, columns) = ({t.shape[0]}, {len(cols)})")
     _check_t(source, t, None if scenario is None else float(scenario.simulation.t_end), lines)
     bad = np.argwhere(~np.isfinite(v))
     if bad.size:
         i, j = bad[0]
-        raise _err(source, f"column {cols[j]!r} has a non-finite value ({_fmt(v[i, j])}) in {_row(i, lines)} at "
+        raise telemetry_error(source, f"column {cols[j]!r} has a non-finite value ({_fmt(v[i, j])}) in {row_name(i, lines)} at "
                            f"t = {_fmt(t[i])} (drop or fill the sample; NaN is not allowed)")
     return Telemetry(t=t, columns=cols, values=v, sigma=sig, source=source)
 

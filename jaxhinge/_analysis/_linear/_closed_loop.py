@@ -57,7 +57,7 @@ from ..._model._control import ControlState, control_update, initial_control_sta
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
-from ..._simulation._simulate import _flat, _layout, _rk4_step, _unflat, _with_command
+from ..._simulation._simulate import flat_state, rk4_step, state_layout, unflat_state, with_command
 from ._boundary import FreeFree
 from ._linearize import body_jacobians, mass_matrix, mode_labels, rest_spacecraft, structure, wheel_speeds
 from ._modes import as_point, eigenvalues, first_order_clusters, modes_unjitted, poles_first_order, relabel
@@ -156,9 +156,9 @@ def period_map(scenario: Scenario, shape: tuple[int, bool] | None = None):
         cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
         cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
         zero = jnp.zeros(3, x.dtype)
-        loads = _with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs)
-        y = jax.lax.fori_loop(0, steps, lambda i, y: _rk4_step(sc, y, dt, loads), _flat(st))
-        return _join(_unflat(y, *_layout(sc)), cs.int_sigma, layout)
+        loads = with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs)
+        y = jax.lax.fori_loop(0, steps, lambda i, y: rk4_step(sc, y, dt, loads), flat_state(st))
+        return _join(unflat_state(y, *state_layout(sc)), cs.int_sigma, layout)
 
     return f, x0, ctrl.control_dt
 
@@ -201,7 +201,7 @@ def period_matrix(scenario: Scenario, shape: tuple[int, bool] | None = None):
 
     def plant(z, cmd):
         st, _ = _split(jnp.concatenate([z, zero]) if integral else z, layout)
-        d = state_derivative_held(sc, st, *_with_command((zero, zero, zero, 0.0, 0.0), ctrl, held(cmd)))
+        d = state_derivative_held(sc, st, *with_command((zero, zero, zero, 0.0, 0.0), ctrl, held(cmd)))
         return _join(d, zero, layout)[:nz]
 
     law = _law(ctrl, sc, layout)
@@ -248,7 +248,7 @@ def closed_loop_field(scenario: Scenario, integral: bool | None = None):
         cs = ControlState(int_sigma, jnp.asarray(0.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
         cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)  # dt = 0: no integration
         zero = jnp.zeros(3, x.dtype)
-        d = state_derivative_held(sc, st, *_with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs))
+        d = state_derivative_held(sc, st, *with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs))
         return _join(d, ctrl.K * sub_mrp(st.sigma_BN, ctrl.sigma_R0N), layout)
 
     return f, x0
