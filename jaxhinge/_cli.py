@@ -5,6 +5,7 @@ XLA options, caches) is `_runtime._policy`, Ctrl-C is `_entry`. Exit codes: docs
 import argparse
 import os
 import sys
+import textwrap
 import threading
 import time
 import warnings
@@ -202,8 +203,8 @@ def cmd_fit(args) -> int:
 
     result, timing = run_fit(spec, progress=progress)
     warm_plotting()
-    for w in result.warnings:
-        _log(f"jaxhinge: warning: {w}")
+    for w in result.warnings:  # (FEA pairing warnings run to 400+ characters: wrapped for a terminal)
+        _log(textwrap.fill(f"jaxhinge: warning: {w}", width=110, subsequent_indent="    ", break_on_hyphens=False))
     written = write_outputs(result, spec, extra=timing)
     data = fit_json(result, spec)
     data["timing_s"].update(timing)

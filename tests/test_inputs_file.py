@@ -149,3 +149,32 @@ def test_the_basilisk_reference_records_fit_their_runs(case):
     with warnings.catch_warnings():
         warnings.simplefilter("error", JaxhingeNote)
         assert check(d, os.path.join(DATA, "bsk", case + ".toml")).notes == []
+
+
+def test_a_time_offset_that_moves_the_record_off_the_run_is_refused(tmp_path):
+    """The input at t is the record's at t - inputs.time_offset: a record covering [0, 2] s delayed by 0.5 s leaves
+    [0, 0.5) s of the run without a sample (refused, naming the shifted span and the offset); advanced by 0.5 s it
+    ends at 1.5 s (refused); a record covering [-1, 3] s takes either offset."""
+    def offset(t, value):
+        d = _scenario()
+        d["inputs"]["time_offset"] = value
+        (tmp_path / "in.csv").write_text("t,u_rw1\n" + "".join(f"{float(a)!r},0.0\n" for a in t))
+        return check(d, str(tmp_path / "s.toml")).notes
+
+    t = np.linspace(0.0, 2.0, 21)
+    with pytest.raises(jh.ScenarioError, match=r"t = 0\.5 \.\. 2\.5 s: the record must cover the run, \[0, 2\.0\] s "
+                       r".* \(shifted by inputs\.time_offset = 0\.5 s\)"):
+        offset(t, 0.5)
+    with pytest.raises(jh.ScenarioError, match=r"t = -0\.5 \.\. 1\.5 s: the record must cover .*time_offset = -0\.5"):
+        offset(t, -0.5)
+    wide = np.linspace(-1.0, 3.0, 41)
+    assert offset(wide, 0.5) == [] and offset(wide, -0.5) == []
+
+
+def test_a_missing_record_names_the_field(tmp_path):
+    """`inputs.csv` naming a file that is not there: refused naming the field, the value and the path looked at."""
+    d = _scenario()
+    d["inputs"]["csv"] = "nope.csv"
+    with pytest.raises(jh.ScenarioError, match=r"inputs\.csv = \"nope\.csv\": no such file: .*nope\.csv \(paths are "
+                       r"relative to this file\)"):
+        check(d, str(tmp_path / "s.toml"))

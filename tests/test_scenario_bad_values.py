@@ -172,7 +172,7 @@ INPUTS = [
     ("inputs", {IN + ("csv",): 5}, "inputs.csv", r"file name"),
     ("inputs", {IN + ("csv",): ""}, "inputs.csv", r"file name"),
     ("inputs", {IN + ("csv",): MISSING}, "inputs", r"missing required key 'csv'"),
-    ("inputs", {IN + ("csv",): "none.csv"}, "none.csv", r"cannot read"),
+    ("inputs", {IN + ("csv",): "none.csv"}, "inputs.csv", r"no such file"),
     ("inputs", {IN + ("hold",): "cubic"}, "inputs.hold", r"allowed values.*\"zoh\""),
     ("inputs", {IN + ("hold",): "ZOH"}, "inputs.hold", r"allowed values"),
     ("inputs", {IN + ("hold",): 1}, "inputs.hold", r"allowed values"),

@@ -30,11 +30,12 @@ HOLD_NOTE = 0.9  # zoh: a note when one sample is held over more than this share
 
 
 def read_inputs(path: str, allowed: tuple[str, ...], t_end: float, dt: float | None = None, hold: str = "zoh",
-                notes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+                notes: list[str] | None = None, offset: float = 0.0) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """`(t (S,), values (S, C), columns)` of the CSV file `path`, checked against the `allowed` column names and
     the run, `[0, t_end]` [s]; `dt` [s]: the `rk4` step (None for the adaptive integrators, which step onto every
-    sample); `hold`: `"zoh"` or `"linear"`. Doubts that do not stop the run are appended to `notes` (one line
-    each, naming the file)."""
+    sample); `hold`: `"zoh"` or `"linear"`; `offset` [s]: `inputs.time_offset`, the delay of the record (the input
+    at time t is the record's at t - offset, so the record shifted by it must cover the run). Doubts that do not
+    stop the run are appended to `notes` (one line each, naming the file)."""
 
     def fail(msg: str, line: int | None = None) -> ScenarioError:
         where = f"{path}:{line}" if line is not None else path
@@ -82,11 +83,12 @@ def read_inputs(path: str, allowed: tuple[str, ...], t_end: float, dt: float | N
         if not t[i] > t[i - 1]:
             raise fail(f"t = {_fmt(t[i])}: must increase (after t = {_fmt(t[i - 1])} at line {lines[i - 1]})",
                        lines[i])
-    problem = _time_problem(t, t_end)
+    shifted = f" (shifted by inputs.time_offset = {_fmt(offset)} s)" if offset else ""
+    problem = _time_problem(t + offset, t_end)
     if problem:
-        raise fail(problem)
+        raise fail(problem + shifted)
     if notes is not None:
-        notes.extend(f"{path}: {n}" for n in _time_notes(t, data[:, 1:], t_end, dt, hold))
+        notes.extend(f"{path}: {n}{shifted}" for n in _time_notes(t + offset, data[:, 1:], t_end, dt, hold))
     return t, data[:, 1:], columns
 
 

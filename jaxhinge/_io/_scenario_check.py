@@ -6,6 +6,7 @@ are `jaxhinge._model._rules`, shared with models built in code, sweeps and batch
 """
 
 import dataclasses
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -388,8 +389,12 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
         hold = ck.choice(table.get("hold", field("input", "hold").default), "inputs.hold", HOLDS)
         panel_names = tuple(names) + tuple(pn for _, pns, _ in chains for pn in pns)
         allowed = input_columns(panel_names, () if wheels is None else wheels["names"])
+        if not os.path.isfile(relative_to(ck.source, csv_path)):
+            raise ck.bad("inputs.csv", csv_path, f"no such file: {relative_to(ck.source, csv_path)} (paths are "
+                         "relative to this file)")
+        offset = ck.number(table.get("time_offset", 0.0), "inputs.time_offset")
         t, values, columns = read_inputs(relative_to(ck.source, csv_path), allowed, sim.t_end,
-                                         sim.dt if sim.integrator.fixed_step else None, hold, notes)
+                                         sim.dt if sim.integrator.fixed_step else None, hold, notes, offset)
         gains = ck.table(table.get("gain", {}), "inputs.gain", "[inputs.gain]")
         for c in gains:
             if c not in columns:
@@ -397,7 +402,7 @@ def _check_all(data: Any, ck: _Checker) -> Parsed:
                               f"{', '.join(columns)}")
         gain = np.array([ck.number(gains.get(c, 1.0), f"inputs.gain.{c}") for c in columns])
         inputs = {"t": t, "values": values, "columns": columns, "hold": hold, "csv": relative_to(ck.source, csv_path),
-                  "gain": gain, "time_offset": ck.number(table.get("time_offset", 0.0), "inputs.time_offset")}
+                  "gain": gain, "time_offset": offset}
     control = _check_control(ck, data["control"], sim, wheels, inputs, notes) if "control" in data else None
     return Parsed(hub, panels, tuple(names), gravity, loads, pulses, sim, chains, wheels, inputs, control, notes)
 
