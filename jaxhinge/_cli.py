@@ -110,6 +110,8 @@ def cmd_sweep(args) -> int:
     path = args.sweep or str(example_path("sweep"))  # the bundled example writes into ./sweep_out
     out_dir = args.out_dir or (None if args.sweep else "sweep_out")
     sweep = load_sweep(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
+    if args.members:
+        return _rerun_members(sweep, args.members)
     if args.resume:
         check_resume(sweep, os.path.join(sweep.out_dir, STORE))
     else:
@@ -132,6 +134,29 @@ def cmd_sweep(args) -> int:
     for w in [res.store, *res.files]:
         _log(f"jaxhinge: wrote {w}")
     print("\n".join(sweep_report_lines(path, sweep, res.summary, res.wall_s)))
+    return 0
+
+
+def _rerun_members(sweep, text: str) -> int:
+    """`jaxhinge sweep SWEEP.toml --members 17,523`: those members' histories and metrics, computed again exactly
+    as in the campaign, into `<out-dir>/members.npz`."""
+    from ._io._campaign import STORE, check_resume, rerun_members
+    from ._io._writers import write_output_files
+    from ._simulation._trajectory import OUTPUT_NAMES
+
+    try:
+        members = [int(m) for m in text.split(",")]
+    except ValueError:
+        raise ConfigError("--members", text, "must be member indices separated by commas, e.g. 17,523") from None
+    chunk = None
+    if os.path.exists(os.path.join(sweep.out_dir, STORE)):  # the campaign there: the same inputs, its chunks
+        chunk = check_resume(sweep, os.path.join(sweep.out_dir, STORE)).chunk_size
+    _log(f"jaxhinge: {sweep.source}: members {', '.join(map(str, members))}: running their chunks again...")
+    traj, metrics = rerun_members(sweep, members, chunk)
+    arrays = {"member": np.asarray(members), **{k: np.asarray(getattr(traj, k)) for k in OUTPUT_NAMES},
+              **{f"metric_{k}": v for k, v in metrics.items()}}
+    for w in write_output_files(sweep.out_dir, {"members.npz": lambda f: np.savez(f, **arrays)}):
+        _log(f"jaxhinge: wrote {w}")
     return 0
 
 
@@ -307,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("sweep", nargs="?", help="sweep TOML file (default: the bundled example, 64 runs of "
                    "two_panel.toml, written into ./sweep_out)")
     w.add_argument("--out-dir", help="output directory (overrides [output] dir)")
+    w.add_argument("--members", help="compute again the histories and metrics of these members (indices from 0, "
+                   "e.g. 17,523), exactly as in the campaign, into <out-dir>/members.npz")
     w.add_argument("--resume", action="store_true", help="complete the campaign.zarr an interrupted run left in the "
                    "output directory (only its missing chunks run; refused if the SWEEP or scenario file changed)")
     w.set_defaults(func=cmd_sweep)

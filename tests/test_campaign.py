@@ -235,7 +235,10 @@ def test_a_campaign_too_large_to_keep_every_history_is_refused_with_the_retain_l
         in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
     original = path.read_text()
     for retain, message in [("every = 0", "retain.every = 0: must be"), ("members = [10000]", "retain.members[0]"),
-                            ("outputs = ['phi']", 'retain.outputs[0] = "phi": allowed values'), ("colour = 1", "unknown key 'colour'")]:
+                            ("outputs = ['phi']", 'retain.outputs[0] = "phi": allowed values'), ("colour = 1", "unknown key 'colour'"),
+                            ("worst = [{metric = 'nope', count = 2}]", 'retain.worst[0].metric = "nope": allowed values'),
+                            ("worst = [{metric = 'peak_hub_rate', count = 0}]", "retain.worst[0].count = 0"),
+                            ("outputs = []\nworst = [{metric = 'peak_hub_rate', count = 1}]", "retain.outputs = [] keeps")]:
         path.write_text(original.replace("[output]", f"[retain]\n{retain}\n[output]"))
         assert main(["sweep", str(path)]) == 2
         assert message in capsys.readouterr().err, retain
@@ -299,3 +302,35 @@ def test_a_campaign_of_modes_only_runs_no_simulation(tmp_path, monkeypatch):
     np.testing.assert_allclose(res.metrics["damping_ratios"][3], jh.modes(one, "clamped").damping_ratio, atol=1e-15)
     assert sorted(os.listdir(tmp_path / "out")) == ["campaign.zarr", "histograms.png", "summary.json"]
     assert res.success.all()
+
+
+def test_worst_members_and_reruns_reproduce_the_histories_exactly(tmp_path, capsys):
+    """`[retain] worst`: the 2 members with the largest peak hub rate (checked against the metric of every
+    member) get their histories in the store by a second pass, equal bit for bit to a campaign that keeps every
+    history; `--members 7,2` computes the same members again into members.npz, also bit for bit."""
+    import zarr
+
+    from jaxhinge._cli import main
+
+    path = _sweep(tmp_path, members=10, chunk_size=4)
+    full = _arrays(jh.run_campaign(path, out_dir=str(tmp_path / "all")).store)  # every history kept
+    path.write_text(path.read_text().replace("[output]", textwrap.dedent("""\
+        [retain]
+        every = 100
+        worst = [{metric = "peak_hub_rate", count = 2}]
+        [output]""")))
+    res = jh.run_campaign(path)
+    worst = [int(m) for m in np.argsort(-full["metric_peak_hub_rate"])[:2]]
+    assert res.summary["worst members (histories kept)"] == {"peak_hub_rate": worst}
+    g = zarr.open_group(res.store, mode="r")
+    assert np.flatnonzero(g["retained"][:]).tolist() == sorted([0, *worst])
+    for m in (0, *worst):
+        np.testing.assert_array_equal(g["theta"][m], full["theta"][m])
+        np.testing.assert_array_equal(g["omega_BN_B"][m], full["omega_BN_B"][m])
+    assert main(["sweep", str(path), "--members", "7,2"]) == 0
+    with np.load(tmp_path / "out" / "members.npz") as f:
+        assert f["member"].tolist() == [7, 2]
+        np.testing.assert_array_equal(f["theta"], full["theta"][[7, 2]])
+        np.testing.assert_array_equal(f["metric_peak_hub_rate"], full["metric_peak_hub_rate"][[7, 2]])
+    assert main(["sweep", str(path), "--members", "7,10"]) == 2
+    assert "members = 10: must be in [0, 10)" in capsys.readouterr().err

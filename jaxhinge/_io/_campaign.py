@@ -26,8 +26,8 @@ from . import _interrupt
 from ._campaign_store import HISTORIES, CampaignStore, file_digest
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
-__all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "envelopes", "open_campaign", "retention", "run_campaign",
-           "run_chunk"]
+__all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "envelopes", "keep_worst", "open_campaign",
+           "rerun_members", "retention", "run_campaign", "run_chunk"]
 
 STORE = "campaign.zarr"
 ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows
@@ -123,6 +123,7 @@ def run_campaign(
         _interrupt.set_note(resume_note.format(finished, store.members, path))
         if progress is not None:
             progress(finished, failed)
+    worst = keep_worst(sweep, store)
     wall = time.perf_counter() - t0
     _interrupt.set_note(None)  # (an exception before this leaves the note: the CLI says it on Ctrl-C)
     params, metrics = store.params(), store.metrics()
@@ -130,6 +131,8 @@ def run_campaign(
     labels = {name: (b.labels, b.unit) for name, b in zip(metric_meta, blocks)}
     summary = sweep_summary(sweep, params, metrics, success, result, wall, labels)
     summary["store"] = path
+    if worst:
+        summary["worst members (histories kept)"] = worst
     env = None
     if sweep.simulates:
         env = envelopes(store, ENVELOPES)
@@ -161,6 +164,56 @@ def run_chunk(sweep: Sweep, store: CampaignStore, c: int) -> tuple[int, int]:
         stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
     store.write_chunk(c, {k: v[:n] for k, v in params.items()}, ok, result, run, metrics, stats)
     return n, int(np.sum(~ok))
+
+
+def rerun_members(sweep: Sweep, members, chunk_size: int | None = None):
+    """The histories and metrics of chosen members, computed again exactly as in the campaign: each member's whole
+    chunk is run again (the same program on the same inputs: equal bit for bit to the campaign's own run).
+    **Returns:** `(trajectory (K, ...), metrics {name: (K, ...)})` in the order of `members`."""
+    import jax
+
+    members = [int(m) for m in members]
+    bad = [m for m in members if not 0 <= m < sweep.members]
+    if bad:
+        raise SweepError(f"{sweep.source}: members = {bad[0]}: must be in [0, {sweep.members}) (indices count from 0)",
+                         source=sweep.source, field="members", value=bad[0])
+    size = max(1, min(chunk_size or sweep.chunk_size, sweep.members))
+    sc = sweep.scenario
+    blocks = output_blocks(sc, sweep.metrics)
+    names = list(metric_layout(sc, blocks)[0])
+    runs, values = {}, {}
+    for c in sorted({m // size for m in members}):
+        chunk = range(c * size, min((c + 1) * size, sweep.members))
+        params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed, indices=_padded(chunk, size))
+        traj, y, _ = batch_outputs(sc, params, sweep.metrics, histories=True)
+        for m in members:
+            if m in chunk:
+                runs[m] = jax.tree.map(lambda x, i=m - chunk.start: np.asarray(x)[i], traj)
+                values[m] = {n: y[m - chunk.start, b.start:b.stop].reshape(b.shape) for n, b in zip(names, blocks)}
+    traj = jax.tree.map(lambda *xs: np.stack(xs), *[runs[m] for m in members])
+    return traj, {n: np.stack([values[m][n] for m in members]) for n in names}
+
+
+def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
+    """`[retain] worst`: the members with the worst values of each metric (the largest, or the smallest with
+    `largest = false`; a metric with several values per member by its largest or smallest), their histories
+    computed again (`rerun_members`) and written into the store. **Returns:** `{metric: [members]}`."""
+    if sweep.retain is None or not sweep.retain.worst:
+        return {}
+    metrics, ok = store.metrics(), np.asarray(store.group["success"][:])
+    chosen = {}
+    for name, count, largest in sweep.retain.worst:
+        v = np.asarray(metrics[name]).reshape(store.members, -1)
+        v = v.max(axis=1) if largest else v.min(axis=1)
+        v = np.where(ok & np.isfinite(v), v if largest else -v, -np.inf)
+        order = np.argsort(-v, kind="stable")[: min(count, int(np.isfinite(v).sum()))]
+        chosen[name] = [int(m) for m in order]
+    kept = np.asarray(store.group["retained"][:])
+    new = sorted({m for ms in chosen.values() for m in ms if not kept[m]})
+    if new:
+        traj, _ = rerun_members(sweep, new, store.chunk_size)
+        store.write_histories(new, traj)
+    return chosen
 
 
 def metric_layout(scenario, blocks) -> tuple[dict, dict]:

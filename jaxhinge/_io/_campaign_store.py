@@ -227,6 +227,16 @@ class CampaignStore:
             g[f"stats_{name}"][c] = v
         g["chunk_done"][c] = True
 
+    def write_histories(self, members, run) -> None:
+        """Keep the histories of `members` (a second pass: `run` their batched trajectory, in that order)."""
+        g = self.group
+        for name in g.attrs["histories"]:
+            h = np.asarray(getattr(run, name), dtype=float)
+            for k, m in enumerate(members):
+                g[name][m] = h[k]
+        for m in members:
+            g["retained"][m] = True
+
     # -- reading -----------------------------------------------------------------------------------------------
 
     def params(self) -> dict[str, np.ndarray]:

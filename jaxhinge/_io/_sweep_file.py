@@ -30,7 +30,8 @@ _SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "metr
 _METRICS_KEYS = ("names",)  # [metrics] (docs/campaigns.md)
 SUMMARY_METRICS = ("peak_hub_rate", "final_theta", "peak_abs_theta")  # kept for every simulated campaign
 _OUTPUT_KEYS = ("dir",)
-_RETAIN_KEYS = ("every", "members", "outputs")  # [retain] (docs/campaigns.md)
+_RETAIN_KEYS = ("every", "members", "outputs", "worst")  # [retain] (docs/campaigns.md)
+_WORST_KEYS = ("metric", "count", "largest")
 HISTORY_OUTPUTS = ("theta", "thetaDot", "omega_BN_B", "sigma_BN")  # the histories a campaign can keep
 SAMPLE = 4096  # members in the default statistics sample of a campaign that does not keep every history
 _ALIASES = {
@@ -48,6 +49,8 @@ _DESCRIPTION = {
     "retain.every": "keep the history of every N-th member (0, N, 2N, ...), an integer > 0",
     "retain.members": "keep the histories of these members (indices from 0), a list of integers",
     "retain.outputs": f"the histories kept, a list of {', '.join(HISTORY_OUTPUTS)} (empty: none)",
+    "retain.worst": "the histories of the members with the worst values of a metric, a list of tables "
+                    "{metric = name, count = N, largest = true}",
     "metrics.names": "the metrics of every member, a list of SENS.toml output names or tables",
 }
 
@@ -60,6 +63,7 @@ class Retain:
     every: int
     members: tuple[int, ...] = ()
     outputs: tuple[str, ...] = HISTORY_OUTPUTS
+    worst: tuple[tuple[str, int, bool], ...] = ()  # (metric, count, largest: the largest values are the worst)
 
     def kept(self, members: int) -> np.ndarray:
         """`(members,)` bool: whose histories are kept."""
@@ -67,6 +71,8 @@ class Retain:
         keep[:: self.every] = True
         keep[list(self.members)] = True
         return keep
+
+
 OUTPUT_FILES = ("summary.json", "envelopes.png", "histograms.png")
 
 
@@ -119,6 +125,8 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     scenario = load_scenario(scen_path)
     check_dispersions(scenario, disp, members, source=source, batch=chunk_size)
     metrics = _metrics(ck, data.get("metrics"), scenario, retain)
+    for j, (name, _, _) in enumerate(retain.worst if retain is not None else ()):
+        ck.choice(name, f"retain.worst[{j}].metric", [o.name for o in metrics])
     return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain, metrics)
 
 
@@ -170,7 +178,19 @@ def _retain(ck: _Checker, table: Any, members: int) -> Retain:
     if not isinstance(outputs, list):
         raise ck.bad("retain.outputs", outputs, f"must be a list of {', '.join(HISTORY_OUTPUTS)} (empty: none)")
     names = tuple(ck.choice(o, f"retain.outputs[{j}]", HISTORY_OUTPUTS) for j, o in enumerate(outputs))
-    return Retain(every, tuple(sorted(set(picked))), tuple(dict.fromkeys(names)))
+    worst = table.get("worst", [])
+    if not isinstance(worst, list):
+        raise ck.bad("retain.worst", worst, "must be a list of tables {metric = name, count = N}")
+    specs = []
+    for j, w in enumerate(worst):
+        where = f"retain.worst[{j}]"
+        w = ck.table(w, where, "{metric = name, count = N}")
+        ck.keys(w, where, _WORST_KEYS, ("metric", "count"))
+        specs.append((ck.string(w["metric"], f"{where}.metric", "a metric name ([metrics] names)"),
+                      ck.integer(w["count"], f"{where}.count"), ck.boolean(w.get("largest", True), f"{where}.largest")))
+    if specs and not names:
+        raise ck.bad("retain.worst", worst, "keeps histories, but retain.outputs = [] keeps none")
+    return Retain(every, tuple(sorted(set(picked))), tuple(dict.fromkeys(names)), tuple(specs))
 
 
 def write_outputs(
