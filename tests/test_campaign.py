@@ -334,3 +334,29 @@ def test_worst_members_and_reruns_reproduce_the_histories_exactly(tmp_path, caps
         np.testing.assert_array_equal(f["metric_peak_hub_rate"], full["metric_peak_hub_rate"][[7, 2]])
     assert main(["sweep", str(path), "--members", "7,10"]) == 2
     assert "members = 10: must be in [0, 10)" in capsys.readouterr().err
+
+
+def test_chunk_size_default_fills_a_quarter_of_a_gpus_free_memory(monkeypatch):
+    """Without `chunk_size`: 256 members on a CPU; on a GPU the power of two whose outputs and working memory
+    (`bytes_per_member`, the memory check's estimate) fill a quarter of the free memory, within [256, 2**18]."""
+    import jax
+
+    from jaxhinge._io._sweep_file import CPU_CHUNK, MAX_CHUNK, default_chunk_size
+    from jaxhinge._simulation._memory import bytes_per_member
+
+    sc = jh.load_scenario(jh.example_path("two_panel"))
+    assert default_chunk_size(sc) == CPU_CHUNK == 256
+
+    class Gpu:
+        platform = "gpu"
+
+        def __init__(self, free):
+            self.free = free
+
+        def memory_stats(self):
+            return {"bytes_limit": self.free + 1e9, "bytes_in_use": 1e9}
+
+    per = bytes_per_member(sc.simulation, 2)
+    for free, expected in [(40e9, 1 << int(np.log2(0.25 * 40e9 / per))), (1e6, CPU_CHUNK), (1e15, MAX_CHUNK)]:
+        monkeypatch.setattr(jax, "devices", lambda free=free: [Gpu(free)])
+        assert default_chunk_size(sc) == expected, free

@@ -21,6 +21,7 @@ from .._errors import SensitivityError, SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario
 from .._report._sweep import plot_envelopes, plot_histograms
+from .._simulation._memory import bytes_per_member
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
 from ._scenario_file import load_scenario
@@ -45,6 +46,7 @@ _ALIASES = {
 _DESCRIPTION = {
     "scenario": "the nominal scenario TOML file, relative to this file",
     "members": "number of dispersed runs, an integer > 0",
+    "chunk_size": "members per compiled call, an integer > 0 (default 256 on a CPU, from the free memory on a GPU)",
     "dispersions": "one or more [[dispersions]] tables",
     "retain.every": "keep the history of every N-th member (0, N, 2N, ...), an integer > 0",
     "retain.members": "keep the histories of these members (indices from 0), a list of integers",
@@ -114,7 +116,7 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
     members = ck.integer(data["members"], "members")
     seed = ck.integer(data.get("seed", 0), "seed", 0)
-    chunk_size = ck.integer(data.get("chunk_size", 256), "chunk_size")
+    chunk_size = ck.integer(data["chunk_size"], "chunk_size") if "chunk_size" in data else None
     out = ck.section(data, "output", _OUTPUT_KEYS)
     default_dir = os.path.splitext(os.path.basename(source))[0] + "_out"
     out_dir = ck.output_folder(out, default_dir, OUTPUT_FILES, out_dir)
@@ -123,11 +125,32 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
         raise ck.bad("dispersions", disp, "must be one or more [[dispersions]] tables")
     retain = _retain(ck, data["retain"], members) if "retain" in data else None
     scenario = load_scenario(scen_path)
+    chunk_size = chunk_size or default_chunk_size(scenario)
     check_dispersions(scenario, disp, members, source=source, batch=chunk_size)
     metrics = _metrics(ck, data.get("metrics"), scenario, retain)
     for j, (name, _, _) in enumerate(retain.worst if retain is not None else ()):
         ck.choice(name, f"retain.worst[{j}].metric", [o.name for o in metrics])
     return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain, metrics)
+
+
+CPU_CHUNK = 256  # members per compiled call on a CPU (larger batches run no faster per member there)
+MAX_CHUNK = 1 << 18  # at most, on an accelerator
+
+
+def default_chunk_size(scenario: Scenario) -> int:
+    """The chunk size when the SWEEP file gives none: `CPU_CHUNK` on a CPU; on a GPU (JAX's first device), the
+    power of two of members whose outputs and working memory (`bytes_per_member`) fill a quarter of its free
+    memory, between `CPU_CHUNK` and `MAX_CHUNK`."""
+    import jax
+
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return CPU_CHUNK
+    stats = device.memory_stats() or {}
+    free = float(stats.get("bytes_limit", 0)) - float(stats.get("bytes_in_use", 0))
+    per = bytes_per_member(scenario.simulation, scenario.spacecraft.panels.count)
+    fits = int(0.25 * free / per) if free > 0 else CPU_CHUNK
+    return int(min(MAX_CHUNK, max(CPU_CHUNK, 1 << max(fits, 1).bit_length() - 1)))
 
 
 def _simulates(metrics, retain: Retain | None) -> bool:

@@ -43,6 +43,11 @@ def step_times(cfg: SimulationConfig) -> np.ndarray:
     return ts
 
 
+def bytes_per_member(cfg: SimulationConfig, panels: int) -> float:
+    """`check_memory`'s estimate for one member of a batch on the `save_dt` grid [bytes]."""
+    return 8.0 * (sample_counts(cfg)[0] + 1) * (39 + 19 * panels)
+
+
 def check_memory(cfg: SimulationConfig, panels: int, members: int = 1, samples: int | None = None,
                  field: str | None = None, value=None, stored_steps: bool = False) -> None:
     """The one memory estimate, made before compute by every entry point (simulate, batches, the fit check,
