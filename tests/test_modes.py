@@ -15,9 +15,15 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._linear._linearize import rest_spacecraft, body_jacobians, linearize, mass_matrix, reduced_matrices
-from jaxhinge._analysis._linear._modes import complex_mode_state, modes, modes_unjitted
+from jaxhinge._analysis._linear._linearize import (
+    body_jacobians,
+    linearize,
+    mass_matrix,
+    reduced_matrices,
+    rest_spacecraft,
+)
 from jaxhinge._analysis._linear._measure import measure_modes
+from jaxhinge._analysis._linear._modes import complex_mode_state, modes, modes_unjitted
 from jaxhinge._dynamics._energy import diagnostics
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -279,7 +285,7 @@ def test_damped_poles_equal_an_independent_host_computation():
 def test_eigvals_in_the_program_on_cpu_and_on_the_host_elsewhere():
     """On CPU the modal program holds LAPACK's eigen-solve and no host callback (so JAX can store it); the
     host branch used on other backends gives the same eigenvalues, batched too."""
-    from jaxhinge._analysis._linear._modes import eigenvalues, _eigvals_host, _modes
+    from jaxhinge._analysis._linear._modes import _eigvals_host, _modes, eigenvalues
 
     A = jnp.asarray(np.random.default_rng(3).normal(size=(2, 6, 6)))
     np.testing.assert_allclose(np.sort_complex(np.asarray(jax.jit(eigenvalues)(A))),
@@ -552,6 +558,43 @@ def test_vmap_equals_loop():
     batched = np.asarray(jax.jit(jax.vmap(f))(ks))
     for i in range(3):
         np.testing.assert_allclose(batched[i], np.asarray(f(ks[i])), rtol=1e-14)
+
+
+def _linalg_shapes(jaxpr) -> list[tuple[str, tuple[int, ...]]]:
+    """(primitive, operand shape) of every LAPACK-backed primitive in `jaxpr` and its inner jaxprs."""
+    found = []
+    for e in jaxpr.eqns:
+        if e.primitive.name in ("eig", "eigh", "svd", "cholesky", "lu", "triangular_solve"):
+            found.append((e.primitive.name, tuple(e.invars[0].aval.shape)))
+        for p in e.params.values():
+            for sub in p if isinstance(p, (tuple, list)) else (p,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found += _linalg_shapes(inner)
+    return found
+
+
+def test_vmapped_modes_solve_one_member_at_a_time():
+    """`jax.vmap(jh.modes)` (as notebook 07's map) runs its eigen-solves and factorisations one member at a time
+    (`one_member_at_a_time`: jaxlib 0.10's batched CPU LAPACK kernels can deadlock XLA's thread pool,
+    docs/speed.md), and gives the loop's numbers: the same per-member program, so equal to round-off."""
+    sc = random_spacecraft(9, 3)
+    members = 5
+    ks = jnp.stack([sc.panels.k * s for s in np.linspace(0.7, 1.4, members)])
+    f = lambda k: jh.modes(eqx.tree_at(lambda q: q.panels.k, sc, k), "free")
+    shapes = _linalg_shapes(jax.make_jaxpr(jax.vmap(f))(ks).jaxpr)
+    assert {name for name, _ in shapes} >= {"eig", "eigh", "cholesky"}
+    assert all(members not in shape for _, shape in shapes), shapes
+    batched = jax.vmap(f)(ks)
+    for i in range(members):
+        one = f(ks[i])
+        for field in ("frequency_hz", "damping_ratio", "natural_frequency_hz", "shape", "energy_fraction"):
+            np.testing.assert_allclose(np.asarray(getattr(batched, field))[i], np.asarray(getattr(one, field)),
+                                       rtol=1e-12, atol=1e-14, err_msg=field)
+    # derivatives through the per-member rule: jacfwd under vmap equals the loop's
+    g = jax.jit(jax.vmap(jax.jacfwd(lambda k: f(k).frequency_hz)))(ks)
+    np.testing.assert_allclose(np.asarray(g)[1], np.asarray(jax.jacfwd(lambda k: f(k).frequency_hz)(ks[1])),
+                               rtol=1e-10)
 
 
 def test_reduced_matrices_symmetric_positive_definite():

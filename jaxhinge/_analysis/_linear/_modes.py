@@ -370,7 +370,32 @@ def rigid_motion(reference_point: Float[Array, "3"], n: int) -> Float[Array, "do
                             jnp.zeros((n, 6), reference_point.dtype)], 0)
 
 
-_modes_jit = program(_modes)
+def one_member_at_a_time(f):
+    """`f` (of array pytrees) computed one member at a time under `vmap` (`lax.map` over the members), so that
+    every LAPACK call in it sees one matrix (or the matrices of one member); its derivatives are `f`'s own.
+
+    Why: jaxlib 0.10's CPU LAPACK kernels split a batch into chunks, queue them on XLA's intra-op thread pool and
+    block the pool thread that called them until the chunks are done (`jax::ParallelBatchMap`). When as many
+    batched LAPACK calls run at once as the pool has threads (independent eigen-solves of one program, on a
+    2-core machine two of them), every pool thread waits for chunks that no thread is left to run: XLA:CPU hangs
+    (docs/speed.md, "A hang in XLA:CPU batched eigen-solves"). A call on one matrix runs inline and never waits.
+    Derivatives (`jvp`, and `grad` through it) are `jax.jvp(f)` and batch as usual (`jax.custom_batching`'s loop
+    has no derivative rule of its own)."""
+    looped = jax.custom_batching.sequential_vmap(f)
+    g = jax.custom_jvp(lambda *args: looped(*args))
+    g.defjvp(lambda primals, tangents: jax.jvp(f, primals, tangents))
+    return g
+
+
+def _modes_members(sc: Spacecraft, boundary: AbstractBoundary, reference_point=None, Omega=None) -> Modes:
+    """`_modes`, one member at a time under `vmap` (`one_member_at_a_time`); the model's non-array leaves and
+    the boundary stay outside the custom rules."""
+    dynamic, static = eqx.partition(sc, eqx.is_array)
+    one = one_member_at_a_time(lambda d, p, w: _modes(eqx.combine(d, static), boundary, p, w))
+    return one(dynamic, reference_point, Omega)
+
+
+_modes_jit = program(_modes_members)
 
 
 def modes(model: Scenario | Spacecraft, boundary: AbstractBoundary | str = FreeFree(), reference_point=None, *,
@@ -408,7 +433,8 @@ def relabel(m: Modes, sc: Spacecraft) -> Modes:
 def modes_unjitted(model: Scenario | Spacecraft, boundary: AbstractBoundary | str = FreeFree(),
                    reference_point=None, *, Omega=None) -> Modes:
     """`modes` without its `eqx.filter_jit` (to compose inside a caller's own jit/grad)."""
-    return _modes(spacecraft_of(model), as_boundary(boundary), as_point(reference_point), wheel_speeds(model, Omega))
+    return _modes_members(spacecraft_of(model), as_boundary(boundary), as_point(reference_point),
+                          wheel_speeds(model, Omega))
 
 
 def as_point(p):
