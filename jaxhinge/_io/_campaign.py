@@ -113,7 +113,9 @@ def run_campaign(
     store = check_resume(sweep, path, sources) if resume else None
     with contextlib.ExitStack() as stack:
         client = None
-        if not local:  # started before the store is made or replaced: a scheduler out of reach changes nothing
+        # the cluster first, before the store is made or replaced (a scheduler out of reach changes nothing);
+        # none for a resumed store that is complete already
+        if not local and (store is None or not store.done().all()):
             from ._campaign_cluster import cluster_chunks, cluster_client
 
             client = stack.enter_context(cluster_client(workers, scheduler))
