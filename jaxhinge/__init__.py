@@ -125,7 +125,7 @@ _PUBLIC = {
     "configure_cpu": ("_runtime._policy", "configure_cpu"),
     "main": ("_cli", "main"),
 }
-__all__ = ["__version__", *_PUBLIC]
+__all__ = ["__version__", *_PUBLIC]  # noqa: PLE0604  (the lazy table's keys are strings)
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mkdocstrings)
     from ._analysis._fitting._fit import fit as fit

@@ -109,6 +109,13 @@ def cmd_sweep(args) -> int:
 
     path = args.sweep or str(example_path("sweep"))  # the bundled example writes into ./sweep_out
     out_dir = args.out_dir or (None if args.sweep else "sweep_out")
+    cluster = args.workers is not None or args.scheduler is not None
+    if cluster:
+        from ._io._campaign_cluster import check_cluster
+
+        check_cluster(args.workers, args.scheduler, names=("--workers", "--scheduler"))
+        if args.no_cache:  # the workers read it too (a local cluster's inherit this environment)
+            os.environ["JAXHINGE_CACHE_DIR"] = "off"
     sweep = load_sweep(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
     if args.members:
         return _rerun_members(sweep, args.members)
@@ -121,14 +128,17 @@ def cmd_sweep(args) -> int:
     cfg = sweep.scenario.simulation
     size = min(sweep.chunk_size, sweep.members)
     chunks = -(-sweep.members // size)
+    where = (f" on {args.workers} local Dask worker(s)" if args.workers is not None else
+             f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else "")
     _log(
         f"jaxhinge: {path}: {sweep.members} members x {len(names)} dispersed parameter(s), t_end = {cfg.t_end} s, "
         f"integrator {cfg.integrator.name}; {'resuming' if args.resume else 'compiling and running'} {chunks} "
-        f"chunk(s) of {size} members into {os.path.join(sweep.out_dir, STORE)}..."
+        f"chunk(s) of {size} members{where} into {os.path.join(sweep.out_dir, STORE)}..."
     )
     bar = MemberProgress(sweep.members)
     try:
-        res = run_campaign(sweep, resume=args.resume, progress=bar.update)
+        res = run_campaign(sweep, resume=args.resume, progress=bar.update, workers=args.workers,
+                           scheduler=args.scheduler)
     finally:
         bar.close()
     for w in [res.store, *res.files]:
@@ -336,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "e.g. 17,523), exactly as in the campaign, into <out-dir>/members.npz")
     w.add_argument("--resume", action="store_true", help="complete the campaign.zarr an interrupted run left in the "
                    "output directory (only its missing chunks run; refused if the SWEEP or scenario file changed)")
+    w.add_argument("--workers", type=int, metavar="N", help="run the chunks on a local Dask cluster of N worker "
+                   "processes (one task per chunk; each worker writes its chunks into the store). Needs "
+                   'pip install "jaxhinge[cluster]"')
+    w.add_argument("--scheduler", metavar="ADDRESS|FILE", help="run the chunks on a running Dask cluster: its "
+                   "scheduler's address (tcp://HOST:PORT) or scheduler file (dask scheduler --scheduler-file); the "
+                   "store and input files must be on a filesystem every worker sees (docs/campaigns.md)")
     w.set_defaults(func=cmd_sweep)
     m = add(
         "modes",

@@ -1,7 +1,8 @@
 """Campaigns (`jaxhinge sweep`, `jh.run_campaign`): the chunked Zarr store against the in-memory batch
 (`simulate_batch`, bit for bit), its labelled reading (`open_campaign`), and that nothing is lost: a process
 SIGKILLed in the middle of writing a chunk leaves a store that `--resume` completes, equal bit for bit to an
-uninterrupted run's; a changed SWEEP file is refused on resume."""
+uninterrupted run's; a changed SWEEP file is refused on resume. On Dask workers (`--workers`, `--scheduler`) the
+store equals the in-process one bit for bit, also when a worker is killed in the middle of writing a chunk."""
 
 import os
 import signal
@@ -23,7 +24,8 @@ EXAMPLES = os.path.dirname(str(jh.example_path("sweep")))
 def _sweep(tmp_path, members=10, chunk_size=4, seed=3):
     """A short SWEEP file (0.2 s runs of the bundled two-panel example) with three chunks, the last padded."""
     sc = tmp_path / "two_panel.toml"
-    text = open(os.path.join(EXAMPLES, "two_panel.toml")).read().replace("t_end = 2.5 ", "t_end = 0.2 ")
+    with open(os.path.join(EXAMPLES, "two_panel.toml")) as fh:
+        text = fh.read().replace("t_end = 2.5 ", "t_end = 0.2 ")
     assert "t_end = 0.2" in text
     sc.write_text(text)
     path = tmp_path / "SWEEP.toml"
@@ -111,7 +113,7 @@ def test_sigkill_while_writing_then_resume_equals_an_uninterrupted_run(tmp_path)
     path = _sweep(tmp_path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     p = subprocess.run([sys.executable, "-c", _KILLER, str(path)], env=env, capture_output=True, text=True,
-                       timeout=300)
+                       timeout=300, check=False)
     assert p.returncode == -signal.SIGKILL, p.stderr
     store = tmp_path / "out" / "campaign.zarr"
     half = _arrays(store)
@@ -360,3 +362,124 @@ def test_chunk_size_default_fills_a_quarter_of_a_gpus_free_memory(monkeypatch):
     for free, expected in [(40e9, 1 << int(np.log2(0.25 * 40e9 / per))), (1e6, CPU_CHUNK), (1e15, MAX_CHUNK)]:
         monkeypatch.setattr(jax, "devices", lambda free=free: [Gpu(free)])
         assert default_chunk_size(sc) == expected, free
+
+
+# -- Dask workers ------------------------------------------------------------------------------------------------
+
+# Loaded by every Dask worker process before its first task (`distributed.worker.preload`): it records which
+# jaxhinge the worker imported, and the first worker to write chunk 2 writes its parameters and `success`, then
+# kills itself (SIGKILL), once for the whole cluster (the mark file); the nanny starts a new worker process.
+_WORKER_PRELOAD = """
+import os, signal
+import jaxhinge
+from jaxhinge._io import _campaign_store
+
+with open(os.environ["JH_TEST_WORKER_LOG"], "a") as fh:
+    fh.write(f"{os.getpid()} {jaxhinge.__file__}\\n")
+Store = _campaign_store.CampaignStore
+write = getattr(Store, "jh_test_original", Store.write_chunk)  # (Dask may run a preload file twice)
+Store.jh_test_original = write
+
+
+def torn(self, c, params, success, *rest):
+    if c == 2 and os.environ.get("JH_TEST_KILL_MARK"):
+        try:
+            os.close(os.open(os.environ["JH_TEST_KILL_MARK"], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return write(self, c, params, success, *rest)
+        for name, v in params.items():
+            self.group[f"param_{name}"][c * self.chunk_size:c * self.chunk_size + len(v)] = v
+        self.group["success"][c * self.chunk_size:(c + 1) * self.chunk_size] = success
+        os.kill(os.getpid(), signal.SIGKILL)
+    return write(self, c, params, success, *rest)
+
+
+Store.write_chunk = torn
+"""
+
+
+@pytest.fixture(scope="module")
+def in_process_store(tmp_path_factory):
+    """The arrays of the in-process store of the Dask tests' campaign (10 members in 5 chunks of 2)."""
+    tmp = tmp_path_factory.mktemp("in_process")
+    res = jh.run_campaign(_sweep(tmp, chunk_size=2))
+    return _arrays(res.store)
+
+
+@pytest.fixture
+def worker_preload(tmp_path, monkeypatch):
+    """Dask workers started in this test load `_WORKER_PRELOAD`; **returns** the file each writes its pid and
+    jaxhinge's path into. Their environment is this process's (`PYTHONPATH` included)."""
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    preload, log = tmp_path / "jh_test_preload.py", tmp_path / "workers.log"
+    preload.write_text(_WORKER_PRELOAD)
+    monkeypatch.setenv("JH_TEST_WORKER_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+    with dask.config.set({"distributed.worker.preload": [str(preload)]}):
+        yield log
+
+
+def _workers(log) -> dict[int, str]:
+    """`{pid: jaxhinge.__file__}` of every worker process started."""
+    return {int(pid): path for pid, path in (line.split(" ", 1) for line in log.read_text().splitlines())}
+
+
+def test_workers_write_the_store_equal_to_the_in_process_one(tmp_path, in_process_store, worker_preload, capsys):
+    """`jaxhinge sweep --workers 2`: two worker processes, each writing its chunks into the store: the store
+    equals the in-process one bit for bit (every array), and the workers ran this jaxhinge."""
+    from jaxhinge._cli import main
+
+    path = _sweep(tmp_path, chunk_size=2)
+    assert main(["sweep", str(path), "--workers", "2"]) == 0
+    assert "on 2 local Dask worker(s)" in capsys.readouterr().err
+    stored = _arrays(tmp_path / "out" / "campaign.zarr")
+    assert stored.keys() == in_process_store.keys() and stored["chunk_done"].all()
+    for name in stored:
+        np.testing.assert_array_equal(stored[name], in_process_store[name], err_msg=name)
+    workers = _workers(worker_preload)
+    assert len(workers) == 2 and set(workers.values()) == {jh.__file__}
+
+
+def test_a_worker_killed_while_writing_a_chunk_changes_nothing(tmp_path, in_process_store, worker_preload,
+                                                               monkeypatch):
+    """`workers=2`, and the worker that writes chunk 2 is SIGKILLed halfway through its writes: Dask runs the
+    chunk again on a worker alive, which writes it whole (its flag was never set); the campaign completes and its
+    store equals the in-process one bit for bit."""
+    mark = tmp_path / "killed"
+    monkeypatch.setenv("JH_TEST_KILL_MARK", str(mark))
+    path = _sweep(tmp_path, chunk_size=2)
+    seen = []
+    res = jh.run_campaign(path, workers=2, progress=lambda done, failed: seen.append(done))
+    assert mark.exists()  # a worker was killed
+    workers = _workers(worker_preload)
+    assert len(workers) == 3 and set(workers.values()) == {jh.__file__}  # ... and the nanny started another
+    assert (res.chunks_run, seen) == (5, [2, 4, 6, 8, 10]) and res.success.all()
+    stored = _arrays(res.store)
+    assert stored.keys() == in_process_store.keys()
+    for name in stored:
+        np.testing.assert_array_equal(stored[name], in_process_store[name], err_msg=name)
+
+
+def test_bad_worker_options_are_refused_before_any_compute(tmp_path, capsys, monkeypatch):
+    """`--workers 0`, `--workers` with `--scheduler`, a scheduler file that does not exist, and Dask not
+    installed: one line naming the option, exit 2, nothing written."""
+    from jaxhinge._cli import main
+
+    path = _sweep(tmp_path)
+    missing = tmp_path / "scheduler.json"
+    for argv, message in [(["--workers", "0"], "--workers = 0: must be a whole number of worker processes, 1 or more"),
+                          (["--workers", "2", "--scheduler", "x"],
+                           "--workers = 2 and --scheduler = 'x': give one or the other"),
+                          (["--scheduler", str(missing)],
+                           f'--scheduler = "{missing}": is neither an existing scheduler file nor a scheduler address')]:
+        assert main(["sweep", str(path), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("jaxhinge: error: ") and message in err and err.count("\n") == 1, err
+    with pytest.raises(jh.SweepError, match="workers = true: must be a whole number"):
+        jh.run_campaign(path, workers=True)
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` raises ImportError
+    assert main(["sweep", str(path), "--workers", "2"]) == 2
+    assert 'Dask\'s distributed is not installed; install it with pip install "jaxhinge[cluster]"' in \
+        capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -444,7 +444,7 @@ def test_configure_cpu_leaves_out_the_emitter_flag_that_newer_xla_refuses(monkey
     from jaxhinge._runtime import _policy
 
     small = f"--xla_backend_extra_options={_policy.SMALL_LOOP_OPTION}={_policy.SMALL_LOOP_BYTES}"
-    monkeypatch.setattr(_policy, "_backend_started", lambda: False)
+    monkeypatch.setattr(_policy, "backend_started", lambda: False)
     for installed, expected in [("0.11.2", small), ("1.0.0", small), ("0.10.2", f"{_policy.CPU_CODEGEN_FLAG} {small}")]:
         monkeypatch.setattr(importlib.metadata, "version", lambda name, v=installed: v)
         monkeypatch.delenv("XLA_FLAGS", raising=False)

@@ -7,7 +7,9 @@ runs through the same compiled program (a short last chunk is padded to the chun
 in any order, in a resumed run or again, is equal bit for bit.
 """
 
+import contextlib
 import dataclasses
+import functools
 import math
 import os
 import time
@@ -26,8 +28,8 @@ from . import _interrupt
 from ._campaign_store import HISTORIES, CampaignStore, file_digest
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
-__all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "envelopes", "keep_worst", "open_campaign",
-           "rerun_members", "retention", "run_campaign", "run_chunk"]
+__all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "chunk_task", "envelopes", "keep_worst",
+           "open_campaign", "rerun_members", "retention", "run_campaign", "run_chunk"]
 
 STORE = "campaign.zarr"
 ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows
@@ -66,6 +68,8 @@ def run_campaign(
     out_dir: str | None = None,
     resume: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
+    scheduler: str | os.PathLike | None = None,
 ) -> CampaignResult:
     """Run a SWEEP file's campaign into `<out-dir>/campaign.zarr`, chunk by chunk, then write its reports.
 
@@ -78,11 +82,23 @@ def run_campaign(
       is replaced (once the new one is created).
     - `progress`: called as `progress(members done, members failed)` after each chunk (the counts include
       the chunks a resumed store held already).
+    - `workers`: run the chunks on a new Dask `LocalCluster` of this many worker processes (one thread each),
+      closed at the end. Default (and `scheduler` None): in this process, no cluster.
+    - `scheduler`: run the chunks on a running Dask cluster: its scheduler's address (`tcp://HOST:PORT`) or
+      scheduler file (`dask scheduler --scheduler-file`). Not with `workers`. With either, each chunk is one
+      task; the workers write their chunks into the store, so it and the input files must be on a filesystem
+      they all see at the same paths; a dead worker's chunk runs again elsewhere. Needs Dask's `distributed`
+      (`pip install "jaxhinge[cluster]"`).
 
     **Returns:** a `CampaignResult`.
 
     **Raises:** `SweepError` for bad input or a refused resume, before any compute.
     """
+    local = workers is None and scheduler is None
+    if not local:
+        from ._campaign_cluster import check_cluster
+
+        check_cluster(workers, scheduler)
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep, out_dir=out_dir)
     folder = os.path.abspath(out_dir or sweep.out_dir)
@@ -94,36 +110,51 @@ def run_campaign(
     names = check_members(sweep)
     blocks = output_blocks(sc, sweep.metrics)
     metric_meta, coords = metric_layout(sc, blocks)
-    if resume:
-        store = check_resume(sweep, path, sources)
-    else:
-        os.makedirs(folder, exist_ok=True)
-        with open(sweep.source, encoding="utf-8") as fh:
-            text = fh.read()
-        store = CampaignStore.create(
-            path, members=sweep.members, chunk_size=size,
-            times=_times(sc), panels=sc.spacecraft.panels.labels,
-            params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
-            metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
-            outputs=retain.outputs if sweep.simulates else (),
-            attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
-                   "seed": sweep.seed, "parameters": names, "every": retain.every,
-                   "scenario": os.path.basename(sweep.scenario_path)})
-    done = store.done()
-    todo = [c for c in range(store.chunks) if not done[c]]
-    t0 = time.perf_counter()
-    finished = int(sum(len(store.chunk_members(c)) for c in range(store.chunks) if done[c]))
-    failed = store.failed_so_far(done)
-    resume_note = "{}/{} members are stored in {}; `--resume` completes it"
-    _interrupt.set_note(resume_note.format(finished, store.members, path))
-    for c in todo:
-        n, bad = run_chunk(sweep, store, c)
-        finished += n
-        failed += bad
+    store = check_resume(sweep, path, sources) if resume else None
+    with contextlib.ExitStack() as stack:
+        client = None
+        # the cluster first, before the store is made or replaced (a scheduler out of reach changes nothing);
+        # none for a resumed store that is complete already
+        if not local and (store is None or not store.done().all()):
+            from ._campaign_cluster import cluster_chunks, cluster_client
+
+            client = stack.enter_context(cluster_client(workers, scheduler))
+        if store is None:
+            os.makedirs(folder, exist_ok=True)
+            with open(sweep.source, encoding="utf-8") as fh:
+                text = fh.read()
+            store = CampaignStore.create(
+                path, members=sweep.members, chunk_size=size,
+                times=_times(sc), panels=sc.spacecraft.panels.labels,
+                params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
+                metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
+                outputs=retain.outputs if sweep.simulates else (),
+                attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
+                       "seed": sweep.seed, "parameters": names, "every": retain.every,
+                       "scenario": os.path.basename(sweep.scenario_path)})
+        done = store.done()
+        todo = [c for c in range(store.chunks) if not done[c]]
+        t0 = time.perf_counter()
+        finished = int(sum(len(store.chunk_members(c)) for c in range(store.chunks) if done[c]))
+        failed = store.failed_so_far(done)
+        resume_note = "{}/{} members are stored in {}; `--resume` completes it"
         _interrupt.set_note(resume_note.format(finished, store.members, path))
-        if progress is not None:
-            progress(finished, failed)
-    worst = keep_worst(sweep, store)
+        # each chunk's (members, failed) as it is written: here, in chunk order, or by the workers, as they finish
+        if client is None:
+            chunks = (run_chunk(sweep, store, c) for c in todo)
+        else:
+            from .._runtime._policy import cache_off
+            from .._runtime._programs import enabled
+
+            args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())), not cache_off(), enabled())
+            chunks = cluster_chunks(client, chunk_task, args, todo)
+        for n, bad in chunks:
+            finished += n
+            failed += bad
+            _interrupt.set_note(resume_note.format(finished, store.members, path))
+            if progress is not None:
+                progress(finished, failed)
+        worst = keep_worst(sweep, store)
     wall = time.perf_counter() - t0
     _interrupt.set_note(None)  # (an exception before this leaves the note: the CLI says it on Ctrl-C)
     params, metrics = store.params(), store.metrics()
@@ -214,6 +245,36 @@ def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
         traj, _ = rerun_members(sweep, new, store.chunk_size)
         store.write_histories(new, traj)
     return chosen
+
+
+def chunk_task(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool, c: int) -> tuple[int, int]:
+    """`run_chunk` as a Dask task, on a worker (`run_campaign(workers=, scheduler=)`): chunk `c` of the
+    campaign in `<out_dir>/campaign.zarr`, computed and written there; **returns** `(members, failed)`.
+    `digests`: the SHA-256 of the SWEEP and scenario files the client read (a worker that reads other files
+    refuses); `cache`, `programs`: whether the client keeps compiled and traced programs (`use_compile_cache`)."""
+    sweep = _worker_sweep(source, out_dir, digests, cache, programs)
+    return run_chunk(sweep, CampaignStore.open(os.path.join(out_dir, STORE)), c)
+
+
+@functools.lru_cache(maxsize=8)
+def _worker_sweep(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool) -> Sweep:
+    """A worker process's set-up, once per campaign: jaxhinge's XLA:CPU options if JAX has not started its
+    backend yet (`configure_cpu`), float64, the persistent compilation cache (a program one worker compiled is
+    loaded by the others and by later campaigns), and the SWEEP file, checked against the client's."""
+    import socket
+
+    from .._runtime._policy import backend_started, configure_cpu, enable_x64, use_compile_cache
+
+    if not backend_started():
+        configure_cpu()
+    enable_x64()
+    use_compile_cache(cache, programs)
+    sweep = load_sweep(source, out_dir=out_dir)
+    if tuple(sorted(_sources(sweep).items())) != digests:
+        raise SweepError(f"{source}: the SWEEP or scenario file on worker {socket.gethostname()} (pid "
+                         f"{os.getpid()}) differs from the client's (SHA-256): the workers must see the same files "
+                         "at the same paths (a shared filesystem)", source=source)
+    return sweep
 
 
 def metric_layout(scenario, blocks) -> tuple[dict, dict]:

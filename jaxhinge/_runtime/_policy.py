@@ -13,8 +13,8 @@ import warnings
 
 from .._paths import output_dir_problem
 
-__all__ = ["CPU_CODEGEN_FLAG", "SMALL_LOOP_BYTES", "SMALL_LOOP_OPTION", "cache_problem", "compile_cache_dir",
-           "configure_cpu", "enable_x64", "use_compile_cache"]
+__all__ = ["CPU_CODEGEN_FLAG", "SMALL_LOOP_BYTES", "SMALL_LOOP_OPTION", "cache_off",
+           "cache_problem", "compile_cache_dir", "configure_cpu", "enable_x64", "use_compile_cache"]
 
 
 def enable_x64() -> None:
@@ -62,7 +62,7 @@ def configure_cpu() -> None:
             flags = f"{flags[:extra.start()]}--xla_backend_extra_options={value}{flags[extra.end():]}"
         else:
             flags = f"{flags} --xla_backend_extra_options={option}".strip()
-    if flags != os.environ.get("XLA_FLAGS", "") and _backend_started():
+    if flags != os.environ.get("XLA_FLAGS", "") and backend_started():
         warnings.warn("jaxhinge.configure_cpu() was called after JAX started its backend: XLA has read its flags "
                       "already, so the options take effect only in a new process (call it before the first JAX "
                       "computation)", stacklevel=2)
@@ -82,14 +82,19 @@ def _has_elemental_emitters() -> bool:
     return major_minor < (0, 11)
 
 
-def _backend_started() -> bool:
+def backend_started() -> bool:
     """Whether JAX has started a backend in this process (and so read `XLA_FLAGS`); False if JAX cannot say."""
     try:
         from jax._src import xla_bridge
 
         return bool(xla_bridge.backends_are_initialized())
-    except Exception:  # a JAX without this private helper: no warning
+    except Exception:  # noqa: BLE001 - a JAX without this private helper: no warning
         return False
+
+
+def cache_off() -> bool:
+    """Whether the compile caches are turned off for this process (`JAXHINGE_CACHE_DIR=off`, `0` or `none`)."""
+    return os.environ.get("JAXHINGE_CACHE_DIR", "").lower() in ("off", "0", "none")
 
 
 def compile_cache_dir() -> str:
@@ -128,7 +133,7 @@ def use_compile_cache(enabled: bool, as_program: bool = False) -> None:
     run skips tracing the model too, not only XLA's compilation."""
     import jax
 
-    if not enabled or os.environ.get("JAXHINGE_CACHE_DIR", "").lower() in ("off", "0", "none"):
+    if not enabled or cache_off():
         return
     if as_program and "EQX_ON_ERROR" not in os.environ:
         try:

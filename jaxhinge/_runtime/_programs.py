@@ -54,6 +54,11 @@ def enable(folder: str | None) -> None:
     _key_base.cache_clear()
 
 
+def enabled() -> bool:
+    """Whether programs are kept (`enable` was called with a folder)."""
+    return _FOLDER is not None
+
+
 class _Uncacheable(Exception):
     """A value the key cannot write out faithfully."""
 
