@@ -34,7 +34,8 @@ def read_inputs(path: str, allowed: tuple[str, ...], t_end: float, dt: float | N
     """`(t (S,), values (S, C), columns)` of the CSV file `path`, checked against the `allowed` column names and
     the run, `[0, t_end]` [s]; `dt` [s]: the `rk4` step (None for the adaptive integrators, which step onto every
     sample); `hold`: `"zoh"` or `"linear"`; `offset` [s]: `inputs.time_offset`, the delay of the record (the input
-    at time t is the record's at t - offset, so the record shifted by it must cover the run). Doubts that do not
+    at time t is the record's at t - offset: where the shifted record does not cover the run, a note says which
+    end sample is held). Doubts that do not
     stop the run are appended to `notes` (one line each, naming the file)."""
 
     def fail(msg: str, line: int | None = None) -> ScenarioError:
@@ -83,12 +84,18 @@ def read_inputs(path: str, allowed: tuple[str, ...], t_end: float, dt: float | N
         if not t[i] > t[i - 1]:
             raise fail(f"t = {_fmt(t[i])}: must increase (after t = {_fmt(t[i - 1])} at line {lines[i - 1]})",
                        lines[i])
-    shifted = f" (shifted by inputs.time_offset = {_fmt(offset)} s)" if offset else ""
-    problem = _time_problem(t + offset, t_end)
+    problem = _time_problem(t, t_end)
     if problem:
-        raise fail(problem + shifted)
+        raise fail(problem)
     if notes is not None:
-        notes.extend(f"{path}: {n}{shifted}" for n in _time_notes(t + offset, data[:, 1:], t_end, dt, hold))
+        notes.extend(f"{path}: {n}" for n in _time_notes(t, data[:, 1:], t_end, dt, hold))
+        tol = TIME_RTOL * max(1.0, t_end)
+        if offset and (t[0] + offset > tol or t[-1] + offset < t_end - tol):  # the delayed record: its end held
+            first, last = t[0] + offset, t[-1] + offset
+            held = (f"its first sample over [0, {_fmt(first)}] s" if first > tol else
+                    f"its last sample over [{_fmt(last)}, {_fmt(t_end)}] s")
+            notes.append(f"{path}: shifted by inputs.time_offset = {_fmt(offset)} s the record covers "
+                         f"{_fmt(first)} .. {_fmt(last)} s, not all of {_run(t_end)}: {held} is held")
     return t, data[:, 1:], columns
 
 
