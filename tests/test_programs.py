@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._runtime import _programs
-from jaxhinge._analysis._linear._modes import _modes, _modes_jit
+from jaxhinge._analysis._linear._modes import _modes_jit, _modes_members
 from jaxhinge._io._scenario_file import example_path
 from jaxhinge._model._spacecraft import strip_labels
+from jaxhinge._runtime import _programs
 
 
 class Opaque:
@@ -55,7 +55,7 @@ def test_stored_and_loaded_programs_equal_the_plain_program(store):
     first = _modes_jit(sc, jh.FreeFree(), None)  # exported and stored
     assert _programs.STATS["stored"] == before["stored"] + 1 and len(os.listdir(folder)) == 1
     _equal(first, plain)
-    later = _programs.program(_modes)  # "a later process": loads the entry, traces nothing
+    later = _programs.program(_modes_members)  # "a later process": loads the entry, traces nothing
     again = later(sc, jh.FreeFree(), None)
     assert _programs.STATS["loaded"] == before["loaded"] + 1
     _equal(again, plain)
@@ -109,11 +109,11 @@ def test_corrupt_entry_warns_and_is_replaced(store, capsys):
     _modes_jit(sc, jh.FreeFree(), None)
     (entry,) = os.listdir(folder)
     (folder / entry).write_bytes(b"not a program")
-    m = _programs.program(_modes)(sc, jh.FreeFree(), None)
+    m = _programs.program(_modes_members)(sc, jh.FreeFree(), None)
     _equal(m, _modes_jit.plain(sc, jh.FreeFree(), None))
     err = capsys.readouterr().err
     assert f"warning: program cache: entry '{entry}' is unreadable" in err and "running without it" in err
-    _programs.program(_modes)(sc, jh.FreeFree(), None)  # the entry was written again: it loads
+    _programs.program(_modes_members)(sc, jh.FreeFree(), None)  # the entry was written again: it loads
     assert _programs.STATS["loaded"] == before["loaded"] + 1
 
 
@@ -123,7 +123,7 @@ def test_unwritable_folder_warns_and_runs(tmp_path, capsys):
     _programs.enable(str(tmp_path / "a_file" / "programs"))
     try:
         sc = _spacecraft()
-        _equal(_programs.program(_modes)(sc, jh.FreeFree(), None), _modes_jit.plain(sc, jh.FreeFree(), None))
+        _equal(_programs.program(_modes_members)(sc, jh.FreeFree(), None), _modes_jit.plain(sc, jh.FreeFree(), None))
     finally:
         _programs.enable(None)
     err = capsys.readouterr().err
