@@ -483,3 +483,18 @@ def test_bad_worker_options_are_refused_before_any_compute(tmp_path, capsys, mon
     assert 'Dask\'s distributed is not installed; install it with pip install "jaxhinge[cluster]"' in \
         capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_workers_start_from_a_main_module_without_spec(monkeypatch):
+    """IPython (a notebook, the suite's notebook runner) replaces `__main__` with a module that has no `__spec__`,
+    and multiprocessing's spawn (Dask's nannies) fails on it ("module '__main__' has no attribute '__spec__'"):
+    `cluster_client` gives it the `None` a plain script has, so workers start from a notebook too."""
+    import sys
+    import types
+
+    from jaxhinge._io._campaign_cluster import cluster_client
+
+    main = types.SimpleNamespace(__name__="__main__")  # as IPython's DummyMod: no __spec__, no __file__
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    with cluster_client(1, None) as client:
+        assert client.submit(sum, [1, 2]).result(timeout=120) == 3

@@ -16,6 +16,7 @@ campaign asks for workers.
 import contextlib
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 
@@ -69,6 +70,9 @@ def cluster_client(workers: int | None, scheduler: str | os.PathLike | None) -> 
     from distributed import Client, LocalCluster
 
     if workers is not None:
+        main = sys.modules["__main__"]
+        if not hasattr(main, "__spec__"):  # IPython/Jupyter's __main__ has none, and multiprocessing's spawn (the
+            main.__spec__ = None  # nannies' worker processes) reads it: None is what a plain script has
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                           silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
             yield client
