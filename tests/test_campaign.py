@@ -186,12 +186,12 @@ def test_retention_statistics_and_bands_against_numpy(tmp_path):
     within 4 of the stated standard errors of the band's rank."""
     import zarr
 
-    path = _sweep(tmp_path, members=40, chunk_size=8)
+    path = _sweep(tmp_path, members=40)
     path.write_text(path.read_text().replace("[output]", "[retain]\nevery = 3\nmembers = [4]\n[output]"))
     res = jh.run_campaign(path)
     sweep = jh.load_sweep(path)
     params = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
-    ref = jh.simulate_batch(sweep.scenario, params, chunk_size=8)
+    ref = jh.simulate_batch(sweep.scenario, params, chunk_size=4)
     g = zarr.open_group(res.store, mode="r")
     kept = np.zeros(40, dtype=bool)
     kept[::3] = kept[4] = True
@@ -398,9 +398,9 @@ Store.write_chunk = torn
 
 @pytest.fixture(scope="module")
 def in_process_store(tmp_path_factory):
-    """The arrays of the in-process store of the Dask tests' campaign (10 members in 5 chunks of 2)."""
+    """The arrays of the in-process store of the Dask tests' campaign (10 members in 3 chunks of 4)."""
     tmp = tmp_path_factory.mktemp("in_process")
-    res = jh.run_campaign(_sweep(tmp, chunk_size=2))
+    res = jh.run_campaign(_sweep(tmp))
     return _arrays(res.store)
 
 
@@ -434,7 +434,7 @@ def test_workers_write_the_store_equal_to_the_in_process_one_also_when_one_is_ki
 
     mark = tmp_path / "killed"
     monkeypatch.setenv("JH_TEST_KILL_MARK", str(mark))
-    path = _sweep(tmp_path, chunk_size=2)
+    path = _sweep(tmp_path)
     assert main(["sweep", str(path), "--workers", "2"]) == 0
     err = capsys.readouterr().err
     assert "on 2 local Dask worker(s)" in err and "10/10 members done" in err
