@@ -484,3 +484,20 @@ def test_workers_start_from_a_main_module_without_spec(monkeypatch):
     monkeypatch.setitem(sys.modules, "__main__", main)
     with cluster_client(1, None) as client:
         assert client.submit(sum, [1, 2]).result(timeout=120) == 3
+
+
+def test_a_million_member_campaign_is_checked_by_the_chunk_not_by_the_whole(tmp_path, monkeypatch):
+    """The memory check of a campaign is its chunk's (one chunk is in memory at a time), also when the members are
+    drawn a part at a time: a million members with metrics for all and every 1000th history pass the checks of a
+    machine whose limit a million simulated histories would exceed (nothing is run here)."""
+    from jaxhinge._io._campaign import check_members, retention
+
+    monkeypatch.setenv("JAXHINGE_MEMORY_LIMIT_GB", "1")
+    path = _sweep(tmp_path, members=1_000_000, chunk_size=256)
+    path.write_text(path.read_text().replace("[output]", "[retain]\nevery = 1000\n[output]"))
+    sweep = jh.load_sweep(path)
+    assert retention(sweep).every == 1000
+    p = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed, indices=range(256))
+    assert p["p0.k"].shape == (256,)
+    monkeypatch.setattr("jaxhinge._io._campaign.refuse_invalid_members", lambda *a: None)  # (the draws only)
+    assert check_members(sweep, block=1 << 18) == ["p0.k", "hub.omega_BN_BInit"]

@@ -197,10 +197,10 @@ def sample_dispersions(
     **Returns:** `{name: array (members, *shape)}`, shape () for scalars and (3,) otherwise (module
     docstring). Pass it to `simulate_batch` or `apply_parameters`.
     """
-    check_dispersions(scenario, dispersions, members)
+    idx = np.arange(members) if indices is None else np.asarray(indices, dtype=np.int64).reshape(-1)
+    check_dispersions(scenario, dispersions, members, batch=1)  # (drawing runs nothing: the batch checks its memory)
     if isinstance(key, int):
         key = jax.random.PRNGKey(key)
-    idx = np.arange(members) if indices is None else np.asarray(indices, dtype=np.int64).reshape(-1)
     if idx.size and (idx.min() < 0 or idx.max() >= members):
         raise ValueError(f"sample_dispersions: indices = {_fmt(idx.tolist())}: each must be in [0, {members})")
     dtype = jnp.float64 if jax.config.jax_enable_x64 else None
