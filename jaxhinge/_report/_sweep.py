@@ -143,18 +143,22 @@ def plot_histograms(
             x = np.asarray(v)[ok].reshape(int(ok.sum()), -1)
             for i, lab in enumerate(comps or [None]):
                 items.append((name if lab is None else f"{name}[{lab}]", *shown(x[:, i], unit)))
+    shown_of = f"; the first {MAX_HISTOGRAMS} of {len(items)} panels" if len(items) > MAX_HISTOGRAMS else ""
     items = items[:MAX_HISTOGRAMS]
     ncol = 3
     nrow = math.ceil(len(items) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.9 * nrow), squeeze=False)
     for ax, (name, x, unit) in zip(axes.flat, items):
         ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
+        ax.ticklabel_format(axis="x", useOffset=False)  # (an offset text would sit on the axis label)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_xlabel(f"{name} [{unit}]", fontsize=9)
         ax.set_ylabel("members [-]", fontsize=9)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")
-    fig.suptitle(f"dispersed parameters ({len(ok)} members) and outcomes ({int(ok.sum())} successful members)")
+    fig.suptitle(f"dispersed parameters ({len(ok)} members) and outcomes ({int(ok.sum())} successful members)"
+                 + shown_of)
     fig.tight_layout()
     fig.savefig(f, format=fmt)
     plt.close(fig)
