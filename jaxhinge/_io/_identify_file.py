@@ -13,6 +13,7 @@ from typing import Any
 
 from .._analysis._fitting._fit_options import Acceptance, RandomStarts
 from .._analysis._fitting._identify import SOLVERS, IdentifyResult, check_identify, identify
+from .._analysis._fitting._shooting import SHOOTING, MultipleShooting
 from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
 from .._analysis._fitting._solvers import LevenbergMarquardt
 from .._errors import FitError
@@ -29,7 +30,7 @@ _TOP = ("scenario", "data", "fit", "output")
 _DATA = ("csv", "columns", "sigma", "sensors", "scenario")
 _DATA_REQUIRED = ("csv", "columns", "sigma")
 _FIT = ("free", "solver", "max_steps", "rtol", "atol", "starts", "spread", "seed", "horizon", "ident_rtol",
-        "warn_rtol", "max_step", "estimate_initial_state")
+        "warn_rtol", "max_step", "estimate_initial_state", "shooting", "segment", "continuity_rtol")
 _OUTPUT = ("dir", "plots")
 _ALIASES = {"file": "csv", "path": "csv", "noise": "sigma", "parameters": "free", "method": "solver",
             "iterations": "max_steps", "out": "dir", "plot": "plots", "multistart": "starts"}
@@ -130,6 +131,15 @@ def load_identify(
         kwargs["max_step"] = ck.nonnegative(kwargs["max_step"], "fit.max_step", "(fitted coordinates)")
     if "estimate_initial_state" in kwargs:
         kwargs["estimate_initial_state"] = ck.boolean(kwargs["estimate_initial_state"], "fit.estimate_initial_state")
+    if "shooting" in kwargs:
+        ck.choice(kwargs["shooting"], "fit.shooting", ("auto", *SHOOTING))
+    if "segment" in kwargs and kwargs["segment"] != "auto":
+        kwargs["segment"] = ck.finite_positive(kwargs["segment"], "fit.segment")
+    if "continuity_rtol" in kwargs:
+        kwargs["continuity_rtol"] = ck.finite_positive(kwargs["continuity_rtol"], "fit.continuity_rtol")
+    if ("segment" in kwargs or "continuity_rtol" in kwargs) and kwargs.get("shooting") != "multiple":
+        key = "segment" if "segment" in kwargs else "continuity_rtol"
+        raise ck.bad(f"fit.{key}", kwargs[key], 'applies to shooting = "multiple" (set it too)')
     plots = ck.boolean(out_t.get("plots", True), "output.plots")
     files = OUTPUT_FILES + (PLOT_FILES if plots else ())
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
@@ -164,6 +174,9 @@ def identify_arguments(settings: Mapping[str, Any]) -> dict[str, Any]:
     out = {"free": kw["free"], "solver": solver, "starts": starts,
            "acceptance": Acceptance(**{k: kw[k] for k in ("ident_rtol", "warn_rtol") if k in kw})}
     out.update({k: kw[k] for k in ("horizon", "estimate_initial_state") if k in kw})
+    if "shooting" in kw:
+        opts = {k: kw[k] for k in ("segment", "continuity_rtol") if k in kw}
+        out["shooting"] = MultipleShooting(**opts) if kw["shooting"] == "multiple" else kw["shooting"]
     return out
 
 

@@ -11,7 +11,7 @@ from .._simulation._telemetry import column_unit
 from ._fit import labelled_lines, least_squares_json
 from ._plot import legend_outside, pyplot, shown
 
-__all__ = ["identify_json", "identify_report_lines", "plot_identify"]
+__all__ = ["identify_json", "identify_report_lines", "plot_identify", "shooting_line"]
 
 
 def identify_json(result, spec=None) -> dict[str, Any]:
@@ -38,12 +38,30 @@ def identify_json(result, spec=None) -> dict[str, Any]:
         "sigma_basis": result.sigma_note,
         "data": _data_block(tel, result.residuals, spec.csv_path if spec else tel.source),
         "options": result.options,
+        "shooting": _shooting_json(result.shooting),
         "starts": result.starts,
         "timing_s": {"identify": float(result.wall_s)},
         **({"records": [_data_block(r["telemetry"], r["residuals"],
                                     spec.records[k].csv_path if spec and spec.records else r["telemetry"].source)
                         for k, r in enumerate(result.records)]} if len(result.records) > 1 else {}),
     }
+
+
+def _shooting_json(info: dict) -> dict[str, Any]:
+    """result.json's `shooting` block: the method and, for multiple shooting, its segments, steps per phase and
+    continuity defects at the solution (absolute per state component, and the largest relative to its sigma)."""
+    return {k: ([_num(x) for x in v] if isinstance(v, list) and k != "horizon" else
+                _num(v) if isinstance(v, float) else v) for k, v in info.items()}
+
+
+def shooting_line(info: dict) -> str:
+    """One line on how a telemetry fit integrated its record (console report)."""
+    if info.get("method") != "multiple":
+        return f"shooting            single (horizon {', '.join(f'{h:g}' for h in info.get('horizon', [1.0]))})"
+    st = info["steps"]
+    return (f"shooting            multiple: {info['segments']} segments of {info['segment_s']:g} s, "
+            f"{st['penalty']} + {st['condensed']} steps (penalty, condensed), largest continuity defect "
+            f"{info['max_defect']:.1e} of its sigma")
 
 
 def _data_block(tel, residuals: np.ndarray, csv: str) -> dict[str, Any]:
@@ -102,7 +120,8 @@ def identify_report_lines(result, spec, written: list[str]) -> list[str]:
     lines = [f"fit                 {spec.path} ({what})",
              *labelled_lines("status", result.message),
              (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
-              f"{result.iterations} solver steps"), "",
+              f"{result.iterations} solver steps"),
+             *([shooting_line(result.shooting)] if result.shooting else []), "",
              f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit"]
     for i, n in enumerate(result.names):
         s = result.sigma[i]

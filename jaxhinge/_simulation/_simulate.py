@@ -397,9 +397,17 @@ def simulate_unjitted(
 ) -> Trajectory:
     """`simulate` without its `eqx.filter_jit` (to compose inside a caller's own jit/vmap/grad)."""
     sol = _solve(scenario, adjoint, ts)
-    ys = sol.ys
+    return trajectory_of(scenario, sol.ts, sol.ys, sol.result, sol.num_steps, sol.control)
+
+
+def trajectory_of(scenario: Scenario, ts, ys: State, result, num_steps, control: ControlState | None = None
+                  ) -> Trajectory:
+    """The `Trajectory` of states `ys` (T, ...) at times `ts`: the Basilisk outputs (shadow-set MRP, energy and
+    momentum, panel and wheel outputs), `success` when `result` is 0, every output finite and the model valid.
+    The one place a solve's states become outputs (`simulate`, the segments of a multiple-shooting fit)."""
     ys = eqx.tree_at(lambda y: y.sigma_BN, ys, mrp_shadow(ys.sigma_BN))
     diag = jax.vmap(diagnostics, in_axes=(None, 0))(scenario.spacecraft, ys)
+    sol = _Solution(ts, ys, result, num_steps, control)
     fields = dict(
         t=sol.ts,
         r_BN_N=ys.r_BN_N,

@@ -65,6 +65,15 @@ from ._fit_options import Acceptance, RandomStarts
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
 from ._lsq_coords import Coordinate, Coordinates, apply_coordinates, parse_free
 from ._lsq_solver import FAIL, AbstractResiduals, solve
+from ._shooting import (
+    MultipleShooting,
+    SingleShooting,
+    as_shooting,
+    segment_length,
+    shooting_problem,
+    solve_multiple,
+    why_not_multiple,
+)
 from ._solvers import AbstractFitSolver, LevenbergMarquardt, as_solver, solvers_of
 
 __all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
@@ -103,28 +112,40 @@ class _TelemetryResiduals(AbstractResiduals):
     offset_at: int = eqx.field(static=True)
 
     def __call__(self, u):
-        sc = self.coordinates.apply(self.scenario, u[self.index])
-        sv = self.sx0 + self.sscale * u[self.sensor]
-        pick = lambda at, fixed: jnp.stack([sv[j] if j >= 0 else fixed[c] for c, j in enumerate(at)])
+        sc = self.model(u)
+        gain, bias, tau = self.sensors(u)
         # the time offset (fitted or fixed; 0 leaves the sample times exact) samples the model at t + offset
-        tau = sv[self.offset_at] if self.offset_at >= 0 else self.offset
         ts = jnp.clip(self.ts + tau, 0.0, sc.simulation.t_end)
         traj = simulate_unjitted(sc, diffrax.ForwardMode(), ts=ts)
-        y = self.outputs(traj, 1.0 + pick(self.gain_at, self.gain), pick(self.bias_at, self.bias))
+        y = self.outputs(traj, gain, bias)
         # samples outside the horizon (weight 0) stay 0 even where the model is not finite
         r = jnp.where(self.weight > 0, (y - self.data) * self.weight, 0.0)
         return r.reshape(-1), traj.success, y
 
-    def outputs(self, traj: Trajectory, gain=1.0, bias=0.0) -> Float[Array, "T C"]:
-        """The measured columns of a trajectory at the sample times (the closer MRP set per sample), through
-        the sensor model `gain * y + bias` (per column)."""
+    def model(self, u) -> Scenario:
+        """The record's model at the coordinates `u`."""
+        return self.coordinates.apply(self.scenario, u[self.index])
+
+    def sensors(self, u):
+        """`(gain (C,), bias (C,), time offset)` of the record's sensor model at the coordinates `u` (fitted or
+        fixed values; the gain is 1 + the scale-factor error)."""
+        sv = self.sx0 + self.sscale * u[self.sensor]
+        pick = lambda at, fixed: jnp.stack([sv[j] if j >= 0 else fixed[c] for c, j in enumerate(at)])
+        tau = sv[self.offset_at] if self.offset_at >= 0 else self.offset
+        return 1.0 + pick(self.gain_at, self.gain), pick(self.bias_at, self.bias), tau
+
+    def outputs(self, traj: Trajectory, gain=1.0, bias=0.0, data=None, weight=None) -> Float[Array, "T C"]:
+        """The measured columns of a trajectory at the sample times (the closer MRP set per sample, to `data`
+        weighted by `weight`: default the record's), through the sensor model `gain * y + bias` (per column)."""
+        data = self.data if data is None else data
+        weight = self.weight if weight is None else weight
         full = model_outputs(traj, self.n_panels)
         s = traj.sigma_BN
         shadow = -s / jnp.sum(s * s, axis=1, keepdims=True).clip(1e-300)
         full_b = jnp.concatenate([full[:, :3], shadow, full[:, 6:]], axis=1)
         a, b = (gain * jnp.stack([x[:, c] for c in self.cols], axis=1) + bias for x in (full, full_b))
         # either MRP set of the attitude matches the data: take the closer one per sample
-        cost = lambda y: jnp.sum(((y - self.data) * self.weight) ** 2, axis=1)
+        cost = lambda y: jnp.sum(((y - data) * weight) ** 2, axis=1)
         return jnp.where((cost(a) <= cost(b))[:, None], a, b)
 
 
@@ -260,6 +281,9 @@ class IdentifyResult(LeastSquaresResult):
     - `starts`: per start `{"chi2", "status", "steps", "initial"}`.
     - `records`: per record `{"telemetry", "fitted", "residuals", "initial_fitted"}` (several records; the
       fields above are the first's). `fitted` includes the sensor model.
+    - `shooting`: `{"method": "single", "horizon": [...]}` or, by multiple shooting, `{"method": "multiple",
+      "segments", "segment_s", "continuity_rtol", "steps": {"penalty", "condensed"}, "max_defect" (the largest
+      continuity defect at the solution, relative to its sigma), "max_defect_abs" (per state component)}`.
     """
 
     telemetry: Telemetry
@@ -268,6 +292,7 @@ class IdentifyResult(LeastSquaresResult):
     initial_fitted: np.ndarray
     starts: list
     records: list = dataclasses.field(default_factory=list)
+    shooting: dict = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -357,6 +382,28 @@ def _parse(scens, tels, free, sensors, estimate_initial_state):
     return tuple(coords), records
 
 
+def choose_shooting(shooting, scens, tels, records) -> SingleShooting | MultipleShooting:
+    """The shooting of a fit: `shooting` as given (`MultipleShooting` refused, naming why, where a record cannot be
+    cut into segments: `why_not_multiple`), or for `"auto"` multiple shooting where the one record spans at
+    least `_MIN_SEGMENTS` = 4 periods of the initial model's slowest flexible mode and can be cut, else single."""
+    shooting = as_shooting(shooting)
+    if isinstance(shooting, SingleShooting):
+        return shooting
+    why = ("several records are fitted together" if len(tels) > 1 else
+           why_not_multiple(scens[0], tels[0], records[0]))
+    if shooting == "auto":
+        if why is not None:
+            return SingleShooting()
+        span = float(tels[0].t[-1] - tels[0].t[0])
+        return MultipleShooting() if span >= _MIN_SEGMENTS * segment_length(scens[0]) else SingleShooting()
+    if why is not None:
+        raise FitError(f'shooting = "multiple": {why}; use shooting = "single" (or "auto")', field="shooting")
+    return shooting
+
+
+_MIN_SEGMENTS = 4
+
+
 def check_identify(
     scenario: Scenario | Sequence[Scenario],
     telemetry: Telemetry | Sequence[Telemetry],
@@ -416,6 +463,7 @@ def identify(
     estimate_initial_state: bool = False,
     acceptance: Acceptance = Acceptance(),
     progress: Callable[[str], None] | None = None,
+    shooting: SingleShooting | MultipleShooting | str = "auto",
 ) -> IdentifyResult:
     """Fit the `free` parameters of `scenario` to `telemetry` (see the module docstring).
 
@@ -440,6 +488,9 @@ def identify(
     - `acceptance`: `Acceptance(ident_rtol=..., warn_rtol=...)`, the identifiability thresholds (`reach_rtol` is
       the modal fit's).
     - `progress`: a callable receiving one-line messages.
+    - `shooting`: `"auto"` (default: multiple shooting for a record long compared with the slowest mode,
+      `choose_shooting`), `"single"` / `SingleShooting()` (the whole record from the initial state, with the
+      growing `horizon`), `"multiple"` / `MultipleShooting(segment=..., continuity_rtol=...)` (`_shooting`).
 
     **Returns:** an `IdentifyResult`. Bad input raises `FitError` before any compute; numerical failure is
     reported in the result (`converged`, `message`), not raised.
@@ -479,7 +530,16 @@ def identify(
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
     runs, solve_s = [], 0.0
+    shoot = choose_shooting(shooting, scens, tels, base.records)
+    if isinstance(shoot, MultipleShooting):
+        sp = shooting_problem(scens[0], tels[0], base.records[0], shoot, u_starts[0])
     for si, u0 in enumerate(u_starts):
+        if isinstance(shoot, MultipleShooting):
+            sol, info = solve_multiple(sp, u0, rtol=rtol, atol=atol, progress=say)
+            solve_s += sol.wall_s
+            runs.append({"sol": sol, "r_init": sol.initial_residuals, "steps": sol.steps, "u0": u0,
+                         "history": sol.history, "shooting": info})
+            continue
         u, history, steps, r_init = u0, [], 0, None
         for h in hz:
             masks = [(tr <= h * max(tr[-1], 1e-300) * (1 + 1e-12))[:, None] for tr in t_rel]
@@ -497,7 +557,7 @@ def identify(
             say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({sum(int(m.sum()) for m in masks)} samples), "
                 f"{sol.status}")
         runs.append({"sol": sol, "r_init": r_init, "steps": steps, "u0": u0,
-                     "history": np.concatenate(history)})
+                     "history": np.concatenate(history), "shooting": {"method": "single", "horizon": list(hz)}})
     finite = [r for r in runs if np.isfinite(r["sol"].chi2)]
     best = min(finite or runs, key=lambda r: r["sol"].chi2)
     sol = best["sol"]  # its last stage fits the whole record: the residuals and Jacobian at the solution
@@ -547,6 +607,7 @@ def identify(
                         wall_s=time.perf_counter() - t_start, solve_s=solve_s),
         **per_record[0],
         records=per_record,
+        shooting=best["shooting"],
         starts=[{"chi2": x["sol"].chi2, "status": x["sol"].status, "steps": x["steps"],
                  "initial": [float(c.value(x["u0"][j])) for j, c in enumerate(coords)]} for x in runs],
     )
