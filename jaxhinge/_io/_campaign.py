@@ -192,7 +192,7 @@ def run_campaign(
             "method": "quantile sketch over every successful member: log buckets of relative width alpha; "
                       "|band - np.percentile(method='lower')| <= alpha |value| + floor for |value| <= ceil",
             "percentiles": list(env["percentiles"]), "alpha": ALPHA, "floor": FLOOR, "ceil": CEIL,
-            "band times": f"every {env['band_stride']}th sample time ({env['t_bands'].size} of {env['t'].size})",
+            "band times": f"{env['t_bands'].size} of {env['t'].size} sample times (stride {env['band_stride']})",
             "members counted": env["succeeded"]}
     files = write_outputs(sweep, params, metrics, summary, env, folder, success=success, labels=labels)
     return CampaignResult(path, store.members, store.chunks, len(todo), params, metrics, success, summary, env, files,
@@ -376,8 +376,8 @@ def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
 
 
 def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None) -> CampaignStore:
-    """The store at `path` that `--resume` completes, or a `SweepError`: there is none, or the SWEEP or scenario
-    file changed since it began (SHA-256)."""
+    """The store at `path` that `--resume` completes, or a `SweepError`: there is none, the SWEEP or scenario
+    file changed since it began (SHA-256), or an older jaxhinge made it without the percentile sketch."""
     if not os.path.exists(path):
         raise SweepError(f"{sweep.source}: --resume: {path} does not exist: nothing to resume (run without "
                          "--resume to start the campaign)", source=sweep.source, field="resume")
@@ -389,6 +389,10 @@ def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None)
         raise SweepError(f"{sweep.source}: --resume: {', '.join(changed)} changed since the campaign in {path} "
                          "began (SHA-256 differs): its members would not be the same; run without --resume to "
                          "start again, or restore the file", source=sweep.source, field="resume")
+    if sweep.simulates and "bands" not in store.group.attrs:
+        raise SweepError(f"{sweep.source}: --resume: {path} was made by a jaxhinge without the percentile sketch "
+                         f"(version {store.group.attrs.get('jaxhinge')}): its finished chunks have no sketch; run "
+                         "without --resume to start again", source=sweep.source, field="resume")
     return store
 
 

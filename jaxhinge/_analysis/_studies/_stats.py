@@ -15,7 +15,7 @@
   `np.percentile(x, p, method="lower")` `q`, so **|q_sketch - q| <= ALPHA |q| + FLOOR** for `|q| <= CEIL`
   (the bucket's relative width bounds the first term; `FLOOR` covers the zero bucket and the rounding of the
   logarithm at a bucket's edge). With `ALPHA = 0.01`, `FLOOR = 1e-9`, `CEIL = 1e6` (in the history's SI unit:
-  rad, rad/s) the grid has `BUCKETS = 3457` buckets: 13.5 kB of int32 counts per element.
+  rad, rad/s) the grid has `BUCKETS = 3457` buckets: 13.8 kB of int32 counts per element.
 """
 import dataclasses
 import math
