@@ -23,7 +23,7 @@ import numpy as np
 from .._analysis._studies._batch import batch_outputs, refuse_invalid_members, sample_dispersions
 from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
 from .._analysis._studies._stats import ALPHA, CEIL, FLOOR, bucket_index, moments, sketch_quantiles
-from .._errors import SweepError
+from .._errors import OutputError, SweepError
 from .._model._params import FIELDS, resolve
 from .._report._sweep import sweep_summary
 from .._simulation._memory import MEMORY_ENV, memory_limit
@@ -172,7 +172,8 @@ def run_campaign(
                     if progress is not None:
                         progress(finished, failed)
         except BaseException:
-            sketch.save()  # (an error or KeyboardInterrupt in Python: what was merged is kept for the resume)
+            with contextlib.suppress(OutputError):  # (the error that stopped the campaign is the one to say)
+                sketch.save()  # an error or KeyboardInterrupt in Python: what was merged is kept for the resume
             raise
         sketch.finish()
         worst = keep_worst(sweep, store)
