@@ -4,7 +4,10 @@ into `<out-dir>/campaign.zarr` (`_campaign_store`), resumable after Ctrl-C or a 
 
 Member `i`'s parameters depend only on `(seed, i)` (`sample_dispersions`' counter-based draws) and every chunk
 runs through the same compiled program (a short last chunk is padded to the chunk size), so a chunk computed
-in any order, in a resumed run or again, is equal bit for bit.
+in any order, in a resumed run or again, is equal bit for bit. The percentile bands come from a quantile sketch
+(`_stats.bucket_index`): each chunk returns its members' bucket indices, and the process driving the campaign
+merges them as chunks complete (`SketchMerge`: integer counts, the same in any order), checkpointed every
+`CHECKPOINT_S` seconds for a resume.
 """
 
 import contextlib
@@ -19,27 +22,29 @@ import numpy as np
 
 from .._analysis._studies._batch import batch_outputs, refuse_invalid_members, sample_dispersions
 from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
-from .._analysis._studies._stats import moments, rank_error
-from .._errors import SweepError
+from .._analysis._studies._stats import ALPHA, CEIL, FLOOR, bucket_index, moments, sketch_quantiles
+from .._errors import OutputError, SweepError
 from .._model._params import FIELDS, resolve
 from .._report._sweep import sweep_summary
 from .._simulation._memory import MEMORY_ENV, memory_limit
 from . import _interrupt
-from ._campaign_store import HISTORIES, CampaignStore, file_digest
+from ._campaign_store import HISTORIES, CampaignStore, SketchMerge, file_digest, remove_checkpoint
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
 __all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "chunk_task", "envelopes", "keep_worst",
            "open_campaign", "rerun_members", "retention", "run_campaign", "run_chunk"]
 
 STORE = "campaign.zarr"
-ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows
+ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows (their percentile bands are sketched)
+PERCENTILES = (1.0, 5.0, 50.0, 95.0, 99.0)  # the bands of envelopes.png and summary.json
+CHECKPOINT_S = 30.0  # the sketch's checkpoint is written after a chunk when this long has passed since the last
 
 
 @dataclasses.dataclass(frozen=True)
 class CampaignResult:
     """What `run_campaign` did: `store` (the path of `campaign.zarr`), `members`, `chunks`, `chunks_run` (this
     call; fewer than `chunks` on a resume), `params` and `metrics` of every member (read back from the store),
-    `success`, `summary` (the `summary.json` contents), `envelopes` (per-time statistics, `summarize`'s layout;
+    `success`, `summary` (the `summary.json` contents), `envelopes` (per-time statistics, `envelopes`' layout;
     None when nothing was simulated),
     `files` (the report files written), `wall_s` (this call's compute)."""
 
@@ -121,6 +126,7 @@ def run_campaign(
             client = stack.enter_context(cluster_client(workers, scheduler))
         if store is None:
             os.makedirs(folder, exist_ok=True)
+            remove_checkpoint(path)  # (before the store it belongs to is replaced)
             with open(sweep.source, encoding="utf-8") as fh:
                 text = fh.read()
             store = CampaignStore.create(
@@ -128,32 +134,48 @@ def run_campaign(
                 times=_times(sc), panels=sc.spacecraft.panels.labels,
                 params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
                 metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
-                outputs=retain.outputs if sweep.simulates else (),
+                outputs=retain.outputs if sweep.simulates else (), bands=ENVELOPES if sweep.simulates else (),
                 attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
                        "seed": sweep.seed, "parameters": names, "every": retain.every,
                        "scenario": os.path.basename(sweep.scenario_path)})
         done = store.done()
         todo = [c for c in range(store.chunks) if not done[c]]
+        sketch = SketchMerge.open(store, resume)
+        # (chunk, write): the chunks not done, and those done whose sketch a resume lacks (their sketch only)
+        jobs = [(c, False) for c in sketch.missing(done)] + [(c, True) for c in todo]
         t0 = time.perf_counter()
         finished = int(sum(len(store.chunk_members(c)) for c in range(store.chunks) if done[c]))
         failed = store.failed_so_far(done)
         resume_note = "{}/{} members are stored in {}; `--resume` completes it"
         _interrupt.set_note(resume_note.format(finished, store.members, path))
-        # each chunk's (members, failed) as it is written: here, in chunk order, or by the workers, as they finish
+        # each chunk's (members, failed, bucket indices) as it is written: here, in chunk order, or by the workers,
+        # as they finish
         if client is None:
-            chunks = (run_chunk(sweep, store, c) for c in todo)
+            chunks = ((job, run_chunk(sweep, store, *job)) for job in jobs)
         else:
             from .._runtime._policy import cache_off
             from .._runtime._programs import enabled
 
             args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())), not cache_off(), enabled())
-            chunks = cluster_chunks(client, chunk_task, args, todo)
-        for n, bad in chunks:
-            finished += n
-            failed += bad
-            _interrupt.set_note(resume_note.format(finished, store.members, path))
-            if progress is not None:
-                progress(finished, failed)
+            chunks = cluster_chunks(client, chunk_task, args, jobs)
+        saved = time.monotonic()
+        try:
+            for (c, wrote), (n, bad, buckets) in chunks:
+                sketch.add(c, buckets)
+                if time.monotonic() - saved >= CHECKPOINT_S:
+                    sketch.save()
+                    saved = time.monotonic()
+                if wrote:
+                    finished += n
+                    failed += bad
+                    _interrupt.set_note(resume_note.format(finished, store.members, path))
+                    if progress is not None:
+                        progress(finished, failed)
+        except BaseException:
+            with contextlib.suppress(OutputError):  # (the error that stopped the campaign is the one to say)
+                sketch.save()  # an error or KeyboardInterrupt in Python: what was merged is kept for the resume
+            raise
+        sketch.finish()
         worst = keep_worst(sweep, store)
     wall = time.perf_counter() - t0
     _interrupt.set_note(None)  # (an exception before this leaves the note: the CLI says it on Ctrl-C)
@@ -167,16 +189,22 @@ def run_campaign(
     env = None
     if sweep.simulates:
         env = envelopes(store, ENVELOPES)
-        summary["percentile bands"] = {"sampled members": env["sampled"], "every": env["every"],
-                                       "rank error (1 sd) at p5, p50": [env["rank_error"][p] for p in (5.0, 50.0)]}
+        summary["percentile bands"] = {
+            "method": "quantile sketch over every successful member: log buckets of relative width alpha; "
+                      "|band - np.percentile(method='lower')| <= alpha |value| + floor for |value| <= ceil",
+            "percentiles": list(env["percentiles"]), "alpha": ALPHA, "floor": FLOOR, "ceil": CEIL,
+            "band times": f"{env['t_bands'].size} of {env['t'].size} sample times (stride {env['band_stride']})",
+            "members counted": env["succeeded"]}
     files = write_outputs(sweep, params, metrics, summary, env, folder, success=success, labels=labels)
     return CampaignResult(path, store.members, store.chunks, len(todo), params, metrics, success, summary, env, files,
                           wall)
 
 
-def run_chunk(sweep: Sweep, store: CampaignStore, c: int) -> tuple[int, int]:
-    """Compute chunk `c` of the campaign and write it into `store` (its flag last); **returns** `(members,
-    failed)`. The one computation of a chunk, wherever it runs (in-process, a worker): the members' draws from
+def run_chunk(sweep: Sweep, store: CampaignStore, c: int, write: bool = True) -> tuple[int, int, dict]:
+    """Compute chunk `c` of the campaign and write it into `store` (its flag last; not with `write` False: a
+    resume that lacks the chunk's sketch); **returns** `(members, failed, {history: bucket indices})`, the
+    indices (`bucket_index`, int16 `(successful members, band_time, ...)`) of the store's `bands` at its band
+    times. The one computation of a chunk, wherever it runs (in-process, a worker): the members' draws from
     `(seed, i)` (`sample_dispersions`), padded to the chunk size (one compiled program for every chunk), their
     metrics and histories (`batch_outputs`), the chunk's moments."""
     sc, size = sweep.scenario, store.chunk_size
@@ -189,12 +217,16 @@ def run_chunk(sweep: Sweep, store: CampaignStore, c: int) -> tuple[int, int]:
     metrics = {name: y[:n, b.start:b.stop].reshape(n, *b.shape) for name, b in zip(names, blocks)}
     if traj is None:  # modes and closed-loop poles only: no simulation
         run, ok, result, stats = None, np.isfinite(y[:n]).all(axis=1), np.zeros(n, dtype=np.int32), {}
+        buckets = {}
     else:
         run = _head(traj, n)
         ok, result = np.asarray(run.success, dtype=bool), np.asarray(run.result)
         stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
-    store.write_chunk(c, {k: v[:n] for k, v in params.items()}, ok, result, run, metrics, stats)
-    return n, int(np.sum(~ok))
+        stride = store.band_stride if store.bands else 1
+        buckets = {h: bucket_index(np.asarray(getattr(run, h))[ok, ::stride]) for h in store.bands}
+    if write:
+        store.write_chunk(c, {k: v[:n] for k, v in params.items()}, ok, result, run, metrics, stats)
+    return n, int(np.sum(~ok)), buckets
 
 
 def rerun_members(sweep: Sweep, members, chunk_size: int | None = None):
@@ -247,13 +279,15 @@ def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
     return chosen
 
 
-def chunk_task(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool, c: int) -> tuple[int, int]:
+def chunk_task(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool, c: int,
+               write: bool = True) -> tuple[int, int, dict]:
     """`run_chunk` as a Dask task, on a worker (`run_campaign(workers=, scheduler=)`): chunk `c` of the
-    campaign in `<out_dir>/campaign.zarr`, computed and written there; **returns** `(members, failed)`.
+    campaign in `<out_dir>/campaign.zarr`, computed and written there (not with `write` False); **returns**
+    `(members, failed, {history: bucket indices})`, merged by the client.
     `digests`: the SHA-256 of the SWEEP and scenario files the client read (a worker that reads other files
     refuses); `cache`, `programs`: whether the client keeps compiled and traced programs (`use_compile_cache`)."""
     sweep = _worker_sweep(source, out_dir, digests, cache, programs)
-    return run_chunk(sweep, CampaignStore.open(os.path.join(out_dir, STORE)), c)
+    return run_chunk(sweep, CampaignStore.open(os.path.join(out_dir, STORE)), c, write)
 
 
 @functools.lru_cache(maxsize=8)
@@ -320,35 +354,31 @@ def retention(sweep: Sweep) -> Retain:
                      source=sweep.source, field="members", value=sweep.members)
 
 
-def envelopes(store: CampaignStore, outputs, percentiles=(5.0, 50.0, 95.0)) -> dict:
-    """Per-time statistics of histories over the successful members (`summarize`'s layout, plus `std`): min, max,
-    mean and std merged from every chunk's moments (all members), percentile bands from the kept histories of
-    the systematic sample (every `every`-th member; `rank_error` says how far their ranks may stray)."""
+def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
+    """Per-time statistics of histories over every successful member (`summarize`'s layout, plus `std`,
+    `t_bands` and `band_stride`): min, max, mean and std merged from every chunk's moments, at every sample
+    time `t`; the percentile bands from the merged quantile sketch (`sketch_quantiles`: within `ALPHA |q| +
+    FLOOR` of NumPy's `method="lower"` percentile `q`), at the band times `t_bands` (every `band_stride`-th
+    sample time). `outputs`: histories of the store's `bands`."""
     success = np.asarray(store.group["success"][:])
-    every = int(store.group.attrs["every"])
+    stride = store.band_stride
     res = {"members": store.members, "succeeded": int(success.sum()), "failed": int((~success).sum()),
-           "percentiles": tuple(percentiles), "t": np.asarray(store.group["time"][:]), "every": every}
-    sampled = 0
+           "percentiles": tuple(float(p) for p in percentiles), "t": np.asarray(store.group["time"][:]),
+           "t_bands": np.asarray(store.group["band_time"][:]), "band_stride": stride}
     for name in outputs:
         mom = store.moments(name)
-        idx, h = store.kept_histories(name)
-        sample = h[idx % every == 0] if every > 1 else h
-        sampled = int(sample.shape[0])
-        nan = np.full(mom.mean.shape, np.nan)
-        bands = np.percentile(sample, list(percentiles), axis=0) if sampled else np.stack([nan] * len(percentiles))
+        bands = sketch_quantiles(store.sketch(name), percentiles)
         if mom.count == 0:
+            nan = np.full(mom.mean.shape, np.nan)
             res[name] = {"min": nan, "max": nan, "mean": nan, "std": nan, "percentiles": bands}
         else:
             res[name] = {"min": mom.min, "max": mom.max, "mean": mom.mean, "std": mom.std, "percentiles": bands}
-    res["sampled"] = sampled
-    exact = every == 1
-    res["rank_error"] = {p: 0.0 if exact else rank_error(p, sampled) for p in percentiles}
     return res
 
 
 def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None) -> CampaignStore:
-    """The store at `path` that `--resume` completes, or a `SweepError`: there is none, or the SWEEP or scenario
-    file changed since it began (SHA-256)."""
+    """The store at `path` that `--resume` completes, or a `SweepError`: there is none, the SWEEP or scenario
+    file changed since it began (SHA-256), or an older jaxhinge made it without the percentile sketch."""
     if not os.path.exists(path):
         raise SweepError(f"{sweep.source}: --resume: {path} does not exist: nothing to resume (run without "
                          "--resume to start the campaign)", source=sweep.source, field="resume")
@@ -360,6 +390,10 @@ def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None)
         raise SweepError(f"{sweep.source}: --resume: {', '.join(changed)} changed since the campaign in {path} "
                          "began (SHA-256 differs): its members would not be the same; run without --resume to "
                          "start again, or restore the file", source=sweep.source, field="resume")
+    if sweep.simulates and "bands" not in store.group.attrs:
+        raise SweepError(f"{sweep.source}: --resume: {path} was made by a jaxhinge without the percentile sketch "
+                         f"(version {store.group.attrs.get('jaxhinge')}): its finished chunks have no sketch; run "
+                         "without --resume to start again", source=sweep.source, field="resume")
     return store
 
 

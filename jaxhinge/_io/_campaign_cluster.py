@@ -3,8 +3,9 @@ scheduler=)`; docs/campaigns.md).
 
 One Dask task per chunk not done: the task (`_campaign.chunk_task`, on a worker) loads the SWEEP file once per worker
 process, opens the store and runs `run_chunk`, the same computation as in-process, so it writes the chunk's arrays
-into the store itself (its flag last) and returns only `(members, failed)`. The client sees the tasks finish
-(`distributed.as_completed`) for the progress line; the reports are written from the store afterwards, as
+into the store itself (its flag last) and returns only `(members, failed, bucket indices)`. The client sees the
+tasks finish (`distributed.as_completed`) for the progress line and merges the indices into the percentile
+sketch (integer counts: the same in any order); the reports are written from the store afterwards, as
 in-process. A worker that dies takes its task with it and Dask runs the task again on another worker; the chunk
 it may have half written has no flag and is written again whole. The store and the input files must be on a
 filesystem every worker sees at the same paths.
@@ -86,16 +87,16 @@ def cluster_client(workers: int | None, scheduler: str | os.PathLike | None) -> 
         yield client
 
 
-def cluster_chunks(client, task: Callable, args: tuple, todo: Sequence[int]) -> Iterator:
-    """Submit one task per chunk `c` of `todo`, `task(*args, c)` (`_campaign.chunk_task`); **yields** each
-    task's result as it finishes (in any order)."""
+def cluster_chunks(client, task: Callable, args: tuple, jobs: Sequence[tuple]) -> Iterator:
+    """Submit one task per job `(c, ...)` of `jobs` (a chunk and its options), `task(*args, *job)`
+    (`_campaign.chunk_task`); **yields** `(job, result)` of each task as it finishes (in any order)."""
     from distributed import as_completed
 
     run = uuid.uuid4().hex[:8]
-    futures = [client.submit(task, *args, c, key=f"jaxhinge-chunk-{c}-{run}", retries=RETRIES, pure=False)
-               for c in todo]
+    futures = {client.submit(task, *args, *job, key=f"jaxhinge-chunk-{job[0]}-{run}", retries=RETRIES,
+                             pure=False): tuple(job) for job in jobs}
     try:
-        for f in as_completed(futures):
-            yield f.result()
+        for f in as_completed(list(futures)):
+            yield futures[f], f.result()
     finally:
-        client.cancel(futures)  # an interrupted campaign: the tasks not started yet are dropped
+        client.cancel(list(futures))  # an interrupted campaign: the tasks not started yet are dropped

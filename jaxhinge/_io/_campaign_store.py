@@ -5,7 +5,12 @@ Per member, at the root, the member the first axis: `success`, `result`, every d
 `theta`, `thetaDot` (member, time, panel), `omega_BN_B`, `sigma_BN` (member, time, component): NaN (never written,
 no space on disk) for a member whose history is not kept. Per chunk, `stats_<history>` (chunk, moment, time, ...)
 holds the chunk's moments over its successful members (`_stats.Moments`), merged in chunk order for the
-envelopes. Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z), `moment`. Each
+envelopes. The percentile bands' quantile sketch (`_stats.bucket_index`), `sketch_<history>` (band_time, panel or
+component, bucket: int32 counts over every successful member) of the histories in the `bands` attribute, at
+every `band_stride`-th sample time (`band_time`), is written once every chunk is merged, then `sketch_done`;
+until then the running counts live in the checkpoint `<out-dir>/campaign.sketch.npz` (`SketchMerge`).
+Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z), `moment`, `band_time` [s],
+`bucket` (each bucket's representative value). Each
 array carries its unit (`units`), its description and, where Basilisk has one, the Basilisk message field
 (`basilisk`), so `xarray.open_zarr` gives labelled data. The group's attributes hold the SWEEP file's text, the
 SHA-256 of every input file, the seed, the member count and the chunk size: a campaign can be re-run exactly.
@@ -17,19 +22,31 @@ kill) counts as not done. The store is created complete (every array, no data) u
 renamed into place, so a store that exists always has its whole layout.
 """
 
+import contextlib
 import hashlib
 import os
 import shutil
+import zipfile
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .._analysis._studies._stats import (
+    ALPHA,
+    BUCKETS,
+    CEIL,
+    FLOOR,
+    Moments,
+    band_stride,
+    bucket_values,
+    merge_all,
+    sketch_add,
+)
 from .._analysis._studies._stats import FIELDS as MOMENTS
-from .._analysis._studies._stats import Moments, merge_all
 from .._errors import OutputError
 from .._version import __version__
 
-__all__ = ["FORMAT", "HISTORIES", "CampaignStore", "file_digest"]
+__all__ = ["FORMAT", "HISTORIES", "CampaignStore", "SketchMerge", "file_digest"]
 
 FORMAT = "jaxhinge-campaign/1"
 # history name -> (trailing axis, unit, description, Basilisk message field)
@@ -70,12 +87,14 @@ class CampaignStore:
         coords: Mapping[str, Sequence[str]],
         kept: np.ndarray,
         outputs: Sequence[str],
+        bands: Sequence[str],
         attrs: Mapping,
     ) -> "CampaignStore":
         """A new, empty store at `path` (an existing one is replaced, only once the new one is complete).
         `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing dimensions, unit,
         description)}`, each dimension's labels in `coords` (`wheel`, `mode`, ...); `kept`: `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`);
-        `attrs`: the group attributes (JSON values)."""
+        `bands`: the histories whose percentile bands are sketched (`sketch_<name>`); `attrs`: the group
+        attributes (JSON values)."""
         import zarr
 
         path = os.path.abspath(path)
@@ -83,16 +102,19 @@ class CampaignStore:
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             g = zarr.open_group(tmp, mode="w-", zarr_format=3)
-            g.attrs.update({"format": FORMAT, "jaxhinge": __version__, "members": members,
-                            "chunk_size": chunk_size, "histories": list(outputs), "metrics": list(metrics), **attrs})
-            n_chunks = -(-members // chunk_size)
             T, P = len(times), len(panels)
+            stride = band_stride(T)
+            g.attrs.update({"format": FORMAT, "jaxhinge": __version__, "members": members,
+                            "chunk_size": chunk_size, "histories": list(outputs), "metrics": list(metrics),
+                            "bands": list(bands), "band_stride": stride, **attrs})
+            n_chunks = -(-members // chunk_size)
             width = {"panel": P, "component": 3}
             every_history = bool(np.all(kept))
 
             def array(name, shape, dims, dtype, fill, chunks=None, **meta):
                 return g.create_array(name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
-                                      chunks=chunks or (chunk_size, *shape[1:]), attributes=meta)
+                                      chunks=(chunk_size, *shape[1:]) if chunks is None else chunks,
+                                      attributes=meta)
 
             array("member", (members,), ["member"], "int64", 0, description="member index")[:] = np.arange(members)
             array("time", (T,), ["time"], "float64", 0.0, chunks=(max(T, 1),), units="s",
@@ -133,6 +155,22 @@ class CampaignStore:
                       description=f"{what}: the chunk's moments over its successful members")
             array("chunk_done", (n_chunks,), ["chunk"], bool, False, chunks=(1,),
                   description="the chunk's arrays are all written (written last)")
+            if bands:
+                tb = np.asarray(times, dtype=float)[::stride]
+                array("band_time", (tb.size,), ["band_time"], "float64", 0.0, chunks=(max(tb.size, 1),), units="s",
+                      description=f"the sample times of the percentile bands (every {stride}th sample time)")[:] = tb
+                array("bucket", (BUCKETS,), ["bucket"], "float64", 0.0, chunks=(BUCKETS,),
+                      description="the representative value of each bucket of sketch_<history>, in the "
+                      "history's unit")[:] = bucket_values()
+                for name in bands:
+                    axis, unit, what, _ = HISTORIES[name]
+                    array(f"sketch_{name}", (tb.size, width[axis], BUCKETS), ["band_time", axis, "bucket"], "int32",
+                          0, chunks=(min(max(tb.size, 1), 64), width[axis], BUCKETS), history_units=unit,
+                          alpha=ALPHA, floor=FLOOR, ceil=CEIL, band_stride=stride,
+                          description=f"{what}: the successful members' count in each bucket of the percentile "
+                          f"sketch (relative accuracy alpha, |x| < floor in the zero bucket, |x| > ceil clamped)")
+                array("sketch_done", (), [], bool, False, chunks=(),
+                      description="the sketch_<history> counts are final (written last)")
             if os.path.exists(path):
                 old = f"{path}.old-{os.getpid()}"
                 os.replace(path, old)
@@ -237,7 +275,34 @@ class CampaignStore:
         for m in members:
             g["retained"][m] = True
 
+    def write_sketch(self, counts: Mapping[str, np.ndarray]) -> None:
+        """Write the final `sketch_<name>` counts (`{name: (band_time, ..., BUCKETS)}`), then `sketch_done`."""
+        for name, v in counts.items():
+            self.group[f"sketch_{name}"][...] = v
+        self.group["sketch_done"][...] = True
+
     # -- reading -----------------------------------------------------------------------------------------------
+
+    @property
+    def bands(self) -> list[str]:
+        """The histories whose percentile bands are sketched."""
+        return list(self.group.attrs.get("bands", ()))
+
+    @property
+    def band_stride(self) -> int:
+        return int(self.group.attrs["band_stride"])
+
+    def sketch_done(self) -> bool:
+        """Whether the `sketch_<history>` counts are final (False when one cannot be read: a torn write)."""
+        try:
+            return bool(self.group["sketch_done"][...])
+        except Exception:  # noqa: BLE001  (any decoding error)
+            return False
+
+    def sketch(self, name: str) -> np.ndarray:
+        """`(band_time, ..., BUCKETS)` int32: the final counts of history `name`'s sketch."""
+        return np.asarray(self.group[f"sketch_{name}"][...])
+
 
     def params(self) -> dict[str, np.ndarray]:
         """`{name: (members, ...)}` of the dispersed parameters, in the order they were declared."""
@@ -262,3 +327,98 @@ class CampaignStore:
         if idx.size == self.members:
             return idx, np.asarray(g[name][:])
         return idx, np.asarray(g[name].get_orthogonal_selection((idx, slice(None), slice(None))))
+
+
+class SketchMerge:
+    """The running counts of a campaign's percentile sketch (`bands`), merged in the process that drives the
+    campaign as chunks complete (`add`: integer addition, in any order), saved every so often (`save`) to the
+    checkpoint `<out-dir>/campaign.sketch.npz` with the set of chunks merged (written under a temporary name and
+    renamed: a kill leaves the old one or the new one), and written into the store at the end (`finish`). `open`
+    on a resume starts from the checkpoint; the chunks done in the store but not merged in it (`missing`) have
+    their sketch computed again (the same program on the same inputs: the same counts)."""
+
+    def __init__(self, store: CampaignStore, counts: dict[str, np.ndarray], merged: np.ndarray, final: bool):
+        self.store, self.counts, self.merged, self.final = store, counts, merged, final
+        self.saved = int(merged.sum())
+
+    @staticmethod
+    def checkpoint(path: str) -> str:
+        """The checkpoint file of the store at `path` (`<out-dir>/campaign.zarr` -> `<out-dir>/campaign.sketch.npz`)."""
+        return f"{os.path.splitext(os.path.abspath(path))[0]}.sketch.npz"
+
+    @classmethod
+    def open(cls, store: CampaignStore, resume: bool) -> "SketchMerge":
+        """The counts to merge into: none to make when nothing is sketched or the store's are final already; on
+        a `resume`, the checkpoint's when it is this campaign's and reads whole, else zero (every done chunk is
+        then `missing`)."""
+        chunks = store.chunks
+        if not store.bands or store.sketch_done():
+            return cls(store, {}, np.ones(chunks, dtype=bool), True)
+        shapes = {n: tuple(store.group[f"sketch_{n}"].shape) for n in store.bands}
+        counts = {n: np.zeros(shape, dtype=np.int32) for n, shape in shapes.items()}
+        merged = np.zeros(chunks, dtype=bool)
+        path = cls.checkpoint(store.path)
+        if resume and os.path.exists(path):
+            try:
+                with np.load(path) as f:
+                    ok = str(f["sources"]) == _sources_key(store) and f["merged"].shape == (chunks,) and all(
+                        f[f"sketch_{n}"].shape == shape for n, shape in shapes.items())
+                    if ok:
+                        counts = {n: np.array(f[f"sketch_{n}"], dtype=np.int32) for n in shapes}
+                        merged = np.array(f["merged"], dtype=bool)
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                pass  # not readable: start from zero
+        return cls(store, counts, merged, False)
+
+    def missing(self, done: np.ndarray) -> list[int]:
+        """The chunks done in the store whose sketch is not merged."""
+        return [int(c) for c in np.flatnonzero(np.asarray(done) & ~self.merged)]
+
+    def add(self, c: int, buckets: Mapping[str, np.ndarray]) -> None:
+        """Merge chunk `c`'s `{history: bucket indices (successful members, band_time, ...)}` (`run_chunk`)."""
+        if self.final or self.merged[c]:
+            return
+        for name, index in buckets.items():
+            sketch_add(self.counts[name], index)
+        self.merged[c] = True
+
+    def save(self) -> None:
+        """Write the checkpoint (when a chunk was merged since the last)."""
+        if self.final or int(self.merged.sum()) == self.saved:
+            return
+        path = self.checkpoint(self.store.path)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, sources=np.array(_sources_key(self.store)), merged=self.merged,
+                                    **{f"sketch_{n}": v for n, v in self.counts.items()})
+            os.replace(tmp, path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise OutputError(f"{path}: cannot write the sketch checkpoint: {e.strerror or e}", source=path) from None
+        self.saved = int(self.merged.sum())
+
+    def finish(self) -> None:
+        """Every chunk merged: the counts into the store (`write_sketch`), then the checkpoint removed."""
+        if self.final:
+            return
+        if not self.merged.all():
+            raise RuntimeError(f"{self.store.path}: chunks {np.flatnonzero(~self.merged).tolist()} are not in the "
+                               "percentile sketch")
+        self.store.write_sketch(self.counts)
+        self.final = True
+        remove_checkpoint(self.store.path)
+
+
+def remove_checkpoint(path: str) -> None:
+    """Remove the sketch checkpoint of the store at `path`, if there is one."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(SketchMerge.checkpoint(path))
+
+
+def _sources_key(store: CampaignStore) -> str:
+    """What ties a checkpoint to its campaign: the input files' SHA-256, the member count and chunk size."""
+    src = store.group.attrs.get("sources", {})
+    return " ".join([*(f"{k}={src[k]}" for k in sorted(src)), f"members={store.members}",
+                     f"chunk_size={store.chunk_size}"])

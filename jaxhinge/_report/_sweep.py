@@ -76,8 +76,9 @@ MAX_HISTOGRAMS = 15  # panels of histograms.png
 
 
 def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fmt: str = "png") -> None:
-    """Envelopes of the hub rate components and the hinge angles over the members (from `summarize`), one axis
-    per channel so that no band hides another: min-max (light), the outer percentiles (darker), the median."""
+    """Envelopes of the hub rate components and the hinge angles over the members (from `summarize`, or a
+    campaign's `envelopes`, whose bands are at the times `t_bands`), one axis per channel so that no band hides
+    another: min-max (light), the percentile bands from the outside in (p1-p99, p5-p95: darker), the median."""
     plt = pyplot()
     t = summary["t"]
     channels = [("omega_BN_B", j, f"omega_BN_B_{j + 1}", "rad/s") for j in range(3)]
@@ -87,14 +88,17 @@ def plot_envelopes(summary: Mapping[str, Any], panel_names: Sequence[str], f, fm
     fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.6 * nrow + 0.8), sharex=True, squeeze=False)
     p = summary["percentiles"]
     mid = len(p) // 2
+    tb = summary.get("t_bands", t)
     for ax, (key, j, label, unit) in zip(axes.flat, channels):
         s = summary[key]
         col = "C0" if key == "omega_BN_B" else "C1"
         ax.fill_between(t, shown(s["min"][:, j], unit)[0], shown(s["max"][:, j], unit)[0], color=col, alpha=0.15,
                         lw=0, label="min-max")
-        ax.fill_between(t, shown(s["percentiles"][0][:, j], unit)[0], shown(s["percentiles"][-1][:, j], unit)[0],
-                        color=col, alpha=0.4, lw=0, label=f"p{p[0]:g}-p{p[-1]:g}")
-        ax.plot(t, shown(s["percentiles"][mid][:, j], unit)[0], color=col, lw=1.2, label=f"median (p{p[mid]:g})")
+        for k in range(mid):
+            ax.fill_between(tb, shown(s["percentiles"][k][:, j], unit)[0],
+                            shown(s["percentiles"][-1 - k][:, j], unit)[0], color=col, alpha=0.4 * (k + 1) / mid,
+                            lw=0, label=f"p{p[k]:g}-p{p[-1 - k]:g}")
+        ax.plot(tb, shown(s["percentiles"][mid][:, j], unit)[0], color=col, lw=1.2, label=f"median (p{p[mid]:g})")
         ax.set_title(label, fontsize="small")
         ax.set_ylabel(f"[{shown(0.0, unit)[1]}]", fontsize="small")
         ax.grid(alpha=0.3)

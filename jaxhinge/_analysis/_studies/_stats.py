@@ -4,17 +4,27 @@
   (`moments`), merged pairwise by Chan, Golub and LeVeque's update (`merge`): exact up to rounding, so the
   statistics of a million members need one chunk in memory at a time. Merging in chunk order makes the result
   independent of the order the chunks ran in (a resumed or distributed campaign gives the same numbers).
-- Percentile bands come from a systematic sample of the members (every `every`-th member, whose histories a
-  campaign keeps): exact when every member is kept; otherwise, for Monte Carlo members (independent draws), the
-  sample's percentile `p` has a rank error whose standard deviation is `rank_error(p, K)` for `K` sampled members.
+- Percentiles come from a quantile sketch with relative error (the idea of DDSketch, Masson, Rim and Lee 2019)
+  on one fixed grid of log buckets: a value `x` with `FLOOR <= |x| <= CEIL` falls in bucket
+  `sign(x) ceil(log_gamma |x|)`, `gamma = (1 + ALPHA) / (1 - ALPHA)`, one with `|x| < FLOOR` in the zero bucket,
+  one with `|x| > CEIL` (or NaN: last, as `np.sort` puts it) in the extreme bucket of its sign (`bucket_index`).
+  A set of values is its count per bucket (`sketch_add`); every chunk uses the same grid, so merging is adding
+  integer counts: exact, in any order (the same bytes for a resumed or distributed campaign). Percentile `p` of
+  `N` values (`sketch_quantiles`) is the representative value `sign 2 gamma^k / (gamma + 1)` (0 for the zero
+  bucket) of the bucket that holds the value of 0-based rank `floor(p / 100 (N - 1))`, NumPy's
+  `np.percentile(x, p, method="lower")` `q`, so **|q_sketch - q| <= ALPHA |q| + FLOOR** for `|q| <= CEIL`
+  (the bucket's relative width bounds the first term; `FLOOR` covers the zero bucket and the rounding of the
+  logarithm at a bucket's edge). With `ALPHA = 0.01`, `FLOOR = 1e-9`, `CEIL = 1e6` (in the history's SI unit:
+  rad, rad/s) the grid has `BUCKETS = 3457` buckets: 13.8 kB of int32 counts per element.
 """
-
 import dataclasses
 import math
 
 import numpy as np
 
-__all__ = ["FIELDS", "SUMMARY_METRICS", "Moments", "merge", "merge_all", "moments", "rank_error", "summary_metrics"]
+__all__ = ["ALPHA", "BUCKETS", "CEIL", "FIELDS", "FLOOR", "MAX_BAND_TIMES", "SUMMARY_METRICS", "Moments",
+           "band_stride", "bucket_index", "bucket_values", "merge", "merge_all", "moments", "sketch_add",
+           "sketch_quantiles", "summary_metrics"]
 
 FIELDS = ("count", "mean", "m2", "min", "max")  # the stacked layout (`Moments.stack`)
 
@@ -79,11 +89,72 @@ def merge_all(parts) -> Moments:
     return parts[0]
 
 
-def rank_error(p: float, sampled: int) -> float:
-    """The standard deviation of the rank (as a fraction, 0..1) of the sample percentile `p` [%] of `sampled`
-    independent members: $\\sqrt{q (1 - q) / K}$ with $q = p / 100$ (0 when every member is in the sample)."""
-    q = p / 100.0
-    return math.sqrt(q * (1.0 - q) / sampled) if sampled else float("nan")
+ALPHA = 0.01  # the sketch's relative accuracy
+FLOOR = 1e-9  # |x| below: the zero bucket
+CEIL = 1e6  # |x| above: the extreme bucket
+MAX_BAND_TIMES = 512  # a campaign's percentile bands: at most this many sample times (`band_stride`)
+_GAMMA = (1.0 + ALPHA) / (1.0 - ALPHA)
+_LOG_GAMMA = math.log(_GAMMA)
+_KMIN = math.ceil(math.log(FLOOR) / _LOG_GAMMA)  # the log bucket of FLOOR ...
+_KMAX = math.ceil(math.log(CEIL) / _LOG_GAMMA)  # ... and of CEIL
+_HALF = _KMAX - _KMIN + 1  # buckets of one sign
+BUCKETS = 2 * _HALF + 1  # negative, zero, positive
+
+
+def bucket_index(x) -> np.ndarray:
+    """The signed bucket of every value of `x`, `int16` in `[-(BUCKETS // 2), BUCKETS // 2]`, increasing with
+    the value: 0 for `|x| < FLOOR`, `sign(x) (k - k(FLOOR) + 1)` for log bucket `k = ceil(log_gamma |x|)`,
+    clamped to the extreme bucket above `CEIL` (NaN counts as +CEIL, last, as `np.sort` puts it)."""
+    x = np.asarray(x, dtype=float)
+    a = np.abs(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.ceil(np.log(np.clip(a, FLOOR, CEIL)) / _LOG_GAMMA)
+    k = np.clip(k, _KMIN, _KMAX) - (_KMIN - 1)
+    k = np.where(a < FLOOR, 0.0, np.where(np.isnan(x), _HALF, np.copysign(k, x)))
+    return k.astype(np.int16)
+
+
+def bucket_values() -> np.ndarray:
+    """`(BUCKETS,)`: each bucket's representative value, in bucket order: `sign 2 gamma^k / (gamma + 1)`, the
+    value within `ALPHA` (relative) of every value of the bucket; 0 for the zero bucket."""
+    k = np.arange(_KMIN, _KMAX + 1, dtype=float)
+    pos = 2.0 * _GAMMA**k / (_GAMMA + 1.0)
+    return np.concatenate([-pos[::-1], [0.0], pos])
+
+
+def sketch_add(counts: np.ndarray, index: np.ndarray) -> None:
+    """Add the values of `index` (`bucket_index` of `(members, ...)` values) to `counts` (`(..., BUCKETS)`
+    int32, in place): one count per member in each element's bucket."""
+    index = np.asarray(index)
+    if index.shape[0] == 0:
+        return
+    flat = counts.reshape(-1)
+    base = np.arange(flat.size // BUCKETS, dtype=np.int64).reshape(index.shape[1:]) * BUCKETS + _HALF
+    where, n = np.unique((base + index).ravel(), return_counts=True)
+    flat[where] += n.astype(flat.dtype)
+
+
+def sketch_quantiles(counts: np.ndarray, percentiles) -> np.ndarray:
+    """Percentiles `p` [%] of the values counted in `counts` (`(..., BUCKETS)`): **returns** `(len(p), ...)`, the
+    representative value of the bucket holding the value of rank `floor(p / 100 (N - 1))` (from 0) of each
+    element's `N` values (`np.percentile`'s `method="lower"`), within `ALPHA |q| + FLOOR` of it; NaN where
+    `N = 0`."""
+    counts = np.asarray(counts)
+    cum = np.cumsum(counts, axis=-1, dtype=np.int64)
+    n = cum[..., -1]
+    q = np.true_divide(np.asarray(percentiles, dtype=float), 100)
+    values = bucket_values()
+    out = np.empty((q.size, *n.shape))
+    for j, qj in enumerate(q):
+        rank = np.floor((n - 1) * qj).astype(np.int64)
+        k = np.minimum((cum <= rank[..., None]).sum(axis=-1), BUCKETS - 1)
+        out[j] = np.where(n > 0, values[k], np.nan)
+    return out
+
+
+def band_stride(times: int) -> int:
+    """The stride over a history's `times` sample times of its percentile bands: at most `MAX_BAND_TIMES`."""
+    return max(1, -(-times // MAX_BAND_TIMES))
 
 
 # the metrics every campaign keeps (name -> (trailing axis, unit, description)), from the histories of a chunk
