@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Float
 
 from ..._dynamics._energy import initial_state
 from ..._errors import FitError
@@ -348,7 +348,7 @@ def penalty_step(lin: Linearisation, Z, c, lam):
     tridiagonal in the segment states (diagonal $D_s$, off-diagonal $O_s$), bordered by the coordinates ($C_s$,
     $U$). A scan eliminates the segments (Cholesky of each pivot block), then the $P \\times P$ Schur complement
     gives $\\delta u$ and a backward scan every $\\delta z_s$."""
-    S, n = Z.shape
+    n = Z.shape[1]
     E = _defects(lin.phi, lin.x0, Z, c)
     ic = 1.0 / c
     Gh = lin.G * ic[None, :, None]  # rows scaled: the defect e_{s+1}'s derivative in z_s
@@ -520,7 +520,7 @@ def solve_multiple(
     gain, bias, _ = (np.asarray(x) for x in prob.record.sensors(u))
     Z = jnp.asarray(_from_data(sp, np.asarray(starts)[:, _ROTATIONAL:], prob.record.scenario, gain, bias))
     c = prob.c
-    S, n = Z.shape
+    S = Z.shape[0]
 
     def merit(r, phi, ok, x0, Z):
         if not bool(np.all(np.asarray(ok))):
