@@ -64,6 +64,8 @@ _PUBLIC = {
     "ShapeMap": ("_analysis._fitting._pairing", "ShapeMap"),
     "IdentifyResult": ("_analysis._fitting._identify", "IdentifyResult"),
     "identify": ("_analysis._fitting._identify", "identify"),
+    "SingleShooting": ("_analysis._fitting._shooting", "SingleShooting"),
+    "MultipleShooting": ("_analysis._fitting._shooting", "MultipleShooting"),
     "AbstractBoundary": ("_analysis._linear._boundary", "AbstractBoundary"),
     "FreeFree": ("_analysis._linear._boundary", "FreeFree"),
     "HubClamped": ("_analysis._linear._boundary", "HubClamped"),
@@ -144,6 +146,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._fitting._pairing import FeaModes as FeaModes
     from ._analysis._fitting._pairing import ShapeMap as ShapeMap
     from ._analysis._fitting._pairing import pair_modes as pair_modes
+    from ._analysis._fitting._shooting import MultipleShooting as MultipleShooting
+    from ._analysis._fitting._shooting import SingleShooting as SingleShooting
     from ._analysis._fitting._solvers import LBFGS as LBFGS
     from ._analysis._fitting._solvers import AbstractFitSolver as AbstractFitSolver
     from ._analysis._fitting._solvers import Adam as Adam

@@ -153,7 +153,8 @@ def load_identify(
     try:
         identify_arguments(kwargs)
         check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
-                       sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False))
+                       sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False),
+                       shooting=identify_arguments(kwargs).get("shooting", "auto"))
     except FitError as e:
         raise in_file_terms(e, source, FILE_FIELDS) from None
     return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,

@@ -382,15 +382,21 @@ def _parse(scens, tels, free, sensors, estimate_initial_state):
     return tuple(coords), records
 
 
-def choose_shooting(shooting, scens, tels, records) -> SingleShooting | MultipleShooting:
+def choose_shooting(shooting, scens, tels, parts) -> SingleShooting | MultipleShooting:
     """The shooting of a fit: `shooting` as given (`MultipleShooting` refused, naming why, where a record cannot be
     cut into segments: `why_not_multiple`), or for `"auto"` multiple shooting where the one record spans at
-    least `_MIN_SEGMENTS` = 4 periods of the initial model's slowest flexible mode and can be cut, else single."""
+    least `_MIN_SEGMENTS` = 4 periods of the initial model's slowest flexible mode and can be cut, else single.
+    `parts`: `check_identify`'s records."""
     shooting = as_shooting(shooting)
     if isinstance(shooting, SingleShooting):
         return shooting
-    why = ("several records are fitted together" if len(tels) > 1 else
-           why_not_multiple(scens[0], tels[0], records[0]))
+    if len(tels) > 1:
+        why = "several records are fitted together"
+    else:
+        _, _, fixed, free_sensors = parts[0]
+        offset = fixed.get(("time_offset", None), 0.0) != 0.0 or any(x.kind == "time_offset"
+                                                                      for _, _, x in free_sensors)
+        why = why_not_multiple(scens[0], tels[0], offset)
     if shooting == "auto":
         if why is not None:
             return SingleShooting()
@@ -411,9 +417,10 @@ def check_identify(
     *,
     sensors: Mapping[str, float] | None = None,
     estimate_initial_state: bool = False,
+    shooting: SingleShooting | MultipleShooting | str = "auto",
 ):
-    """Every check of `identify`'s model, records and free list, before any compute (the FIT.toml loader calls
-    it too). Returns `(scenarios, telemetries, coordinates, records)` (one scenario per record; `records` as
+    """Every check of `identify`'s model, records, free list and shooting, before any compute (the FIT.toml loader
+    calls it too). Returns `(scenarios, telemetries, coordinates, records)` (one scenario per record; `records` as
     `_parse`'s). Raises `FitError`, one line."""
     tels = [telemetry] if isinstance(telemetry, Telemetry) else list(telemetry)
     R = len(tels)
@@ -448,6 +455,8 @@ def check_identify(
     if n_res <= P:
         raise FitError(f"{n_res} residual(s) for {P} free parameter(s): need more samples or columns than free "
                        "parameters", field="free")
+    if as_shooting(shooting) != "auto":  # ("auto" chooses from the model's modes: in `identify`)
+        choose_shooting(shooting, scens, tels, parts)
     return scens, tels, coords, parts
 
 
@@ -515,7 +524,7 @@ def identify(
         raise FitError(f"horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
                        "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
     scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
-                                                estimate_initial_state=estimate_initial_state)
+                                                estimate_initial_state=estimate_initial_state, shooting=shooting)
     P = len(coords)
     if hz == "auto":  # the most cautious schedule of the records (each applies it to its own span)
         hz = min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x))
@@ -530,7 +539,7 @@ def identify(
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
     runs, solve_s = [], 0.0
-    shoot = choose_shooting(shooting, scens, tels, base.records)
+    shoot = choose_shooting(shooting, scens, tels, parts)
     if isinstance(shoot, MultipleShooting):
         sp = shooting_problem(scens[0], tels[0], base.records[0], shoot, u_starts[0])
     for si, u0 in enumerate(u_starts):
