@@ -121,12 +121,15 @@ def stores_steps(adjoint: diffrax.AbstractAdjoint | None, cfg: SimulationConfig)
     return c is not None and c >= sample_counts(cfg)[1]
 
 
-def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: bool = False) -> _Solution:
+def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: bool = False, t_stop=None
+                    ) -> _Solution:
     """Fixed-step rk4 as nested `lax.scan`s (outer: save intervals, checkpointed for reverse mode unless `store`
     (`stores_steps`); inner: the m steps of one interval). Same grid and semantics as the diffrax path: steps
     between exact multiples of dt, the last one ending at t_end; loads zero-order held; MRP switch after each
     step. With a controller, the flight software runs at the start of every step that starts on a control
-    sample (every `control_dt`), from the state there, and its command is held over the steps until the next."""
+    sample (every `control_dt`), from the state there, and its command is held over the steps until the next.
+    `t_stop` (traced, optional): the steps that start at or after it are skipped (`lax.cond`: not computed; the
+    state is held), so a fit of the first part of a record integrates only that part."""
     cfg = scenario.simulation
     sc, loads, ctrl = scenario.spacecraft, scenario.loads, scenario.control
     K, m, n = blocks
@@ -140,14 +143,19 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
         new = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
         return jax.tree.map(lambda a, b: jnp.where(_is_sample(ctrl, j, dt), a, b), new, cs)
 
-    def step(carry, j):
+    def advance(carry, j):
         y, cs = carry
         jf = j.astype(y.dtype)
         t0 = jf * dt
         t1 = jnp.where(j + 1 == n, t_end, (jf + 1.0) * dt)
         if ctrl is not None:
             cs = fsw(y, cs, j)
-        return (rk4_step(sc, y, t1 - t0, with_command(loads.at(t0), ctrl, cs)), cs), None
+        return rk4_step(sc, y, t1 - t0, with_command(loads.at(t0), ctrl, cs)), cs
+
+    def step(carry, j):
+        if t_stop is None:
+            return advance(carry, j), None
+        return jax.lax.cond(j.astype(carry[0].dtype) * dt < t_stop, advance, lambda c, _: c, carry, j), None
 
     def block(carry, i):
         carry, _ = jax.lax.scan(step, carry, i * m + jnp.arange(m))
@@ -172,7 +180,8 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
     )
 
 
-def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], store: bool = False) -> _Solution:
+def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], store: bool = False, t_stop=None
+            ) -> _Solution:
     """rk4 outputs at arbitrary times `ts` in [0, t_end]: every step's state from the scan path, then cubic
     Hermite interpolation inside each step (values and vector-field slopes at both ends, the step's loads held;
     exact at the grid points). The MRP of the step end is taken on the branch of the step start, so a shadow
@@ -181,7 +190,7 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     sc, loads = scenario.spacecraft, scenario.loads
     grid = step_times(cfg)
     n = len(grid) - 1
-    full = _solve_rk4_scan(scenario, (n, 1, n), store)
+    full = _solve_rk4_scan(scenario, (n, 1, n), store, t_stop)
     Y = flat_state(full.ys)  # (n+1, 12+2N)
     g = jnp.asarray(grid)
     ts = jnp.asarray(ts, dtype=Y.dtype)
@@ -216,13 +225,16 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     return _Solution(ts, unflat_state(y, *state_layout(sc)), full.result, full.num_steps, held)
 
 
-def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None) -> _Solution:
+def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None, t_stop=None) -> _Solution:
     """rk4: the `lax.scan` path (any adjoint: reverse and forward mode both differentiate through it), saving
-    on the step grid, or at given times `ts` by Hermite interpolation between steps. tsit5/dopri8: diffrax."""
+    on the step grid, or at given times `ts` by Hermite interpolation between steps (no step after `t_stop`).
+    tsit5/dopri8: diffrax (`t_stop` not used)."""
     cfg = scenario.simulation
     if cfg.integrator.fixed_step:
         store = stores_steps(adjoint, cfg)
-        return _solve_rk4_scan(scenario, _save_blocks(cfg), store) if ts is None else _rk4_at(scenario, ts, store)
+        if ts is None:
+            return _solve_rk4_scan(scenario, _save_blocks(cfg), store)
+        return _rk4_at(scenario, ts, store, t_stop)
     if scenario.control is not None:
         return _solve_diffrax_control(scenario, adjoint, ts)
     sol = _solve_diffrax(scenario, adjoint, ts)
@@ -394,9 +406,12 @@ def simulate_unjitted(
     scenario: Scenario,
     adjoint: diffrax.AbstractAdjoint | None = None,
     ts: ArrayLike | Sequence[float] | None = None,
+    t_stop=None,
 ) -> Trajectory:
-    """`simulate` without its `eqx.filter_jit` (to compose inside a caller's own jit/vmap/grad)."""
-    sol = _solve(scenario, adjoint, ts)
+    """`simulate` without its `eqx.filter_jit` (to compose inside a caller's own jit/vmap/grad). `t_stop`
+    (rk4 at given `ts`, traced): no step starts at or after it (the outputs at later times are not computed:
+    a fit weighs none of them)."""
+    sol = _solve(scenario, adjoint, ts, t_stop)
     return trajectory_of(scenario, sol.ts, sol.ys, sol.result, sol.num_steps, sol.control)
 
 

@@ -97,6 +97,7 @@ class _TelemetryResiduals(AbstractResiduals):
     ts: Float[Array, " T"]
     data: Float[Array, "T C"]
     weight: Float[Array, "T C"]  # 1/sigma, 0 for samples outside the current horizon
+    t_stop: Float[Array, ""]  # the last sample the horizon weighs [s] (inf: all): no step after it
     bias: Float[Array, " C"]
     gain: Float[Array, " C"]  # the scale-factor error (measured = (1 + gain) * model + bias)
     offset: Float[Array, ""]
@@ -116,7 +117,8 @@ class _TelemetryResiduals(AbstractResiduals):
         gain, bias, tau = self.sensors(u)
         # the time offset (fitted or fixed; 0 leaves the sample times exact) samples the model at t + offset
         ts = jnp.clip(self.ts + tau, 0.0, sc.simulation.t_end)
-        traj = simulate_unjitted(sc, diffrax.ForwardMode(), ts=ts)
+        # no step after the last weighed sample (at its shifted time, one step's margin for rounding)
+        traj = simulate_unjitted(sc, diffrax.ForwardMode(), ts=ts, t_stop=self.t_stop + tau + sc.simulation.dt)
         y = self.outputs(traj, gain, bias)
         # samples outside the horizon (weight 0) stay 0 even where the model is not finite
         r = jnp.where(self.weight > 0, (y - self.data) * self.weight, 0.0)
@@ -256,7 +258,8 @@ def _record_problem(scenario, telemetry, model_coords, index, fixed, sensor_coor
     ss = np.array([c.scale for _, c, _ in sensor_coords], dtype=float).reshape(len(sensor_coords))
     return _TelemetryResiduals(
         scenario=compile_key(scenario), coordinates=Coordinates(model_coords), ts=jnp.asarray(telemetry.t),
-        data=jnp.asarray(telemetry.values), weight=jnp.asarray(w), bias=jnp.asarray(bias), gain=jnp.asarray(gain),
+        data=jnp.asarray(telemetry.values), weight=jnp.asarray(w), t_stop=jnp.asarray(np.inf),
+        bias=jnp.asarray(bias), gain=jnp.asarray(gain),
         offset=jnp.asarray(float(fixed.get(("time_offset", None), 0.0))), sx0=jnp.asarray(sx0),
         sscale=jnp.asarray(ss), cols=tuple(int(c) for c in cols), n_panels=scenario.spacecraft.panels.count,
         index=jnp.asarray(np.asarray(index, dtype=int).reshape(len(index))),
@@ -552,8 +555,12 @@ def identify(
         u, history, steps, r_init = u0, [], 0, None
         for h in hz:
             masks = [(tr <= h * max(tr[-1], 1e-300) * (1 + 1e-12))[:, None] for tr in t_rel]
-            prob = eqx.tree_at(lambda p: tuple(rec.weight for rec in p.records), base,
-                               tuple(jnp.where(jnp.asarray(m), w, 0.0) for m, w in zip(masks, w_full)))
+            # no step after the stage's last sample: a stage integrates only the data it weighs
+            stops = [jnp.asarray(np.inf if h == 1 else float(tel.t[np.flatnonzero(m[:, 0])[-1]]))
+                     for tel, m in zip(tels, masks)]
+            prob = eqx.tree_at(lambda p: tuple(x for rec in p.records for x in (rec.weight, rec.t_stop)), base,
+                               tuple(x for m, w, st in zip(masks, w_full, stops)
+                                     for x in (jnp.where(jnp.asarray(m), w, 0.0), st)))
             stage = f"identify: start {si + 1}/{starts}, horizon {h:g}"
             sol = solve(prob, u, slv, max_steps=max_steps,
                         progress=lambda s, stage=stage: say(f"{stage}: {s}"))
