@@ -30,7 +30,6 @@ rates are compared with Basilisk's noiseless ones (the max difference is written
 """
 
 import argparse
-import copy
 import importlib.metadata
 import json
 import pathlib
@@ -45,8 +44,8 @@ sys.dont_write_bytecode = True  # no __pycache__ next to the data
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "data" / "bsk"))
-import bsk_run  # noqa: E402
-import make_wheel_references as mwr  # noqa: E402  (to_toml, write_csv: the reference files' writers)
+import bsk_run
+import make_wheel_references as mwr  # (to_toml, write_csv: the reference files' writers)
 
 EXAMPLE = ROOT / "jaxhinge" / "examples" / "closed_loop_slew.toml"
 TRUTH = {"wing_pY": (390.0, 11.0), "wing_mY": (680.0, 6.2), "antenna": (117.0, 2.7)}  # (k N m/rad, c N m s/rad)
@@ -182,8 +181,7 @@ def write_record(name, rows, what, extra=None):
                 + f"# rk4 at 1 ms in Basilisk. omega_BN_B [rad/s] every {SAVE_DT:g} s ({len(t)} samples) + white "
                 f"noise of {GYRO_SIGMA:g} rad/s\n# (numpy default_rng({NOISE_SEED[name]})), written {fmt}. {made}\n")
         f.write("t," + ",".join(COLUMNS) + "\n")
-        for tk, g in zip(t, gyro):
-            f.write(repr(round(float(tk), 10)) + "," + ",".join(fmt % x for x in g) + "\n")
+        f.writelines(repr(round(float(tk), 10)) + "," + ",".join(fmt % x for x in g) + "\n" for tk, g in zip(t, gyro))
     (HERE / f"{name}_fit.toml").write_text(
         f"# Identify the six hinge k and c of {name}.toml from the gyro record {name}.csv (Basilisk {bsk_version()},\n"
         f"# true hinges in truth.json), starting from the scenario's nominal hinges, defaults otherwise.\n"
