@@ -21,6 +21,7 @@ shared machine; the 1-minute load average at the start is recorded.
 """
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -48,19 +49,25 @@ def stages_of(lines, t_start):
     """The growing-horizon stages from identify's progress lines [(seconds, message)]: horizon, steps, chi2,
     samples, status and wall time of each finished stage (the first from `t_start`); a stage still running when
     the lines end is given as `{"horizon", "steps_so_far", "cost", "wall_s", "running": True}`."""
-    stages, last, cur = [], t_start, None
+    stages, last, cur, ticks = [], t_start, None, []
+
+    def per_step():  # median seconds between consecutive step lines (one step each when a step takes > 1 s)
+        d = [(b[0] - a[0]) / (b[1] - a[1]) for a, b in itertools.pairwise(ticks) if b[1] > a[1]]
+        return sorted(d)[len(d) // 2] if d else None
+
     for now, msg in lines:
         m = STAGE.search(msg)
         if m:
             stages.append({"start": int(m.group(1)), "horizon": float(m.group(2)), "steps": int(m.group(3)),
                            "chi2": float(m.group(4)), "samples": int(m.group(5)), "status": m.group(6),
-                           "wall_s": now - last})
-            last, cur = now, None
+                           "wall_s": now - last, "median_step_s": per_step()})
+            last, cur, ticks = now, None, []
             continue
         m = STEP.search(msg)
         if m:
+            ticks.append((now, int(m.group(2))))
             cur = {"horizon": float(m.group(1)), "steps_so_far": int(m.group(2)), "cost": float(m.group(3)),
-                   "wall_s": now - last, "running": True}
+                   "wall_s": now - last, "median_step_s": per_step(), "running": True}
     return stages + ([cur] if cur else [])
 
 
