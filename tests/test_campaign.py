@@ -3,7 +3,8 @@
 SIGKILLed in the middle of writing a chunk leaves a store that `--resume` completes, equal bit for bit to an
 uninterrupted run's; a changed SWEEP file is refused on resume. On Dask workers (`--workers`, `--scheduler`) the
 store equals the in-process one bit for bit, also when a worker is killed in the middle of writing a chunk. The
-percentile bands' quantile sketch is within its stated bound of NumPy's exact percentiles."""
+percentile bands' quantile sketch (of the deviation from the nominal run) is within its stated bound of NumPy's
+exact percentiles."""
 
 import os
 import signal
@@ -151,8 +152,8 @@ def test_sigkill_while_writing_then_resume_equals_an_uninterrupted_run(tmp_path,
 
 def test_resume_is_refused_when_the_sweep_changed_or_nothing_was_started(tmp_path, capsys):
     """`--resume` with no store, after the SWEEP file changed (its draws would differ), or of a store an older
-    jaxhinge made without the percentile sketch: one line, exit 2, before any compute; the store is left as it
-    was."""
+    jaxhinge made without the percentile sketch or without its centre: one line, exit 2, before any compute; the
+    store is left as it was."""
     from jaxhinge._cli import main
 
     path = _sweep(tmp_path)
@@ -170,7 +171,12 @@ def test_resume_is_refused_when_the_sweep_changed_or_nothing_was_started(tmp_pat
     path.write_text(path.read_text().replace("seed = 4", "seed = 3"))
     import zarr
 
-    del zarr.open_group(str(tmp_path / "out" / "campaign.zarr"), mode="r+").attrs["bands"]  # (an older store)
+    g = zarr.open_group(str(tmp_path / "out" / "campaign.zarr"), mode="r+")
+    del g.attrs["sketch_centre"]  # (a store of the sketch without a centre: its counts are of other values)
+    assert main(["sweep", str(path), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "was made by a jaxhinge whose percentile sketch has no centre" in err and err.count("\n") == 1
+    del g.attrs["bands"]  # (an older store)
     assert main(["sweep", str(path), "--resume"]) == 2
     err = capsys.readouterr().err
     assert "was made by a jaxhinge without the percentile sketch" in err and err.count("\n") == 1
@@ -212,9 +218,12 @@ def test_retention_statistics_and_bands_against_numpy(tmp_path):
     """`[retain] every = 3, members = [4]`: only those members' histories are stored (the others take no space:
     their Zarr chunks are never written), the metrics of every member are, and the envelopes' min, max, mean and
     std (merged from the chunks' moments) equal NumPy's over all members of the in-memory batch; the percentile
-    bands (1, 5, 50, 95, 99 %, from the merged sketch of every member) are within the stated bound `ALPHA |q| +
-    FLOOR` of NumPy's exact percentiles `q` (`method="lower"`), and the bound is not loose (the worst error is
-    more than 5 % of it)."""
+    bands (1, 5, 50, 95, 99 %, from the merged sketch of every member's deviation from the nominal run `c`, stored
+    in `sketch_centre_<history>`) are within the stated bound `ALPHA |q - c| + FLOOR` of NumPy's exact
+    percentiles `q` (`method="lower"`), and the bound is not loose (the worst error is more than 5 % of it).
+    theta_p0 sits at 5 deg with a p1-p99 spread of at most 0.03 deg: 1 % of its value (the bound of a sketch
+    without the centre) is wider than the whole band at every time after 0; about the nominal run its bands are
+    within 1 % of the band's width (measured: 0.50 %) and 0.01 % of the value (measured: 0.002 %)."""
     import zarr
 
     from jaxhinge._analysis._studies._stats import ALPHA, FLOOR
@@ -225,6 +234,7 @@ def test_retention_statistics_and_bands_against_numpy(tmp_path):
     sweep = jh.load_sweep(path)
     params = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
     ref = jh.simulate_batch(sweep.scenario, params, chunk_size=4)
+    nominal = jh.simulate(sweep.scenario)
     g = zarr.open_group(res.store, mode="r")
     kept = np.zeros(40, dtype=bool)
     kept[::3] = kept[4] = True
@@ -247,13 +257,51 @@ def test_retention_statistics_and_bands_against_numpy(tmp_path):
         np.testing.assert_allclose(env[name]["mean"], x.mean(axis=0), rtol=1e-13, atol=1e-15)  # merge order
         np.testing.assert_allclose(env[name]["std"], x.std(axis=0), rtol=1e-9, atol=1e-15)
         q = np.percentile(x[ok], env["percentiles"], axis=0, method="lower")
-        ratio = np.abs(env[name]["percentiles"] - q) / (ALPHA * np.abs(q) + FLOOR)
+        c = np.asarray(g[f"sketch_centre_{name}"][:])
+        np.testing.assert_array_equal(c, np.asarray(getattr(nominal, name)))  # (band_stride 1)
+        ratio = np.abs(env[name]["percentiles"] - q) / (ALPHA * np.abs(q - c) + FLOOR)
         assert ratio.max() <= 1.0, (name, ratio.max())
         worst = max(worst, ratio.max())
     assert worst > 0.05
+    q0 = np.percentile(np.asarray(ref.theta)[ok, :, 0], env["percentiles"], axis=0, method="lower")
+    err, width = np.abs(env["theta"]["percentiles"][:, :, 0] - q0), q0[-1] - q0[0]  # (p1-p99)
+    assert (np.abs(q0) > np.radians(4.9)).all() and width.max() < np.radians(0.03)
+    assert (ALPHA * np.abs(q0[:, 1:]) > width[1:]).all()  # uncentred, a band could be off by more than its width
+    assert (err <= ALPHA * width + FLOOR).all() and (err <= 1e-4 * np.abs(q0)).all()
     bands = res.summary["percentile bands"]
+    assert bands["centre"] == "the nominal run (the scenario without dispersions)"
     assert bands["members counted"] == 40 and bands["alpha"] == ALPHA
     assert bands["band times"] == "21 of 21 sample times (stride 1)"
+
+
+def test_a_failed_nominal_run_centres_the_sketch_at_zero(tmp_path, monkeypatch):
+    """The nominal run (the sketch's centre) fails: the centre is zero, `summary.json` says why, and the bands are
+    within `ALPHA |q| + FLOOR` of NumPy's percentiles (the sketch without a centre)."""
+    import equinox as eqx
+
+    import jaxhinge._simulation._simulate as simulate_module
+    from jaxhinge._analysis._studies._stats import ALPHA, FLOOR
+
+    real = simulate_module.simulate
+
+    def failing(scenario, *a, **k):  # a non-finite state: success False, result 0
+        t = real(scenario, *a, **k)
+        return eqx.tree_at(lambda t: (t.theta, t.success), t, (t.theta * np.nan, np.asarray(False)))
+
+    monkeypatch.setattr(simulate_module, "simulate", failing)
+    path = _sweep(tmp_path)
+    res = jh.run_campaign(path)
+    bands = res.summary["percentile bands"]
+    assert bands["centre"].startswith("zero: the nominal run failed (") and "non-finite" in bands["centre"]
+    ds = jh.open_campaign(tmp_path / "out")
+    assert not ds["sketch_centre_theta"].values.any() and not ds["sketch_centre_omega_BN_B"].values.any()
+    monkeypatch.undo()
+    sweep = jh.load_sweep(path)
+    params = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed)
+    ref = jh.simulate_batch(sweep.scenario, params, chunk_size=4)
+    for name in ("omega_BN_B", "theta"):
+        q = np.percentile(np.asarray(getattr(ref, name)), res.envelopes["percentiles"], axis=0, method="lower")
+        assert (np.abs(res.envelopes[name]["percentiles"] - q) <= ALPHA * np.abs(q) + FLOOR).all(), name
 
 
 def test_the_sketch_merges_exactly_in_any_order_within_its_stated_bound():
@@ -285,6 +333,15 @@ def test_the_sketch_merges_exactly_in_any_order_within_its_stated_bound():
     ratio = np.abs(sketch_quantiles(a, p) - q) / (ALPHA * np.abs(q) + FLOOR)
     assert ratio[np.abs(q) <= CEIL].max() <= 1.0 and ratio.max() > 0.5
     assert np.isnan(sketch_quantiles(np.zeros((2, BUCKETS), np.int32), [50.0])).all()
+    # centred: values near 5 with a spread of 1e-3, sketched as deviations from a centre per element: within
+    # ALPHA |q - c| + FLOOR, 1 % of the spread where 1 % of the value would be 50 times the spread
+    c = np.array([5.0, 5.0004, 4.999])
+    y = 5.0 + rng.normal(0.0, 1e-3, (997, 3))
+    counts = np.zeros((3, BUCKETS), np.int32)
+    sketch_add(counts, bucket_index(y - c))
+    q = np.percentile(y, p, axis=0, method="lower")
+    ratio = np.abs(sketch_quantiles(counts, p, centre=c) - q) / (ALPHA * np.abs(q - c) + FLOOR)
+    assert ratio.max() <= 1.0 and ratio.max() > 0.5
 
 
 def test_a_campaign_too_large_to_keep_every_history_is_refused_with_the_retain_line_that_fits(tmp_path, capsys,

@@ -5,9 +5,10 @@ into `<out-dir>/campaign.zarr` (`_campaign_store`), resumable after Ctrl-C or a 
 Member `i`'s parameters depend only on `(seed, i)` (`sample_dispersions`' counter-based draws) and every chunk
 runs through the same compiled program (a short last chunk is padded to the chunk size), so a chunk computed
 in any order, in a resumed run or again, is equal bit for bit. The percentile bands come from a quantile sketch
-(`_stats.bucket_index`): each chunk returns its members' bucket indices, and the process driving the campaign
-merges them as chunks complete (`SketchMerge`: integer counts, the same in any order), checkpointed every
-`CHECKPOINT_S` seconds for a resume.
+(`_stats.bucket_index`) of each history's deviation from the nominal run's (`nominal_centre`: simulated once
+when the store is created, stored in it, read from it by every chunk): each chunk returns its members' bucket
+indices, and the process driving the campaign merges them as chunks complete (`SketchMerge`: integer counts,
+the same in any order), checkpointed every `CHECKPOINT_S` seconds for a resume.
 """
 
 import contextlib
@@ -22,7 +23,15 @@ import numpy as np
 
 from .._analysis._studies._batch import batch_outputs, refuse_invalid_members, sample_dispersions
 from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
-from .._analysis._studies._stats import ALPHA, CEIL, FLOOR, bucket_index, moments, sketch_quantiles
+from .._analysis._studies._stats import (
+    ALPHA,
+    CEIL,
+    FLOOR,
+    band_stride,
+    bucket_index,
+    moments,
+    sketch_quantiles,
+)
 from .._errors import OutputError, SweepError
 from .._model._params import FIELDS, resolve
 from .._report._sweep import sweep_summary
@@ -32,7 +41,7 @@ from ._campaign_store import HISTORIES, CampaignStore, SketchMerge, file_digest,
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
 __all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "chunk_task", "envelopes", "keep_worst",
-           "open_campaign", "rerun_members", "retention", "run_campaign", "run_chunk"]
+           "nominal_centre", "open_campaign", "rerun_members", "retention", "run_campaign", "run_chunk"]
 
 STORE = "campaign.zarr"
 ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows (their percentile bands are sketched)
@@ -125,6 +134,8 @@ def run_campaign(
 
             client = stack.enter_context(cluster_client(workers, scheduler))
         if store is None:
+            # the sketch's centre before anything is written (an error leaves an existing store as it was)
+            centre, centre_note = nominal_centre(sweep) if sweep.simulates else ({}, "")
             os.makedirs(folder, exist_ok=True)
             remove_checkpoint(path)  # (before the store it belongs to is replaced)
             with open(sweep.source, encoding="utf-8") as fh:
@@ -137,7 +148,8 @@ def run_campaign(
                 outputs=retain.outputs if sweep.simulates else (), bands=ENVELOPES if sweep.simulates else (),
                 attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
                        "seed": sweep.seed, "parameters": names, "every": retain.every,
-                       "scenario": os.path.basename(sweep.scenario_path)})
+                       "scenario": os.path.basename(sweep.scenario_path)},
+                centre=centre, centre_note=centre_note)
         done = store.done()
         todo = [c for c in range(store.chunks) if not done[c]]
         sketch = SketchMerge.open(store, resume)
@@ -190,8 +202,10 @@ def run_campaign(
     if sweep.simulates:
         env = envelopes(store, ENVELOPES)
         summary["percentile bands"] = {
-            "method": "quantile sketch over every successful member: log buckets of relative width alpha; "
-                      "|band - np.percentile(method='lower')| <= alpha |value| + floor for |value| <= ceil",
+            "method": "quantile sketch over every successful member of the deviation from a centre per time "
+                      "(the nominal run's history): log buckets of relative width alpha; |band - "
+                      "np.percentile(method='lower')| <= alpha |value - centre| + floor for |value - centre| <= ceil",
+            "centre": store.centre_note,
             "percentiles": list(env["percentiles"]), "alpha": ALPHA, "floor": FLOOR, "ceil": CEIL,
             "band times": f"{env['t_bands'].size} of {env['t'].size} sample times (stride {env['band_stride']})",
             "members counted": env["succeeded"]}
@@ -204,9 +218,10 @@ def run_chunk(sweep: Sweep, store: CampaignStore, c: int, write: bool = True) ->
     """Compute chunk `c` of the campaign and write it into `store` (its flag last; not with `write` False: a
     resume that lacks the chunk's sketch); **returns** `(members, failed, {history: bucket indices})`, the
     indices (`bucket_index`, int16 `(successful members, band_time, ...)`) of the store's `bands` at its band
-    times. The one computation of a chunk, wherever it runs (in-process, a worker): the members' draws from
-    `(seed, i)` (`sample_dispersions`), padded to the chunk size (one compiled program for every chunk), their
-    metrics and histories (`batch_outputs`), the chunk's moments."""
+    times, of their deviation from the store's centre (`CampaignStore.centre`, read from the store: the same
+    wherever the chunk runs). The one computation of a chunk, wherever it runs (in-process, a worker): the
+    members' draws from `(seed, i)` (`sample_dispersions`), padded to the chunk size (one compiled program for
+    every chunk), their metrics and histories (`batch_outputs`), the chunk's moments."""
     sc, size = sweep.scenario, store.chunk_size
     members = store.chunk_members(c)
     blocks = output_blocks(sc, sweep.metrics)
@@ -223,7 +238,7 @@ def run_chunk(sweep: Sweep, store: CampaignStore, c: int, write: bool = True) ->
         ok, result = np.asarray(run.success, dtype=bool), np.asarray(run.result)
         stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
         stride = store.band_stride if store.bands else 1
-        buckets = {h: bucket_index(np.asarray(getattr(run, h))[ok, ::stride]) for h in store.bands}
+        buckets = {h: bucket_index(np.asarray(getattr(run, h))[ok, ::stride] - store.centre(h)) for h in store.bands}
     if write:
         store.write_chunk(c, {k: v[:n] for k, v in params.items()}, ok, result, run, metrics, stats)
     return n, int(np.sum(~ok)), buckets
@@ -357,9 +372,10 @@ def retention(sweep: Sweep) -> Retain:
 def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
     """Per-time statistics of histories over every successful member (`summarize`'s layout, plus `std`,
     `t_bands` and `band_stride`): min, max, mean and std merged from every chunk's moments, at every sample
-    time `t`; the percentile bands from the merged quantile sketch (`sketch_quantiles`: within `ALPHA |q| +
-    FLOOR` of NumPy's `method="lower"` percentile `q`), at the band times `t_bands` (every `band_stride`-th
-    sample time). `outputs`: histories of the store's `bands`."""
+    time `t`; the percentile bands from the merged quantile sketch of the deviations from the store's centre
+    `c`, plus `c` (`sketch_quantiles`: within `ALPHA |q - c| + FLOOR` of NumPy's `method="lower"` percentile
+    `q`), at the band times `t_bands` (every `band_stride`-th sample time). `outputs`: histories of the store's
+    `bands`."""
     success = np.asarray(store.group["success"][:])
     stride = store.band_stride
     res = {"members": store.members, "succeeded": int(success.sum()), "failed": int((~success).sum()),
@@ -367,7 +383,7 @@ def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
            "t_bands": np.asarray(store.group["band_time"][:]), "band_stride": stride}
     for name in outputs:
         mom = store.moments(name)
-        bands = sketch_quantiles(store.sketch(name), percentiles)
+        bands = sketch_quantiles(store.sketch(name), percentiles, centre=store.centre(name))
         if mom.count == 0:
             nan = np.full(mom.mean.shape, np.nan)
             res[name] = {"min": nan, "max": nan, "mean": nan, "std": nan, "percentiles": bands}
@@ -378,7 +394,8 @@ def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
 
 def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None) -> CampaignStore:
     """The store at `path` that `--resume` completes, or a `SweepError`: there is none, the SWEEP or scenario
-    file changed since it began (SHA-256), or an older jaxhinge made it without the percentile sketch."""
+    file changed since it began (SHA-256), or an older jaxhinge made it without the percentile sketch or without
+    its centre."""
     if not os.path.exists(path):
         raise SweepError(f"{sweep.source}: --resume: {path} does not exist: nothing to resume (run without "
                          "--resume to start the campaign)", source=sweep.source, field="resume")
@@ -394,6 +411,11 @@ def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None)
         raise SweepError(f"{sweep.source}: --resume: {path} was made by a jaxhinge without the percentile sketch "
                          f"(version {store.group.attrs.get('jaxhinge')}): its finished chunks have no sketch; run "
                          "without --resume to start again", source=sweep.source, field="resume")
+    if sweep.simulates and not store.has_centre():
+        raise SweepError(f"{sweep.source}: --resume: {path} was made by a jaxhinge whose percentile sketch has no "
+                         f"centre (version {store.group.attrs.get('jaxhinge')}): its finished chunks' counts are not "
+                         "of deviations from the nominal run; run without --resume to start again",
+                         source=sweep.source, field="resume")
     return store
 
 
@@ -407,6 +429,27 @@ def open_campaign(path: str | os.PathLike):
         path = os.path.join(path, STORE)
     CampaignStore.open(path)  # a clear error for a path that is not a campaign's store
     return xarray.open_zarr(path, consolidated=False)
+
+
+def nominal_centre(sweep: Sweep) -> tuple[dict[str, np.ndarray], str]:
+    """The centre of the percentile sketch (`ENVELOPES`): the nominal run's history (the SWEEP file's scenario as
+    loaded, without dispersions: one `simulate`, the members' integrator and save times) at the band times
+    (every `band_stride`-th save time). **Returns:** `({history: (band_time, ...)}, what it is)`; zero, saying
+    why, when the nominal run fails or is not finite (the bands are then within `ALPHA |q| + FLOOR`)."""
+    from .._simulation._simulate import simulate
+    from .._simulation._trajectory import failure_reason
+
+    sc = sweep.scenario
+    stride = band_stride(len(_times(sc)))
+    traj = simulate(sc)
+    centre = {h: np.asarray(getattr(traj, h), dtype=float)[::stride] for h in ENVELOPES}
+    if not bool(np.asarray(traj.success)):
+        why = failure_reason(int(np.asarray(traj.result)), sc)
+    elif not all(np.isfinite(c).all() for c in centre.values()):
+        why = "a non-finite history"
+    else:
+        return centre, "the nominal run (the scenario without dispersions)"
+    return {h: np.zeros_like(c) for h, c in centre.items()}, f"zero: the nominal run failed ({why})"
 
 
 def check_members(sweep: Sweep, block: int = 1 << 20) -> list[str]:

@@ -6,7 +6,8 @@ Per member, at the root, the member the first axis: `success`, `result`, every d
 no space on disk) for a member whose history is not kept. Per chunk, `stats_<history>` (chunk, moment, time, ...)
 holds the chunk's moments over its successful members (`_stats.Moments`), merged in chunk order for the
 envelopes. The percentile bands' quantile sketch (`_stats.bucket_index`), `sketch_<history>` (band_time, panel or
-component, bucket: int32 counts over every successful member) of the histories in the `bands` attribute, at
+component, bucket: int32 counts over every successful member of the deviation from `sketch_centre_<history>`,
+the nominal run's history, written when the store is created) of the histories in the `bands` attribute, at
 every `band_stride`-th sample time (`band_time`), is written once every chunk is merged, then `sketch_done`;
 until then the running counts live in the checkpoint `<out-dir>/campaign.sketch.npz` (`SketchMerge`).
 Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z), `moment`, `band_time` [s],
@@ -89,12 +90,16 @@ class CampaignStore:
         outputs: Sequence[str],
         bands: Sequence[str],
         attrs: Mapping,
+        centre: Mapping[str, np.ndarray],
+        centre_note: str,
     ) -> "CampaignStore":
         """A new, empty store at `path` (an existing one is replaced, only once the new one is complete).
         `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing dimensions, unit,
         description)}`, each dimension's labels in `coords` (`wheel`, `mode`, ...); `kept`: `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`);
-        `bands`: the histories whose percentile bands are sketched (`sketch_<name>`); `attrs`: the group
-        attributes (JSON values)."""
+        `bands`: the histories whose percentile bands are sketched (`sketch_<name>`), about `centre[name]`
+        (`(band_time, ...)`, the history at every `band_stride(len(times))`-th time: `sketch_centre_<name>`;
+        `centre_note` says what it is, in the `sketch_centre` attribute); `attrs`: the group attributes (JSON
+        values)."""
         import zarr
 
         path = os.path.abspath(path)
@@ -107,6 +112,8 @@ class CampaignStore:
             g.attrs.update({"format": FORMAT, "jaxhinge": __version__, "members": members,
                             "chunk_size": chunk_size, "histories": list(outputs), "metrics": list(metrics),
                             "bands": list(bands), "band_stride": stride, **attrs})
+            if bands:
+                g.attrs["sketch_centre"] = centre_note
             n_chunks = -(-members // chunk_size)
             width = {"panel": P, "component": 3}
             every_history = bool(np.all(kept))
@@ -160,10 +167,17 @@ class CampaignStore:
                 array("band_time", (tb.size,), ["band_time"], "float64", 0.0, chunks=(max(tb.size, 1),), units="s",
                       description=f"the sample times of the percentile bands (every {stride}th sample time)")[:] = tb
                 array("bucket", (BUCKETS,), ["bucket"], "float64", 0.0, chunks=(BUCKETS,),
-                      description="the representative value of each bucket of sketch_<history>, in the "
-                      "history's unit")[:] = bucket_values()
+                      description="the representative value of each bucket of sketch_<history>: a deviation from "
+                      "sketch_centre_<history>, in the history's unit")[:] = bucket_values()
                 for name in bands:
                     axis, unit, what, _ = HISTORIES[name]
+                    c = np.asarray(centre[name], dtype=float)
+                    if c.shape != (tb.size, width[axis]):
+                        raise ValueError(f"create: centre[{name!r}] has shape {c.shape}, expected "
+                                         f"{(tb.size, width[axis])}")
+                    array(f"sketch_centre_{name}", c.shape, ["band_time", axis], "float64", 0.0, chunks=c.shape,
+                          units=unit, description=f"{what}: the centre of the percentile sketch at the band times, "
+                          f"{centre_note}; sketch_{name} counts each member's deviation from it")[...] = c
                     array(f"sketch_{name}", (tb.size, width[axis], BUCKETS), ["band_time", axis, "bucket"], "int32",
                           0, chunks=(min(max(tb.size, 1), 64), width[axis], BUCKETS), history_units=unit,
                           alpha=ALPHA, floor=FLOOR, ceil=CEIL, band_stride=stride,
@@ -303,6 +317,23 @@ class CampaignStore:
         """`(band_time, ..., BUCKETS)` int32: the final counts of history `name`'s sketch."""
         return np.asarray(self.group[f"sketch_{name}"][...])
 
+    def has_centre(self) -> bool:
+        """Whether every sketched history has its centre (a store of an older jaxhinge has none)."""
+        g = self.group
+        return not self.bands or ("sketch_centre" in g.attrs and all(f"sketch_centre_{n}" in g for n in self.bands))
+
+    def centre(self, name: str) -> np.ndarray:
+        """`(band_time, ...)`: the centre of history `name`'s sketch (its counts are of `x - centre`); zero for a
+        store of an older jaxhinge, whose counts are of `x` itself (`has_centre`: a resume of one is refused)."""
+        if f"sketch_centre_{name}" not in self.group:
+            return np.zeros(self.group[f"sketch_{name}"].shape[:-1])
+        return np.asarray(self.group[f"sketch_centre_{name}"][...])
+
+    @property
+    def centre_note(self) -> str:
+        """What the sketch's centre is: the nominal run, or zero when it failed (the `sketch_centre` attribute)."""
+        return str(self.group.attrs.get("sketch_centre", ""))
+
 
     def params(self) -> dict[str, np.ndarray]:
         """`{name: (members, ...)}` of the dispersed parameters, in the order they were declared."""
@@ -418,7 +449,10 @@ def remove_checkpoint(path: str) -> None:
 
 
 def _sources_key(store: CampaignStore) -> str:
-    """What ties a checkpoint to its campaign: the input files' SHA-256, the member count and chunk size."""
+    """What ties a checkpoint to its campaign: the input files' SHA-256, the member count, the chunk size and the
+    sketch's centre (SHA-256 of its bytes: counts of deviations from another centre do not add)."""
     src = store.group.attrs.get("sources", {})
+    centre = hashlib.sha256(b"".join(np.ascontiguousarray(store.centre(n), dtype="<f8").tobytes()
+                                     for n in store.bands)).hexdigest()
     return " ".join([*(f"{k}={src[k]}" for k in sorted(src)), f"members={store.members}",
-                     f"chunk_size={store.chunk_size}"])
+                     f"chunk_size={store.chunk_size}", f"centre={centre}"])

@@ -16,6 +16,13 @@
   (the bucket's relative width bounds the first term; `FLOOR` covers the zero bucket and the rounding of the
   logarithm at a bucket's edge). With `ALPHA = 0.01`, `FLOOR = 1e-9`, `CEIL = 1e6` (in the history's SI unit:
   rad, rad/s) the grid has `BUCKETS = 3457` buckets: 13.8 kB of int32 counts per element.
+- Centred: a campaign sketches each history's deviation `d = x - c` from a fixed centre `c` per element (the
+  nominal run's history, known before any chunk and stored with the counts). Subtracting a constant keeps the
+  order of the values (floating-point subtraction is monotone), so the value of rank `r` of `x` is `c` plus that
+  of `d`, and the band `c + q_sketch(d)` (`sketch_quantiles(..., centre=c)`) is within
+  **ALPHA |q - c| + FLOOR** of `q` (up to the rounding of `x - c` and of the sum, a few ulps of `x`, far below
+  `FLOOR` for angles and rates): 1 % of the spread about the centre, not 1 % of the value, for a history far
+  from zero with a narrow spread.
 """
 import dataclasses
 import math
@@ -134,21 +141,24 @@ def sketch_add(counts: np.ndarray, index: np.ndarray) -> None:
     flat[where] += n.astype(flat.dtype)
 
 
-def sketch_quantiles(counts: np.ndarray, percentiles) -> np.ndarray:
+def sketch_quantiles(counts: np.ndarray, percentiles, centre=0.0) -> np.ndarray:
     """Percentiles `p` [%] of the values counted in `counts` (`(..., BUCKETS)`): **returns** `(len(p), ...)`, the
     representative value of the bucket holding the value of rank `floor(p / 100 (N - 1))` (from 0) of each
     element's `N` values (`np.percentile`'s `method="lower"`), within `ALPHA |q| + FLOOR` of it; NaN where
-    `N = 0`."""
+    `N = 0`. `centre` (broadcast to `counts.shape[:-1]`): the counts are of deviations `x - centre` from it
+    (a campaign's sketch): the percentiles of `x` are returned, `centre` + those of the deviations, within
+    `ALPHA |q - centre| + FLOOR` of `x`'s."""
     counts = np.asarray(counts)
     cum = np.cumsum(counts, axis=-1, dtype=np.int64)
     n = cum[..., -1]
+    centre = np.broadcast_to(np.asarray(centre, dtype=float), n.shape)
     q = np.true_divide(np.asarray(percentiles, dtype=float), 100)
     values = bucket_values()
     out = np.empty((q.size, *n.shape))
     for j, qj in enumerate(q):
         rank = np.floor((n - 1) * qj).astype(np.int64)
         k = np.minimum((cum <= rank[..., None]).sum(axis=-1), BUCKETS - 1)
-        out[j] = np.where(n > 0, values[k], np.nan)
+        out[j] = np.where(n > 0, centre + values[k], np.nan)
     return out
 
 
