@@ -626,3 +626,25 @@ def test_a_million_member_campaign_is_checked_by_the_chunk_not_by_the_whole(tmp_
     assert p["p0.k"].shape == (256,)
     monkeypatch.setattr("jaxhinge._io._campaign.refuse_invalid_members", lambda *a: None)  # (the draws only)
     assert check_members(sweep, block=1 << 18) == ["p0.k", "hub.omega_BN_BInit"]
+
+
+def test_the_rules_check_a_block_of_members_at_a_time_in_one_shape(tmp_path, monkeypatch):
+    """`check_members` hands the physical rules one block at a time (a block's models are built at once: 1.7 kB a
+    member, 1.9 GB for a million in one block), the last block padded with its first member so the rules'
+    operations are compiled for one shape; a campaign smaller than a block is one block of its own size."""
+    from jaxhinge._io._campaign import check_members
+
+    sweep = jh.load_sweep(_sweep(tmp_path, members=10))
+    seen = []
+    monkeypatch.setattr("jaxhinge._io._campaign.refuse_invalid_members",
+                        lambda sc, params, who, first, members: seen.append((first, members, params)))
+    assert check_members(sweep, block=4) == ["p0.k", "hub.omega_BN_BInit"]
+    assert [(first, members, len(p["p0.k"])) for first, members, p in seen] == [(0, 10, 4), (4, 10, 4), (8, 10, 4)]
+    every = jh.sample_dispersions(sweep.scenario, sweep.dispersions, 10, sweep.seed)
+    for first, _, p in seen:
+        idx = [first + k if first + k < 10 else first for k in range(4)]  # the last: 8, 9, 8, 8
+        for name, v in p.items():
+            np.testing.assert_array_equal(v, every[name][idx])
+    seen.clear()
+    check_members(sweep)
+    assert [(first, len(p["p0.k"])) for first, _, p in seen] == [(0, 10)]

@@ -139,20 +139,23 @@ def plot_histograms(
     first = next(iter(outcomes.values()), np.zeros(0))
     ok = np.ones(len(first), dtype=bool) if success is None else np.asarray(success, dtype=bool)
     units = units or {}
-    items = [(k + ("[1]" if np.ndim(v) > 1 else ""), *shown(np.asarray(v).reshape(len(v), -1)[:, 0], units.get(k, "")))
+    # (name, a member's values (members,), the members shown (None: all), unit): each panel's values selected and
+    # converted as it is drawn, so that one of them is in memory at a time (a million members: 8 MB each)
+    items = [(k + ("[1]" if np.ndim(v) > 1 else ""), np.asarray(v).reshape(len(v), -1)[:, 0], None, units.get(k, ""))
              for k, v in params.items()]
     if ok.any():
         for name, v in outcomes.items():
             comps, unit = labels[name]
-            x = np.asarray(v)[ok].reshape(int(ok.sum()), -1)
+            x = np.asarray(v).reshape(len(ok), -1)
             for i, lab in enumerate(comps or [None]):
-                items.append((name if lab is None else f"{name}[{lab}]", *shown(x[:, i], unit)))
+                items.append((name if lab is None else f"{name}[{lab}]", x[:, i], ok, unit))
     shown_of = f"; the first {MAX_HISTOGRAMS} of {len(items)} panels" if len(items) > MAX_HISTOGRAMS else ""
     items = items[:MAX_HISTOGRAMS]
     ncol = 3
     nrow = math.ceil(len(items) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.9 * nrow), squeeze=False)
-    for ax, (name, x, unit) in zip(axes.flat, items):
+    for ax, (name, values, which, unit) in zip(axes.flat, items):
+        x, unit = shown(values if which is None else values[which], unit)
         ax.hist(x, bins=max(5, min(50, int(np.sqrt(len(x))))))
         ax.ticklabel_format(axis="x", useOffset=False)  # (an offset text would sit on the axis label)
         ax.xaxis.set_major_locator(MaxNLocator(4))
