@@ -175,3 +175,50 @@ def test_fit_file_shooting_options_are_checked(tmp_path, record):
         load('shooting = "multiple"\nsegment = -1.0')
     spec = load('shooting = "multiple"\nsegment = 2.5\ncontinuity_rtol = 1e-4')
     assert identify_arguments(spec.fit_kwargs)["shooting"] == jh.MultipleShooting(segment=2.5, continuity_rtol=1e-4)
+
+
+def test_candidate_steps_keep_samples_inputs_and_the_run_on_the_grid(record):
+    """`dt = "auto"`'s candidates divide the sample interval (50 ms here), start at 2 pi f_max h <= 0.5 for the
+    initial model's fastest mode, and keep t_end and every sample on the grid; input switches every 30 ms are on
+    the grid of 10 ms, not of 20 ms (a command must act at the same instant at every step tried)."""
+    from jaxhinge._analysis._fitting._fit_step import candidate_steps
+
+    guess, tel, _ = record
+    f_max = MS.mode_range(guess)[1]
+    steps = candidate_steps(guess, [tel])
+    assert steps[0] <= 0.5 / (2 * np.pi * f_max) and steps == sorted(steps, reverse=True)
+    assert all(abs(0.05 / h - round(0.05 / h)) < 1e-9 for h in steps) and 0.05 / 2 in steps
+    from jaxhinge._analysis._fitting._fit_step import _on_grid
+
+    assert _on_grid([0.0, 0.03, 0.06], 0.01) and not _on_grid([0.0, 0.03, 0.06], 0.02)
+
+
+def test_richardson_pairs_accept_the_coarsest_step_within_a_tenth_of_sigma(record, monkeypatch):
+    """The Richardson check against fits whose error is exactly rk4's a h^4: with a = 0.08 sigma / (0.05 s)^4
+    the pair (50 ms, 25 ms) estimates 16/15 (1 - 1/16) a h^4 = a h^4 = 0.08 sigma < 0.1: 50 ms is accepted; with
+    a 4 times larger the estimate is 0.32 sigma: rejected, then (25 ms, 12.5 ms) estimates 0.02 sigma: 25 ms is
+    accepted, reusing the 25 ms fit (3 fits, not 4)."""
+    from jaxhinge._analysis._fitting import _fit_step as FS
+
+    guess, tel, _ = record
+    monkeypatch.setattr(FS, "candidate_steps", lambda sc, tels: [0.05, 0.025, 0.0125])
+
+    def fake(scale):
+        calls = []
+
+        def fit(sc):
+            h = sc.simulation.dt
+            calls.append(h)
+            res = type("R", (), {})()
+            res.values, res.sigma = np.array([1.0 + scale * 0.08 * (h / 0.05) ** 4]), np.array([1.0])
+            res.converged = True
+            return res
+        return fit, calls
+
+    fit, calls = fake(1.0)
+    res, rep = FS.richardson(guess, [tel], fit)
+    assert rep["dt"] == 0.05 and np.isclose(rep["pairs"][0]["max_error_sigma"], 0.08) and calls == [0.05, 0.025]
+    fit, calls = fake(4.0)
+    res, rep = FS.richardson(guess, [tel], fit)
+    assert [p["accepted"] for p in rep["pairs"]] == [False, True] and rep["dt"] == 0.025
+    assert np.isclose(rep["pairs"][1]["max_error_sigma"], 0.32 / 16) and calls == [0.05, 0.025, 0.0125]

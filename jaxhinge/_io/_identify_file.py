@@ -30,7 +30,7 @@ _TOP = ("scenario", "data", "fit", "output")
 _DATA = ("csv", "columns", "sigma", "sensors", "scenario")
 _DATA_REQUIRED = ("csv", "columns", "sigma")
 _FIT = ("free", "solver", "max_steps", "rtol", "atol", "starts", "spread", "seed", "horizon", "ident_rtol",
-        "warn_rtol", "max_step", "estimate_initial_state", "shooting", "segment", "continuity_rtol")
+        "warn_rtol", "max_step", "estimate_initial_state", "shooting", "segment", "continuity_rtol", "dt")
 _OUTPUT = ("dir", "plots")
 _ALIASES = {"file": "csv", "path": "csv", "noise": "sigma", "parameters": "free", "method": "solver",
             "iterations": "max_steps", "out": "dir", "plot": "plots", "multistart": "starts"}
@@ -137,6 +137,8 @@ def load_identify(
         kwargs["segment"] = ck.finite_positive(kwargs["segment"], "fit.segment")
     if "continuity_rtol" in kwargs:
         kwargs["continuity_rtol"] = ck.finite_positive(kwargs["continuity_rtol"], "fit.continuity_rtol")
+    if "dt" in kwargs:
+        ck.choice(kwargs["dt"], "fit.dt", ("auto",))
     if ("segment" in kwargs or "continuity_rtol" in kwargs) and kwargs.get("shooting") != "multiple":
         key = "segment" if "segment" in kwargs else "continuity_rtol"
         raise ck.bad(f"fit.{key}", kwargs[key], 'applies to shooting = "multiple" (set it too)')
@@ -174,7 +176,7 @@ def identify_arguments(settings: Mapping[str, Any]) -> dict[str, Any]:
                              if v in kw})
     out = {"free": kw["free"], "solver": solver, "starts": starts,
            "acceptance": Acceptance(**{k: kw[k] for k in ("ident_rtol", "warn_rtol") if k in kw})}
-    out.update({k: kw[k] for k in ("horizon", "estimate_initial_state") if k in kw})
+    out.update({k: kw[k] for k in ("horizon", "estimate_initial_state", "dt") if k in kw})
     if "shooting" in kw:
         opts = {k: kw[k] for k in ("segment", "continuity_rtol") if k in kw}
         out["shooting"] = MultipleShooting(**opts) if kw["shooting"] == "multiple" else kw["shooting"]

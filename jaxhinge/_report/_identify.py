@@ -11,7 +11,7 @@ from .._simulation._telemetry import column_unit
 from ._fit import labelled_lines, least_squares_json
 from ._plot import legend_outside, pyplot, shown
 
-__all__ = ["identify_json", "identify_report_lines", "plot_identify", "shooting_line"]
+__all__ = ["dt_line", "identify_json", "identify_report_lines", "plot_identify", "shooting_line"]
 
 
 def identify_json(result, spec=None) -> dict[str, Any]:
@@ -39,6 +39,7 @@ def identify_json(result, spec=None) -> dict[str, Any]:
         "data": _data_block(tel, result.residuals, spec.csv_path if spec else tel.source),
         "options": result.options,
         "shooting": _shooting_json(result.shooting),
+        "integration": result.integration,
         "starts": result.starts,
         "timing_s": {"identify": float(result.wall_s)},
         **({"records": [_data_block(r["telemetry"], r["residuals"],
@@ -62,6 +63,13 @@ def shooting_line(info: dict) -> str:
     return (f"shooting            multiple: {info['segments']} segments of {info['segment_s']:g} s, "
             f"{st['penalty']} + {st['condensed']} steps (penalty, condensed), largest continuity defect "
             f"{info['max_defect']:.1e} of its sigma")
+
+
+def dt_line(info: dict) -> str:
+    """One line on the step `dt = "auto"` chose and its Richardson checks (console report)."""
+    pairs = "; ".join(f"{p['dt']:g} s against {p['checked_with']:g} s: {p['max_error_sigma']:.2g} sigma"
+                      for p in info["pairs"])
+    return f"integration step    dt = {info['dt']:g} s (auto: {pairs}; accepted below {info['tolerance_sigma']:g})"
 
 
 def _data_block(tel, residuals: np.ndarray, csv: str) -> dict[str, Any]:
@@ -121,7 +129,8 @@ def identify_report_lines(result, spec, written: list[str]) -> list[str]:
              *labelled_lines("status", result.message),
              (f"chi2/dof            {result.chi2_per_dof:.4g} (chi2 {result.chi2:.6g}, dof {result.dof}), "
               f"{result.iterations} solver steps"),
-             *([shooting_line(result.shooting)] if result.shooting else []), "",
+             *([shooting_line(result.shooting)] if result.shooting else []),
+             *([dt_line(result.integration)] if result.integration.get("pairs") else []), "",
              f"{'parameter':<28} {'value':>14} {'sigma':>12} {'initial':>14}  unit"]
     for i, n in enumerate(result.names):
         s = result.sigma[i]

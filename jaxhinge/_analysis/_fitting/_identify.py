@@ -62,6 +62,7 @@ from ..._simulation._telemetry import Telemetry, model_outputs, output_names
 from ..._simulation._trajectory import Trajectory
 from .._linear._modes import modes
 from ._fit_options import Acceptance, RandomStarts
+from ._fit_step import richardson
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
 from ._lsq_coords import Coordinate, Coordinates, apply_coordinates, parse_free
 from ._lsq_solver import FAIL, AbstractResiduals, solve
@@ -287,6 +288,8 @@ class IdentifyResult(LeastSquaresResult):
     - `shooting`: `{"method": "single", "horizon": [...]}` or, by multiple shooting, `{"method": "multiple",
       "segments", "segment_s", "continuity_rtol", "steps": {"penalty", "condensed"}, "max_defect" (the largest
       continuity defect at the solution, relative to its sigma), "max_defect_abs" (per state component)}`.
+    - `integration`: `{"dt": the rk4 step [s]}`; with `dt="auto"` also `"tolerance_sigma"` and `"pairs"`, the
+      Richardson checks made (`_fit_step.richardson`).
     """
 
     telemetry: Telemetry
@@ -296,6 +299,7 @@ class IdentifyResult(LeastSquaresResult):
     starts: list
     records: list = dataclasses.field(default_factory=list)
     shooting: dict = dataclasses.field(default_factory=dict)
+    integration: dict = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -476,6 +480,7 @@ def identify(
     acceptance: Acceptance = Acceptance(),
     progress: Callable[[str], None] | None = None,
     shooting: SingleShooting | MultipleShooting | str = "auto",
+    dt: str | None = None,
 ) -> IdentifyResult:
     """Fit the `free` parameters of `scenario` to `telemetry` (see the module docstring).
 
@@ -503,11 +508,17 @@ def identify(
     - `shooting`: `"auto"` (default: multiple shooting for a record long compared with the slowest mode,
       `choose_shooting`), `"single"` / `SingleShooting()` (the whole record from the initial state, with the
       growing `horizon`), `"multiple"` / `MultipleShooting(segment=..., continuity_rtol=...)` (`_shooting`).
+    - `dt`: `None` (default): the scenario's integrator and step, as given; `"auto"` (rk4): the coarsest step
+      whose truncation error moves no fitted value by 0.1 sigma, checked by a Richardson pair (`_fit_step`).
 
     **Returns:** an `IdentifyResult`. Bad input raises `FitError` before any compute; numerical failure is
     reported in the result (`converged`, `message`), not raised.
     """
     t_start = time.perf_counter()
+    if dt is not None:
+        return _identify_auto_dt(scenario, telemetry, free, dt, t_start, solver=solver, starts=starts,
+                                 horizon=horizon, sensors=sensors, estimate_initial_state=estimate_initial_state,
+                                 acceptance=acceptance, progress=progress, shooting=shooting)
     solver = as_solver(solver, "telemetry").with_defaults(**DEFAULTS)
     starts = starts if isinstance(starts, RandomStarts) else RandomStarts(starts)
     if not isinstance(acceptance, Acceptance):
@@ -615,6 +626,7 @@ def identify(
     options = {"solver": solver.name, "max_steps": max_steps, "rtol": rtol, "atol": atol, "starts": starts,
                "spread": spread, "seed": seed, "horizon": hz, "max_step": max_step,
                "estimate_initial_state": estimate_initial_state, "sensors": dict(sensors or {}), "ident_rtol": ident_rtol, "warn_rtol": warn_rtol}
+    integration = {"dt": float(scens[0].simulation.dt)} if scens[0].simulation.integrator.fixed_step else {}
     return IdentifyResult(
         **common_fields(coords, sol.u, a, sigma_note=sigma_note, converged=converged, status=sol.status,
                         message=message, iterations=sum(x["steps"] for x in runs),
@@ -624,6 +636,33 @@ def identify(
         **per_record[0],
         records=per_record,
         shooting=best["shooting"],
+        integration=integration,
         starts=[{"chi2": x["sol"].chi2, "status": x["sol"].status, "steps": x["steps"],
                  "initial": [float(c.value(x["u0"][j])) for j, c in enumerate(coords)]} for x in runs],
     )
+
+
+def _identify_auto_dt(scenario, telemetry, free, dt, t_start, **kwargs) -> IdentifyResult:
+    """`identify(dt="auto")`: the fit at the step `_fit_step.richardson` accepts, with its report."""
+    if dt != "auto":
+        raise FitError.bad(None, "dt", dt, 'must be "auto" (or left out: the scenario\'s own step)')
+    scens = [scenario] if isinstance(scenario, Scenario) else list(scenario)
+    if not all(isinstance(x, Scenario) and x.simulation.integrator.fixed_step for x in scens):
+        raise FitError.bad(None, "dt", dt, 'needs the scenario\'s integrator "rk4" (adaptive integrators choose their '
+                           "own steps)")
+    tels = [telemetry] if isinstance(telemetry, Telemetry) else list(telemetry)
+    say = kwargs.get("progress") or (lambda s: None)
+
+    def fit(sc):
+        h = sc.simulation.dt
+        say(f"identify (dt = \"auto\"): fitting at dt = {_fmt(h)} s")
+        per = sc if isinstance(scenario, Scenario) else [x.with_simulation(dt=h) for x in scens]
+        return identify(per, telemetry, free, **kwargs)
+
+    result, report = richardson(scens[0], tels, fit)
+    for p in report["pairs"]:
+        say(f"identify (dt = \"auto\"): dt = {_fmt(p['dt'])} s against {_fmt(p['checked_with'])} s: largest "
+            f"change {p['max_error_sigma']:.3g} sigma ({'accepted' if p['accepted'] else 'too large'})")
+    message = result.message + ("; " + report["note"] if "note" in report else "")
+    return dataclasses.replace(result, integration=report, message=message,
+                               wall_s=time.perf_counter() - t_start)
