@@ -77,7 +77,7 @@ def test_condensing_equals_the_chain_rule():
     """Condensing (continuity as linearised constraints): every delta z_s = a_s + S_s delta u, with S_s the product
     of the segments' transition matrices (the chain rule: single shooting's sensitivities) and a_s the defects
     carried forward; the data residuals' Jacobian in u alone is A_s S_s + B_s."""
-    lin, Z, c, _, _ = _blocks(seed=1)
+    lin, Z, _, _, _ = _blocks(seed=1)
     a, Sm, rt, Jt = (np.asarray(x) for x in MS.condensed(lin, Z))
     S_want, a_want = [np.asarray(lin.X0)], [np.asarray(lin.x0 - Z[0])]
     for s in range(1, Z.shape[0]):
@@ -221,4 +221,5 @@ def test_richardson_pairs_accept_the_coarsest_step_within_a_tenth_of_sigma(recor
     fit, calls = fake(4.0)
     res, rep = FS.richardson(guess, [tel], fit)
     assert [p["accepted"] for p in rep["pairs"]] == [False, True] and rep["dt"] == 0.025
+    assert np.isclose(res.values[0], 1.0 + 4.0 * 0.08 / 16)  # the fit at the accepted step
     assert np.isclose(rep["pairs"][1]["max_error_sigma"], 0.32 / 16) and calls == [0.05, 0.025, 0.0125]
