@@ -531,9 +531,22 @@ def solve_multiple(
             last = now
             say(f"{label}: {what}, {now - t0:.1f} s")
 
+    t_step = [t0]
+
+    def eta(remaining: float) -> str:
+        """`, N s per step, about M s to go`: the last step's time (compilation is in the first), times the
+        steps still expected."""
+        now = time.perf_counter()
+        per, t_step[0] = now - t_step[0], now
+        return f", {per:.1f} s per step, about {per * remaining:.0f} s to go" if math.isfinite(remaining) else ""
+
     lam, nu, steps_a = 1e-3, 2.0, 0
     lin = lin_at(Z, u)
     cost = merit(lin.r, lin.phi, lin.ok, lin.x0, Z)
+    # at the solution the data's cost is about its degrees of freedom (residuals of the stated noise) and the
+    # defects' cost small: the excess over that, and how fast it falls, give the steps still to go (progress)
+    floor = float(np.sum(np.asarray(prob.weight) > 0) - u.size)
+    excess = max(cost - floor, 0.0)
     status = "successful"
     # phase 1: Levenberg-Marquardt on data and weighted defects (Nielsen's damping update)
     while steps_a < opts.max_steps:
@@ -549,7 +562,12 @@ def solve_multiple(
             lam, nu = lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), 2.0
             lin = lin_at(Z, u, (rt, phit, okt, x0t))
             history.append(0.5 * cost)
-            report(f"step {steps_a}, cost {0.5 * cost:.6e}, damping {lam:.1e}")
+            ratio, excess = max(cost - floor, 1e-300) / max(excess, 1e-300), max(cost - floor, 0.0)
+            # steps until one lowers the cost by less than _SWITCH of it, at this ratio; then ~3 condensed
+            togo = (math.log(_SWITCH * cost / max(excess * (1 - ratio), 1e-300)) / math.log(ratio)
+                    if 0 < ratio < 1 else math.inf)
+            report(f"step {steps_a}, cost {0.5 * cost:.6e}, damping {lam:.1e}"
+                   + eta(max(togo, 0.0) + 3.0))
             if small:
                 break
         else:
@@ -557,7 +575,7 @@ def solve_multiple(
             if lam > 1e10:
                 break
     # phase 2: condensed Gauss-Newton (continuity as constraints) until a step moves no coordinate by 1e-3 sigma
-    steps_b = 0
+    steps_b, prev_big = 0, math.inf
     while True:
         a, Sm, rt, Jt = condensed(lin, Z)
         rr = np.asarray(rt).reshape(-1)
@@ -581,8 +599,13 @@ def solve_multiple(
             break
         history.append(0.5 * float(np.sum(np.asarray(lin.r) ** 2)))
         e = np.asarray(jnp.concatenate([lin.x0[None], lin.phi[:-1]]) - Z)
+        big = float(np.max(np.abs(du) / np.where(sigma_u > 0, sigma_u, np.inf)))
+        rate = big / prev_big if steps_b > 1 and 0 < big < prev_big else math.nan
+        prev_big = big
+        togo = math.log(_SIGMA_TOL / big) / math.log(rate) if 0 < rate < 1 and big > _SIGMA_TOL else math.nan
         report(f"condensed step {steps_b}, cost {history[-1]:.6e}, largest defect "
-               f"{np.max(np.abs(e) / np.asarray(c)):.1e} c, largest step {np.max(np.abs(du) / sigma_u):.1e} sigma")
+               f"{np.max(np.abs(e) / np.asarray(c)):.1e} c, largest step {big:.1e} sigma"
+               + eta(togo + 1.0))
     # the segments' states on single shooting's trajectory at u (continuous: the defects at round-off), and the
     # residuals and Jacobian there
     if status == "successful":
