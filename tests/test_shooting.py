@@ -1,4 +1,5 @@
-"""Multiple shooting for long telemetry records (`identify(shooting=...)`, `jaxhinge._analysis._fitting._shooting`).
+"""Multiple shooting for long telemetry records (`identify(shooting=...)`, `jaxhinge._analysis._fitting._shooting`,
+`_shooting_solve`) and the automatic integration step (`dt = "auto"`, `_fit_step`).
 
 References: the dense normal equations and the dense chain rule (the block elimination and the condensing must
 equal them); single shooting at the multiple-shooting solution (its Jacobian, its Gauss-Newton step, its sigmas:
@@ -16,6 +17,7 @@ from conftest import DATA
 import jaxhinge as jh
 from jaxhinge._analysis._fitting import _identify as I
 from jaxhinge._analysis._fitting import _shooting as MS
+from jaxhinge._analysis._fitting import _shooting_solve as MSS
 from jaxhinge._analysis._fitting._lsq_analysis import analyse
 from jaxhinge._analysis._fitting._lsq_solver import evaluate
 from jaxhinge._errors import FitError
@@ -66,7 +68,7 @@ def test_block_elimination_equals_the_dense_normal_equations():
     (J^T J + lam diag(J^T J)) delta = -J^T r over every unknown, to round-off."""
     lin, Z, c, J, r = _blocks()
     for lam in (0.0, 1e-3, 10.0):
-        dZ, du = MS.penalty_step(lin, Z, c, jnp.asarray(lam))
+        dZ, du, _ = MSS.penalty_step(lin, Z, c, jnp.asarray(lam))
         Nm = J.T @ J
         want = np.linalg.solve(Nm + lam * np.diag(np.diag(Nm)), -J.T @ r)
         got = np.concatenate([np.asarray(dZ).ravel(), np.asarray(du)])
@@ -78,7 +80,7 @@ def test_condensing_equals_the_chain_rule():
     of the segments' transition matrices (the chain rule: single shooting's sensitivities) and a_s the defects
     carried forward; the data residuals' Jacobian in u alone is A_s S_s + B_s."""
     lin, Z, _, _, _ = _blocks(seed=1)
-    a, Sm, rt, Jt = (np.asarray(x) for x in MS.condensed(lin, Z))
+    a, Sm, rt, Jt = (np.asarray(x) for x in MSS.condensed(lin, Z))
     S_want, a_want = [np.asarray(lin.X0)], [np.asarray(lin.x0 - Z[0])]
     for s in range(1, Z.shape[0]):
         S_want.append(np.asarray(lin.G[s - 1]) @ S_want[-1] + np.asarray(lin.H[s - 1]))

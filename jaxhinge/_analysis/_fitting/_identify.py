@@ -39,8 +39,6 @@ $\chi^2$ kept.
 
 import dataclasses
 import itertools
-import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -53,9 +51,7 @@ from jaxtyping import Array, Float, Int
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
-from ..._model._params import FIELDS
 from ..._model._scenario import Scenario, compile_key
-from ..._model._schema import in_table
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._telemetry import Telemetry, model_outputs, output_names
@@ -64,17 +60,11 @@ from .._linear._modes import modes
 from ._fit_options import Acceptance, RandomStarts
 from ._fit_step import richardson
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
-from ._lsq_coords import Coordinate, Coordinates, apply_coordinates, parse_free
+from ._lsq_coords import Coordinate, Coordinates, apply_coordinates
 from ._lsq_solver import FAIL, AbstractResiduals, solve
-from ._shooting import (
-    MultipleShooting,
-    SingleShooting,
-    as_shooting,
-    segment_length,
-    shooting_problem,
-    solve_multiple,
-    why_not_multiple,
-)
+from ._records import parse_records
+from ._shooting import MultipleShooting, SingleShooting, as_shooting, choose_shooting, shooting_problem
+from ._shooting_solve import solve_multiple
 from ._solvers import AbstractFitSolver, LevenbergMarquardt, as_solver, solvers_of
 
 __all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
@@ -174,72 +164,6 @@ class _JointResiduals(AbstractResiduals):
         return jnp.concatenate([o[0] for o in out]), ok, tuple(o[2] for o in out)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Sensor:
-    """A parsed sensor-model name: `kind` (`"bias"`, `"scale"`, `"time_offset"`), `column` (None: the
-    record's time offset), `record` (0-based)."""
-
-    kind: str
-    column: str | None
-    record: int
-
-
-_RECORD = re.compile(r"^\s*data\[\s*(\d+)\s*\]\.(.+)$")
-
-
-def _split_record(entry: str, n_records: int, where: str) -> tuple[int | None, str]:
-    """`"data[2].p0.thetaInit"` -> (1, `"p0.thetaInit"`); no prefix -> (None, entry)."""
-    m = _RECORD.match(entry)
-    if not m:
-        return None, entry
-    k = int(m.group(1))
-    if not 1 <= k <= n_records:
-        raise FitError(f"{where} = {entry!r}: data[{k}] does not exist (records are data[1]..data[{n_records}], "
-                       "numbered from 1)", field=where)
-    return k - 1, m.group(2).strip()
-
-
-def _sensors_of(entry: str, rest: str, record: int | None, tels: Sequence[Telemetry], where: str) -> list[_Sensor]:
-    """The sensor-model parameters an entry names (empty: not a sensor name)."""
-    recs = range(len(tels)) if record is None else [record]
-    if rest == "time_offset":
-        return [_Sensor("time_offset", None, k) for k in recs]
-    col, _, kind = rest.rpartition(".")
-    if kind not in ("bias", "scale") or not col:
-        return []
-    out = [_Sensor(kind, col, k) for k in recs if col in tels[k].columns]
-    if not out:
-        raise FitError(f"{where} = {entry!r}: {col!r} is not a measured column (columns: "
-                       f"{', '.join(tels[recs[0]].columns)}); sensor models are \"<column>.bias\", "
-                       "\"<column>.scale\", \"time_offset\"", field=where)
-    return out
-
-
-def _sensor_name(sen: _Sensor, n_records: int) -> str:
-    base = "time_offset" if sen.column is None else f"{sen.column}.{sen.kind}"
-    return base if n_records == 1 else f"data[{sen.record + 1}].{base}"
-
-
-def _sensor_coordinate(sen: _Sensor, tel: Telemetry, x0: float, n_records: int) -> Coordinate:
-    fld = FIELDS[sen.kind]
-    if sen.kind == "bias":
-        scale, unit = float(tel.sigma[tel.columns.index(sen.column)]), "column unit"
-    else:
-        scale, unit = fld.scale, fld.param_unit
-    return Coordinate(name=_sensor_name(sen, n_records), targets=(), log=False, x0=float(x0), scale=scale,
-                      field=sen.kind, unit=unit)
-
-
-def _initial_state_names(scenario: Scenario) -> list[str]:
-    """The initial state a telemetry fit estimates: the hub rate and every panel's initial conditions."""
-    return ["hub.omega_BN_BInit"] + [f"{p}.{f.name}" for p in scenario.spacecraft.panels.labels
-                                     for f in in_table("panels") if f.initial]
-
-
-def _prefixed(c: Coordinate, k: int) -> Coordinate:
-    return dataclasses.replace(c, name=f"data[{k + 1}].{c.name}")
-
-
 def _problem(scenario: Scenario, telemetry: Telemetry, coords: Sequence[Coordinate]) -> _TelemetryResiduals:
     """One record's residuals with every coordinate setting its model (no sensor model)."""
     return _record_problem(scenario, telemetry, coords, tuple(range(len(coords))), {}, [])
@@ -331,92 +255,6 @@ def auto_horizon(scenario: Scenario, t: np.ndarray) -> list[float]:
 
 
 
-def _parse(scens, tels, free, sensors, estimate_initial_state):
-    """The coordinates of a fit and each record's part: `(coords, records)` with `records[k] = (index of its
-    model coordinates, model coordinates, fixed sensor values, [(global index, Coordinate, _Sensor)])`."""
-    R = len(tels)
-    if isinstance(free, str) or not isinstance(free, (list, tuple)) or not free:
-        parse_free(scens[0], free)  # its one-line message
-    shared: list[str] = []
-    own: list[list[str]] = [[] for _ in range(R)]
-    sens: list[tuple[_Sensor, str]] = []
-    for i, entry in enumerate(free):
-        where = f"free[{i}]"
-        if not isinstance(entry, str):
-            parse_free(scens[0], [entry])
-        rec, rest = _split_record(entry, R, where)
-        found = _sensors_of(entry, rest, rec, tels, where)
-        if found:
-            sens += [(x, where) for x in found]
-        elif rec is None:
-            shared.append(entry)
-        else:
-            own[rec].append(rest)
-    if estimate_initial_state:
-        for k in range(R):
-            extra = [n for n in _initial_state_names(scens[k]) if n not in shared and n not in own[k]]
-            (shared if R == 1 else own[k]).extend(extra)
-    fixed: list[dict] = [{} for _ in range(R)]
-    for name, value in (sensors or {}).items():
-        where = f"sensors[{name!r}]"
-        rec, rest = _split_record(str(name), R, where)
-        found = _sensors_of(str(name), rest, rec, tels, where)
-        if not found:
-            raise FitError(f"{where}: {name!r} is not a sensor-model name (\"<column>.bias\", \"<column>.scale\", "
-                           "\"time_offset\", optionally prefixed \"data[k].\")", field="sensors")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise FitError(f"{where} = {_fmt(value)}: must be a finite number", field="sensors")
-        for x in found:
-            fixed[x.record][(x.kind, x.column)] = float(value)
-    coords: list[Coordinate] = list(parse_free(scens[0], shared)) if shared else []
-    n_shared = len(coords)
-    records = []
-    for k in range(R):
-        mine = [_prefixed(c, k) if R > 1 else c for c in parse_free(scens[k], own[k])] if own[k] else []
-        index = list(range(n_shared)) + list(range(len(coords), len(coords) + len(mine)))
-        coords += mine
-        records.append([index, [coords[j] for j in index], fixed[k], []])
-    seen = set()
-    for x, where in sens:
-        key = (x.kind, x.column, x.record)
-        if key in seen:
-            raise FitError(f"{where}: {_sensor_name(x, R)} is already free (each parameter may appear once)",
-                           field=where)
-        seen.add(key)
-        c = _sensor_coordinate(x, tels[x.record], fixed[x.record].get((x.kind, x.column), 0.0), R)
-        records[x.record][3].append((len(coords), c, x))
-        coords.append(c)
-    return tuple(coords), records
-
-
-def choose_shooting(shooting, scens, tels, parts) -> SingleShooting | MultipleShooting:
-    """The shooting of a fit: `shooting` as given (`MultipleShooting` refused, naming why, where a record cannot be
-    cut into segments: `why_not_multiple`), or for `"auto"` multiple shooting where the one record spans at
-    least `_MIN_SEGMENTS` = 4 periods of the initial model's slowest flexible mode and can be cut, else single.
-    `parts`: `check_identify`'s records."""
-    shooting = as_shooting(shooting)
-    if isinstance(shooting, SingleShooting):
-        return shooting
-    if len(tels) > 1:
-        why = "several records are fitted together"
-    else:
-        _, _, fixed, free_sensors = parts[0]
-        offset = fixed.get(("time_offset", None), 0.0) != 0.0 or any(x.kind == "time_offset"
-                                                                      for _, _, x in free_sensors)
-        why = why_not_multiple(scens[0], tels[0], offset)
-    if shooting == "auto":
-        if why is not None:
-            return SingleShooting()
-        span = float(tels[0].t[-1] - tels[0].t[0])
-        return MultipleShooting() if span >= _MIN_SEGMENTS * segment_length(scens[0]) else SingleShooting()
-    if why is not None:
-        raise FitError(f'shooting = "multiple": {why}; use shooting = "single" (or "auto")', field="shooting")
-    return shooting
-
-
-_MIN_SEGMENTS = 4
-
-
 def check_identify(
     scenario: Scenario | Sequence[Scenario],
     telemetry: Telemetry | Sequence[Telemetry],
@@ -454,7 +292,7 @@ def check_identify(
     if not isinstance(estimate_initial_state, bool):
         raise FitError(f"estimate_initial_state = {_fmt(estimate_initial_state)}: must be true or false",
                        field="estimate_initial_state")
-    coords, parts = _parse(scens, tels, free, sensors, estimate_initial_state)
+    coords, parts = parse_records(scens, tels, free, sensors, estimate_initial_state)
     P = len(coords)
     for sc, tel in zip(scens, tels):
         check_memory(sc.simulation, sc.spacecraft.panels.count, P + 1, samples=len(tel.t))
