@@ -23,10 +23,15 @@ the data do not determine (reported by name, e.g. `+1.00 log(p0.k) -1.00 log(p1.
 `sigma = inf`), below `warn_rtol` (default $10^{-2}$) poorly determined ones (e.g. identical panels seen only
 through the hub rates).
 
-**Long records.** `horizon = (0.3, 1.0)`: a growing horizon; fit the samples with $t \le 0.3\,t_{last}$ first,
-then continue from that solution on the whole record (one compiled solver: later samples get weight 0). The
-default `"auto"` chooses the fractions from the model's fastest mode (`auto_horizon`); `LevenbergMarquardt()` takes bounded
-Gauss-Newton steps (`max_step`, `_lsq.BoundedGaussNewton`).
+**Long records.** Multiple shooting (`shooting="auto"`, the default where the record spans at least 4 periods of
+the slowest flexible mode and can be cut into segments; `_shooting`): segments integrated side by side, continuity
+as residuals, then as constraints; the result is single shooting's at the fitted values. Otherwise single shooting
+with a growing horizon, `horizon = (0.3, 1.0)`: fit the samples with $t \le 0.3\,t_{last}$ first, then continue
+from that solution on the whole record (one compiled solver: later samples get weight 0, and no step is
+integrated after the stage's last sample). The default `"auto"` chooses the fractions from the model's fastest mode
+(`auto_horizon`); `LevenbergMarquardt()` takes bounded Gauss-Newton steps (`max_step`,
+`_lsq.BoundedGaussNewton`). `dt="auto"`: the coarsest rk4 step checked to move no fitted value by 0.1 sigma
+(`_fit_step`).
 
 **Sensor models and records.** A column is measured as $(1 + \mathrm{scale})\,y(t + \mathrm{time\_offset}) +
 \mathrm{bias}$ (names `"<column>.bias"`, `"<column>.scale"`, `"time_offset"`: fixed by `sensors=`, or free); several
