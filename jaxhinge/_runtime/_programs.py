@@ -127,7 +127,7 @@ def _key_base() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     h = hashlib.sha256()
-    root = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package (this file is in _runtime)
     for folder, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):
