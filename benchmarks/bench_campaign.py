@@ -4,8 +4,8 @@ dispersions) with t_end = 0.5 s, the summary metrics for every member and the hi
 
 - peak memory at 5 000 and 50 000 members (the campaign holds one chunk: the two should be within 1.25x);
 - per member against `jh.simulate_batch` of the same chunks (what the store, the metrics and the statistics
-  cost on top of the simulation): the campaign's first chunks, up to 20 000 members, draws excluded (before
-  2026-11-28: one chunk);
+  cost on top of the simulation): the campaign's first chunks, up to 20 000 members, one call per chunk, draws
+  excluded (before 2026-11-28: one timing of one chunk);
 - `--members N` runs one size (e.g. 1 000 000), `--chunk C` sets the chunk size (default the SWEEP's 256, or on a
   GPU what its memory holds).
 
@@ -76,14 +76,16 @@ def child(members: int, chunk: int | None) -> dict:
         sweep = jh.load_sweep(path)
         p = jh.sample_dispersions(sweep.scenario, sweep.dispersions, members, sweep.seed, indices=range(size))
         jh.simulate_batch(sweep.scenario, p, chunk_size=size).theta.block_until_ready()  # compiled
-        # the reference: simulate_batch of the campaign's first chunks (all of them up to REF_MEMBERS), the
-        # draws made before the clock starts
+        # the reference: simulate_batch of the campaign's first chunks (all of them up to REF_MEMBERS), one call per
+        # chunk (its trajectory to NumPy, then dropped), the draws made before the clock starts
         ref = members if members <= REF_MEMBERS else max(size, REF_MEMBERS // size * size)
-        p = jh.sample_dispersions(sweep.scenario, sweep.dispersions, members, sweep.seed, indices=range(ref))
+        draws = [jh.sample_dispersions(sweep.scenario, sweep.dispersions, members, sweep.seed,
+                                       indices=range(s, min(s + size, ref))) for s in range(0, ref, size)]
         t1 = time.perf_counter()
-        jh.simulate_batch(sweep.scenario, p, chunk_size=size).theta.block_until_ready()
+        for p in draws:
+            jh.simulate_batch(sweep.scenario, p, chunk_size=size).theta.block_until_ready()
         batch_per_member = (time.perf_counter() - t1) / ref
-        del p
+        del draws
         store_mb = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(res.store) for f in fs) / 1e6
     return {"members": members, "chunk": size, "wall_s": wall, "first_chunk_with_compile_s": first, "campaign_per_member_s": res.wall_s / members,
             "batch_per_member_s": batch_per_member, "batch_members": ref,

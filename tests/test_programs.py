@@ -167,6 +167,7 @@ def test_the_key_covers_the_whole_package_source(monkeypatch):
     real = builtins.open
     monkeypatch.setattr(builtins, "open", lambda f, *a, **k: (read.append(os.fspath(f)), real(f, *a, **k))[1])
     _programs._key_base.cache_clear()
+    _programs.source_digest.cache_clear()
     try:
         _programs._key_base()
     finally:

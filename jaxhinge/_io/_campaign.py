@@ -9,6 +9,10 @@ in any order, in a resumed run or again, is equal bit for bit. The percentile ba
 when the store is created, stored in it, read from it by every chunk): each chunk returns its members' bucket
 indices, and the process driving the campaign merges them as chunks complete (`SketchMerge`: integer counts,
 the same in any order), checkpointed every `CHECKPOINT_S` seconds for a resume.
+
+In-process the chunks are pipelined one deep (`_pipelined`): chunk k+1's draws and compiled batch run on a helper
+thread (`compute_chunk`) while the main thread reduces chunk k to its moments and bucket indices and writes it
+(`finish_chunk`); only the main thread writes, in chunk order, each chunk's flag last.
 """
 
 import contextlib
@@ -167,9 +171,11 @@ def run_campaign(
             chunks = stack.enter_context(contextlib.closing(_pipelined(sweep, store, jobs)))
         else:
             from .._runtime._policy import cache_off
-            from .._runtime._programs import enabled
+            from .._runtime._programs import enabled, source_digest
 
-            args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())), not cache_off(), enabled())
+            args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())),
+                    (source_digest(), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), not cache_off(),
+                    enabled())
             chunks = cluster_chunks(client, chunk_task, args, jobs)
         saved = time.monotonic()
         try:
@@ -352,25 +358,36 @@ def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
     return chosen
 
 
-def chunk_task(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool, c: int,
+def chunk_task(source: str, out_dir: str, digests: tuple, code: tuple, cache: bool, programs: bool, c: int,
                write: bool = True) -> tuple[int, int, dict]:
     """`run_chunk` as a Dask task, on a worker (`run_campaign(workers=, scheduler=)`): chunk `c` of the
     campaign in `<out_dir>/campaign.zarr`, computed and written there (not with `write` False); **returns**
     `(members, failed, {history: bucket indices})`, merged by the client.
     `digests`: the SHA-256 of the SWEEP and scenario files the client read (a worker that reads other files
-    refuses); `cache`, `programs`: whether the client keeps compiled and traced programs (`use_compile_cache`)."""
-    sweep = _worker_sweep(source, out_dir, digests, cache, programs)
+    refuses); `code`: the SHA-256 of the client's jaxhinge source (`source_digest`) and its folder (a worker that
+    imported another jaxhinge refuses); `cache`, `programs`: whether the client keeps compiled and traced programs
+    (`use_compile_cache`)."""
+    sweep = _worker_sweep(source, out_dir, digests, code, cache, programs)
     return run_chunk(sweep, CampaignStore.open(os.path.join(out_dir, STORE)), c, write)
 
 
 @functools.lru_cache(maxsize=8)
-def _worker_sweep(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool) -> Sweep:
-    """A worker process's set-up, once per campaign: jaxhinge's XLA:CPU options if JAX has not started its
-    backend yet (`configure_cpu`), float64, the persistent compilation cache (a program one worker compiled is
-    loaded by the others and by later campaigns), and the SWEEP file, checked against the client's."""
+def _worker_sweep(source: str, out_dir: str, digests: tuple, code: tuple, cache: bool, programs: bool) -> Sweep:
+    """A worker process's set-up, once per campaign: its jaxhinge checked against the client's (the source's
+    SHA-256: a worker started by hand may import another install, whose chunks would differ), jaxhinge's XLA:CPU
+    options if JAX has not started its backend yet (`configure_cpu`), float64, the persistent compilation cache
+    (a program one worker compiled is loaded by the others and by later campaigns), and the SWEEP file, checked
+    against the client's."""
     import socket
 
     from .._runtime._policy import backend_started, configure_cpu, enable_x64, use_compile_cache
+    from .._runtime._programs import source_digest
+
+    if source_digest() != code[0]:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        raise SweepError(f"{source}: worker {socket.gethostname()} (pid {os.getpid()}) runs the jaxhinge in {here}, "
+                         f"whose source differs from the client's ({code[1]}; SHA-256): start the workers with the "
+                         "client's jaxhinge (the same installation, or the same PYTHONPATH)", source=source)
 
     if not backend_started():
         configure_cpu()
