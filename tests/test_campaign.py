@@ -596,6 +596,24 @@ def test_bad_worker_options_are_refused_before_any_compute(tmp_path, capsys, mon
     assert not (tmp_path / "out").exists()
 
 
+def test_a_worker_with_another_jaxhinge_refuses_its_chunks(tmp_path):
+    """A worker started by hand (`dask worker`, `--scheduler`) may import another jaxhinge than the client's (no
+    `PYTHONPATH`, another installation): its chunks could differ from the in-process ones, so it refuses, naming
+    its jaxhinge and the client's (the client's source SHA-256 travels with every task). Checked on the
+    worker's set-up, in this process: an external cluster is `benchmarks/check_external_cluster.py`."""
+    from jaxhinge._io._campaign import _sources, _worker_sweep
+    from jaxhinge._runtime._programs import source_digest
+
+    path = _sweep(tmp_path)
+    sweep = jh.load_sweep(path)
+    digests = tuple(sorted(_sources(sweep).items()))
+    with pytest.raises(jh.SweepError, match=r"runs the jaxhinge in .*, whose source differs from the client's "
+                       r"\(/elsewhere/jaxhinge; SHA-256\): start the workers with the client's jaxhinge"):
+        _worker_sweep(str(path), str(tmp_path / "out"), digests, ("0" * 64, "/elsewhere/jaxhinge"), False, False)
+    here = os.path.dirname(jh.__file__)
+    assert _worker_sweep(str(path), str(tmp_path / "out"), digests, (source_digest(), here), False, False).members == 10
+
+
 def test_workers_start_from_a_main_module_without_spec(monkeypatch):
     """IPython (a notebook, the suite's notebook runner) replaces `__main__` with a module that has no `__spec__`,
     and multiprocessing's spawn (Dask's nannies) fails on it ("module '__main__' has no attribute '__spec__'"):
