@@ -285,7 +285,7 @@ def run_chunk(sweep: Sweep, store: CampaignStore, c: int, write: bool = True) ->
     return finish_chunk(store, c, compute_chunk(sweep, store.chunk_members(c), store.chunk_size), write)
 
 
-def _pipelined(sweep: Sweep, store: CampaignStore, jobs) -> "Iterator":
+def _pipelined(sweep: Sweep, store: CampaignStore, jobs) -> Iterator[tuple]:
     """`run_chunk` of every job `(c, write)`, in order, one chunk deep: chunk k+1 is computed (`compute_chunk`,
     on one helper thread: equinox's `filter_jit` waits for the program it runs, so the thread is what lets it run
     on) while this thread reduces and writes chunk k (`finish_chunk`). **Yields** `(job, run_chunk's result)`.
