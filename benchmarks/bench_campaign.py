@@ -3,8 +3,9 @@ dispersions) with t_end = 0.5 s, the summary metrics for every member and the hi
 `jh.run_campaign` into a Zarr store, each size in its own process (peak resident memory, `ru_maxrss`):
 
 - peak memory at 5 000 and 50 000 members (the campaign holds one chunk: the two should be within 1.25x);
-- per member against `jh.simulate_batch` of the same chunk (what the store, the metrics and the statistics
-  cost on top of the simulation);
+- per member against `jh.simulate_batch` of the same chunks (what the store, the metrics and the statistics
+  cost on top of the simulation): the campaign's first chunks, up to 20 000 members, one call per chunk, draws
+  excluded (before 2026-11-28: one timing of one chunk);
 - `--members N` runs one size (e.g. 1 000 000), `--chunk C` sets the chunk size (default the SWEEP's 256, or on a
   GPU what its memory holds).
 
@@ -28,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEEP = os.path.join(ROOT, "jaxhinge", "examples", "sweep.toml")
 SCENARIO = os.path.join(ROOT, "jaxhinge", "examples", "two_panel.toml")
 T_END = 0.5
+REF_MEMBERS = 20_000  # simulate_batch (the reference) runs the campaign's first chunks, up to this many members
 
 
 def _write_sweep(folder: str, members: int, chunk: int | None) -> str:
@@ -70,16 +72,24 @@ def child(members: int, chunk: int | None) -> dict:
         t0 = time.perf_counter()
         res = jh.run_campaign(path)
         wall = time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # kB -> MB (Linux): the campaign's peak
         sweep = jh.load_sweep(path)
         p = jh.sample_dispersions(sweep.scenario, sweep.dispersions, members, sweep.seed, indices=range(size))
         jh.simulate_batch(sweep.scenario, p, chunk_size=size).theta.block_until_ready()  # compiled
+        # the reference: simulate_batch of the campaign's first chunks (all of them up to REF_MEMBERS), one call per
+        # chunk (its trajectory to NumPy, then dropped), the draws made before the clock starts
+        ref = members if members <= REF_MEMBERS else max(size, REF_MEMBERS // size * size)
+        draws = [jh.sample_dispersions(sweep.scenario, sweep.dispersions, members, sweep.seed,
+                                       indices=range(s, min(s + size, ref))) for s in range(0, ref, size)]
         t1 = time.perf_counter()
-        jh.simulate_batch(sweep.scenario, p, chunk_size=size).theta.block_until_ready()
-        batch_per_member = (time.perf_counter() - t1) / size
+        for p in draws:
+            jh.simulate_batch(sweep.scenario, p, chunk_size=size).theta.block_until_ready()
+        batch_per_member = (time.perf_counter() - t1) / ref
+        del draws
         store_mb = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(res.store) for f in fs) / 1e6
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # kB -> MB (Linux)
     return {"members": members, "chunk": size, "wall_s": wall, "first_chunk_with_compile_s": first, "campaign_per_member_s": res.wall_s / members,
-            "batch_per_member_s": batch_per_member, "peak_rss_mb": rss, "store_mb": store_mb,
+            "batch_per_member_s": batch_per_member, "batch_members": ref,
+            "load_average": os.getloadavg(), "peak_rss_mb": rss, "store_mb": store_mb,
             "failed": int((~res.success).sum()), "device": jax.devices()[0].device_kind}
 
 
@@ -110,7 +120,8 @@ def main() -> int:
         rows.append(r)
         print(f"{m:>9} members ({r['device']}, chunk {r['chunk']}): {r['wall_s']:.1f} s wall, "
               f"{r['campaign_per_member_s'] * 1e6:.1f} us per member in the campaign vs "
-              f"{r['batch_per_member_s'] * 1e6:.1f} us in simulate_batch ({100 * r['overhead']:+.1f} %), "
+              f"{r['batch_per_member_s'] * 1e6:.1f} us in simulate_batch of {r['batch_members']} "
+              f"({100 * r['overhead']:+.1f} %), load average {r['load_average'][0]:.2f}, "
               f"peak memory {r['peak_rss_mb']:.0f} MB, store {r['store_mb']:.1f} MB", flush=True)
     if len(rows) > 1:
         print(f"peak memory {rows[-1]['members']} / {rows[0]['members']} members: "

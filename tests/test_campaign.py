@@ -150,6 +150,40 @@ def test_sigkill_while_writing_then_resume_equals_an_uninterrupted_run(tmp_path,
         np.testing.assert_array_equal(resumed[name], whole[name], err_msg=name)
 
 
+def test_an_error_in_the_next_chunks_compute_leaves_every_chunk_before_it_done(tmp_path, monkeypatch,
+                                                                            in_process_store):
+    """In-process, chunk k+1 is computed on a helper thread while chunk k is reduced and written: an error in
+    chunk 2's compute (raised on that thread, while chunk 1 is written) stops the campaign once chunk 1 is written
+    whole, the progress called in chunk order; `resume` completes the store, equal bit for bit to an
+    uninterrupted run's (the one of the Dask tests, the same SWEEP file)."""
+    import threading
+
+    from jaxhinge._io import _campaign
+
+    path = _sweep(tmp_path)
+    compute, threads = _campaign.compute_chunk, set()
+
+    def failing(sweep, members, size, **kw):
+        threads.add(threading.current_thread().name)
+        if members.start == 8:
+            raise RuntimeError("chunk 2 failed")
+        return compute(sweep, members, size, **kw)
+
+    monkeypatch.setattr(_campaign, "compute_chunk", failing)
+    seen = []
+    with pytest.raises(RuntimeError, match="chunk 2 failed"):
+        jh.run_campaign(path, progress=lambda done, failed: seen.append(done))
+    assert seen == [4, 8] and threads == {"jaxhinge-chunk_0"}
+    store = tmp_path / "out" / "campaign.zarr"
+    assert _arrays(store)["chunk_done"].tolist() == [True, True, False]
+    monkeypatch.setattr(_campaign, "compute_chunk", compute)
+    assert jh.run_campaign(path, resume=True).chunks_run == 1
+    resumed = _arrays(store)
+    assert resumed.keys() == in_process_store.keys()
+    for name in resumed:
+        np.testing.assert_array_equal(resumed[name], in_process_store[name], err_msg=name)
+
+
 def test_resume_is_refused_when_the_sweep_changed_or_nothing_was_started(tmp_path, capsys):
     """`--resume` with no store, after the SWEEP file changed (its draws would differ), or of a store an older
     jaxhinge made without the percentile sketch or without its centre: one line, exit 2, before any compute; the
@@ -594,6 +628,24 @@ def test_bad_worker_options_are_refused_before_any_compute(tmp_path, capsys, mon
     assert 'Dask\'s distributed is not installed; install it with pip install "jaxhinge[cluster]"' in \
         capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_worker_with_another_jaxhinge_refuses_its_chunks(tmp_path):
+    """A worker started by hand (`dask worker`, `--scheduler`) may import another jaxhinge than the client's (no
+    `PYTHONPATH`, another installation): its chunks could differ from the in-process ones, so it refuses, naming
+    its jaxhinge and the client's (the client's source SHA-256 travels with every task). Checked on the
+    worker's set-up, in this process: an external cluster is `benchmarks/check_external_cluster.py`."""
+    from jaxhinge._io._campaign import _sources, _worker_sweep
+    from jaxhinge._runtime._programs import source_digest
+
+    path = _sweep(tmp_path)
+    sweep = jh.load_sweep(path)
+    digests = tuple(sorted(_sources(sweep).items()))
+    with pytest.raises(jh.SweepError, match=r"runs the jaxhinge in .*, whose source differs from the client's "
+                       r"\(/elsewhere/jaxhinge; SHA-256\): start the workers with the client's jaxhinge"):
+        _worker_sweep(str(path), str(tmp_path / "out"), digests, ("0" * 64, "/elsewhere/jaxhinge"), False, False)
+    here = os.path.dirname(jh.__file__)
+    assert _worker_sweep(str(path), str(tmp_path / "out"), digests, (source_digest(), here), False, False).members == 10
 
 
 def test_workers_start_from_a_main_module_without_spec(monkeypatch):

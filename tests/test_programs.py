@@ -155,3 +155,24 @@ def test_programs_with_lapack_calls_and_shape_structures_are_kept(store):
     keys = {_programs._canonical(s) for s in (sds((4,), jnp.float64), sds((5,), jnp.float64), sds((4,), jnp.int32),
                                                sds((4,), jnp.float64, weak_type=True))}
     assert len(keys) == 4 and _programs._canonical(sds((4,), jnp.float64)) in keys
+
+
+def test_the_key_covers_the_whole_package_source(monkeypatch):
+    """The key hashes every `.py` file of jaxhinge (the model's, the solver's), not only `_runtime`'s (where the
+    module lives since the package was split into floors): a changed model must not load a program traced from
+    the old one."""
+    import builtins
+
+    read = []
+    real = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: (read.append(os.fspath(f)), real(f, *a, **k))[1])
+    _programs._key_base.cache_clear()
+    _programs.source_digest.cache_clear()
+    try:
+        _programs._key_base()
+    finally:
+        monkeypatch.undo()
+        _programs._key_base.cache_clear()
+    package = os.path.dirname(jh.__file__)
+    for module in ("_model/_spacecraft.py", "_simulation/_simulate.py", "_runtime/_programs.py"):
+        assert os.path.join(package, module) in read, module

@@ -9,6 +9,10 @@ in any order, in a resumed run or again, is equal bit for bit. The percentile ba
 when the store is created, stored in it, read from it by every chunk): each chunk returns its members' bucket
 indices, and the process driving the campaign merges them as chunks complete (`SketchMerge`: integer counts,
 the same in any order), checkpointed every `CHECKPOINT_S` seconds for a resume.
+
+In-process the chunks are pipelined one deep (`_pipelined`): chunk k+1's draws and compiled batch run on a helper
+thread (`compute_chunk`) while the main thread reduces chunk k to its moments and bucket indices and writes it
+(`finish_chunk`); only the main thread writes, in chunk order, each chunk's flag last.
 """
 
 import contextlib
@@ -17,7 +21,7 @@ import functools
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -40,8 +44,9 @@ from . import _interrupt
 from ._campaign_store import HISTORIES, CampaignStore, SketchMerge, file_digest, remove_checkpoint
 from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
 
-__all__ = ["STORE", "CampaignResult", "check_members", "check_resume", "chunk_task", "envelopes", "keep_worst",
-           "nominal_centre", "open_campaign", "rerun_members", "retention", "run_campaign", "run_chunk"]
+__all__ = ["STORE", "CampaignResult", "ChunkRun", "check_members", "check_resume", "chunk_task", "compute_chunk",
+           "envelopes", "finish_chunk", "keep_worst", "nominal_centre", "open_campaign", "rerun_members", "retention",
+           "run_campaign", "run_chunk"]
 
 STORE = "campaign.zarr"
 ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows (their percentile bands are sketched)
@@ -163,12 +168,14 @@ def run_campaign(
         # each chunk's (members, failed, bucket indices) as it is written: here, in chunk order, or by the workers,
         # as they finish
         if client is None:
-            chunks = ((job, run_chunk(sweep, store, *job)) for job in jobs)
+            chunks = stack.enter_context(contextlib.closing(_pipelined(sweep, store, jobs)))
         else:
             from .._runtime._policy import cache_off
-            from .._runtime._programs import enabled
+            from .._runtime._programs import enabled, source_digest
 
-            args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())), not cache_off(), enabled())
+            args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())),
+                    (source_digest(), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), not cache_off(),
+                    enabled())
             chunks = cluster_chunks(client, chunk_task, args, jobs)
         saved = time.monotonic()
         try:
@@ -214,40 +221,101 @@ def run_campaign(
                           wall)
 
 
+@dataclasses.dataclass(frozen=True)
+class ChunkRun:
+    """A chunk computed (`compute_chunk`), not yet reduced or written (`finish_chunk`): `members` (its member
+    indices), `params` (their draws, `{name: (members, ...)}`), `traj` (their batched trajectory, NumPy, without
+    the padding; None when nothing was simulated), `values` (`batch_outputs`' `(members, M)`) and `metrics`
+    (`{store name: (members, ...)}`, views of `values`)."""
+
+    members: range
+    params: dict
+    traj: object
+    values: np.ndarray
+    metrics: dict
+
+
+def compute_chunk(sweep: Sweep, members: range, size: int, *, check: bool = False,
+                  histories: bool | None = None) -> ChunkRun:
+    """The compute of a chunk of `members`, wherever it runs (`run_chunk`, the in-process pipeline of
+    `run_campaign`, `rerun_members`): the members' draws from `(seed, i)` (`sample_dispersions`), padded to
+    `size` (one compiled program for every chunk: `_padded`), their metrics and histories (`batch_outputs`),
+    on the host without the padding. `check`: check every member's model against the physical rules (a
+    campaign checked them all before its first chunk, `check_members`); `histories`: simulate (default: when
+    the campaign does, `Sweep.simulates`)."""
+    sc = sweep.scenario
+    blocks = output_blocks(sc, sweep.metrics)
+    names = list(metric_layout(sc, blocks)[0])
+    params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed, indices=_padded(members, size))
+    histories = sweep.simulates if histories is None else histories
+    traj, y, _ = batch_outputs(sc, params, sweep.metrics, histories=histories, check=check)
+    n = len(members)
+    y = y[:n]
+    metrics = {name: y[:, b.start:b.stop].reshape(n, *b.shape) for name, b in zip(names, blocks)}
+    return ChunkRun(members, {k: v[:n] for k, v in params.items()}, None if traj is None else _head(traj, n), y,
+                    metrics)
+
+
+def finish_chunk(store: CampaignStore, c: int, run: ChunkRun, write: bool = True) -> tuple[int, int, dict]:
+    """Reduce chunk `c`'s `run` (`compute_chunk`) and write it into `store` (its flag last; not with `write`
+    False): its moments, and the bucket indices (`bucket_index`) of its deviations from the store's centre.
+    **Returns:** `(members, failed, {history: bucket indices})` (`run_chunk`)."""
+    n = len(run.members)
+    if run.traj is None:  # modes and closed-loop poles only: no simulation
+        ok, result, stats, buckets = np.isfinite(run.values).all(axis=1), np.zeros(n, dtype=np.int32), {}, {}
+    else:
+        traj = run.traj
+        ok, result = np.asarray(traj.success, dtype=bool), np.asarray(traj.result)
+        stats = {h: moments(np.asarray(getattr(traj, h))[ok]).stack() for h in HISTORIES}
+        stride = store.band_stride if store.bands else 1
+        buckets = {h: bucket_index(np.asarray(getattr(traj, h))[ok, ::stride] - store.centre(h)) for h in store.bands}
+    if write:
+        store.write_chunk(c, run.params, ok, result, run.traj, run.metrics, stats)
+    return n, int(np.sum(~ok)), buckets
+
+
 def run_chunk(sweep: Sweep, store: CampaignStore, c: int, write: bool = True) -> tuple[int, int, dict]:
     """Compute chunk `c` of the campaign and write it into `store` (its flag last; not with `write` False: a
     resume that lacks the chunk's sketch); **returns** `(members, failed, {history: bucket indices})`, the
     indices (`bucket_index`, int16 `(successful members, band_time, ...)`) of the store's `bands` at its band
     times, of their deviation from the store's centre (`CampaignStore.centre`, read from the store: the same
-    wherever the chunk runs). The one computation of a chunk, wherever it runs (in-process, a worker): the
-    members' draws from `(seed, i)` (`sample_dispersions`), padded to the chunk size (one compiled program for
-    every chunk), their metrics and histories (`batch_outputs`), the chunk's moments."""
-    sc, size = sweep.scenario, store.chunk_size
-    members = store.chunk_members(c)
-    blocks = output_blocks(sc, sweep.metrics)
-    names = list(metric_layout(sc, blocks)[0])
-    params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed, indices=_padded(members, size))
-    traj, y, _ = batch_outputs(sc, params, sweep.metrics, histories=sweep.simulates)
-    n = len(members)
-    metrics = {name: y[:n, b.start:b.stop].reshape(n, *b.shape) for name, b in zip(names, blocks)}
-    if traj is None:  # modes and closed-loop poles only: no simulation
-        run, ok, result, stats = None, np.isfinite(y[:n]).all(axis=1), np.zeros(n, dtype=np.int32), {}
-        buckets = {}
-    else:
-        run = _head(traj, n)
-        ok, result = np.asarray(run.success, dtype=bool), np.asarray(run.result)
-        stats = {h: moments(np.asarray(getattr(run, h))[ok]).stack() for h in HISTORIES}
-        stride = store.band_stride if store.bands else 1
-        buckets = {h: bucket_index(np.asarray(getattr(run, h))[ok, ::stride] - store.centre(h)) for h in store.bands}
-    if write:
-        store.write_chunk(c, {k: v[:n] for k, v in params.items()}, ok, result, run, metrics, stats)
-    return n, int(np.sum(~ok)), buckets
+    wherever the chunk runs). The one computation of a chunk, wherever it runs (a worker; in-process the same
+    two halves, pipelined: `_pipelined`): `compute_chunk` (the draws, padded to the chunk size, the members'
+    metrics and histories), then `finish_chunk` (the chunk's moments and bucket indices, the writes)."""
+    return finish_chunk(store, c, compute_chunk(sweep, store.chunk_members(c), store.chunk_size), write)
+
+
+def _pipelined(sweep: Sweep, store: CampaignStore, jobs) -> Iterator[tuple]:
+    """`run_chunk` of every job `(c, write)`, in order, one chunk deep: chunk k+1 is computed (`compute_chunk`,
+    on one helper thread: equinox's `filter_jit` waits for the program it runs, so the thread is what lets it run
+    on) while this thread reduces and writes chunk k (`finish_chunk`). **Yields** `(job, run_chunk's result)`.
+    Only this thread writes the store, chunk after chunk, each flag last; an exception or Ctrl-C here leaves the
+    chunk being written without its flag and drops the chunk in compute (the thread finishes it, unused). At
+    most two chunks are held: the one being written and the next."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = list(jobs)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="jaxhinge-chunk")
+
+    def submit(k):
+        return pool.submit(compute_chunk, sweep, store.chunk_members(jobs[k][0]), store.chunk_size)
+
+    try:
+        nxt = submit(0) if jobs else None
+        for k, job in enumerate(jobs):
+            run = nxt.result()
+            nxt = submit(k + 1) if k + 1 < len(jobs) else None
+            yield job, finish_chunk(store, job[0], run, job[1])
+            del run
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def rerun_members(sweep: Sweep, members, chunk_size: int | None = None):
     """The histories and metrics of chosen members, computed again exactly as in the campaign: each member's whole
-    chunk is run again (the same program on the same inputs: equal bit for bit to the campaign's own run).
-    **Returns:** `(trajectory (K, ...), metrics {name: (K, ...)})` in the order of `members`."""
+    chunk is run again (the same program on the same inputs, `compute_chunk`: equal bit for bit to the
+    campaign's own run). **Returns:** `(trajectory (K, ...), metrics {name: (K, ...)})` in the order of
+    `members`."""
     import jax
 
     members = [int(m) for m in members]
@@ -256,20 +324,16 @@ def rerun_members(sweep: Sweep, members, chunk_size: int | None = None):
         raise SweepError(f"{sweep.source}: members = {bad[0]}: must be in [0, {sweep.members}) (indices count from 0)",
                          source=sweep.source, field="members", value=bad[0])
     size = max(1, min(chunk_size or sweep.chunk_size, sweep.members))
-    sc = sweep.scenario
-    blocks = output_blocks(sc, sweep.metrics)
-    names = list(metric_layout(sc, blocks)[0])
     runs, values = {}, {}
     for c in sorted({m // size for m in members}):
         chunk = range(c * size, min((c + 1) * size, sweep.members))
-        params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed, indices=_padded(chunk, size))
-        traj, y, _ = batch_outputs(sc, params, sweep.metrics, histories=True)
+        run = compute_chunk(sweep, chunk, size, check=True, histories=True)
         for m in members:
             if m in chunk:
-                runs[m] = jax.tree.map(lambda x, i=m - chunk.start: np.asarray(x)[i], traj)
-                values[m] = {n: y[m - chunk.start, b.start:b.stop].reshape(b.shape) for n, b in zip(names, blocks)}
+                runs[m] = jax.tree.map(lambda x, i=m - chunk.start: x[i], run.traj)
+                values[m] = {n: v[m - chunk.start] for n, v in run.metrics.items()}
     traj = jax.tree.map(lambda *xs: np.stack(xs), *[runs[m] for m in members])
-    return traj, {n: np.stack([values[m][n] for m in members]) for n in names}
+    return traj, {n: np.stack([values[m][n] for m in members]) for n in values[members[0]]}
 
 
 def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
@@ -294,25 +358,36 @@ def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
     return chosen
 
 
-def chunk_task(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool, c: int,
+def chunk_task(source: str, out_dir: str, digests: tuple, code: tuple, cache: bool, programs: bool, c: int,
                write: bool = True) -> tuple[int, int, dict]:
     """`run_chunk` as a Dask task, on a worker (`run_campaign(workers=, scheduler=)`): chunk `c` of the
     campaign in `<out_dir>/campaign.zarr`, computed and written there (not with `write` False); **returns**
     `(members, failed, {history: bucket indices})`, merged by the client.
     `digests`: the SHA-256 of the SWEEP and scenario files the client read (a worker that reads other files
-    refuses); `cache`, `programs`: whether the client keeps compiled and traced programs (`use_compile_cache`)."""
-    sweep = _worker_sweep(source, out_dir, digests, cache, programs)
+    refuses); `code`: the SHA-256 of the client's jaxhinge source (`source_digest`) and its folder (a worker that
+    imported another jaxhinge refuses); `cache`, `programs`: whether the client keeps compiled and traced programs
+    (`use_compile_cache`)."""
+    sweep = _worker_sweep(source, out_dir, digests, code, cache, programs)
     return run_chunk(sweep, CampaignStore.open(os.path.join(out_dir, STORE)), c, write)
 
 
 @functools.lru_cache(maxsize=8)
-def _worker_sweep(source: str, out_dir: str, digests: tuple, cache: bool, programs: bool) -> Sweep:
-    """A worker process's set-up, once per campaign: jaxhinge's XLA:CPU options if JAX has not started its
-    backend yet (`configure_cpu`), float64, the persistent compilation cache (a program one worker compiled is
-    loaded by the others and by later campaigns), and the SWEEP file, checked against the client's."""
+def _worker_sweep(source: str, out_dir: str, digests: tuple, code: tuple, cache: bool, programs: bool) -> Sweep:
+    """A worker process's set-up, once per campaign: its jaxhinge checked against the client's (the source's
+    SHA-256: a worker started by hand may import another install, whose chunks would differ), jaxhinge's XLA:CPU
+    options if JAX has not started its backend yet (`configure_cpu`), float64, the persistent compilation cache
+    (a program one worker compiled is loaded by the others and by later campaigns), and the SWEEP file, checked
+    against the client's."""
     import socket
 
     from .._runtime._policy import backend_started, configure_cpu, enable_x64, use_compile_cache
+    from .._runtime._programs import source_digest
+
+    if source_digest() != code[0]:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        raise SweepError(f"{source}: worker {socket.gethostname()} (pid {os.getpid()}) runs the jaxhinge in {here}, "
+                         f"whose source differs from the client's ({code[1]}; SHA-256): start the workers with the "
+                         "client's jaxhinge (the same installation, or the same PYTHONPATH)", source=source)
 
     if not backend_started():
         configure_cpu()

@@ -122,19 +122,26 @@ def _structure(td) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _key_base() -> str:
-    """Everything in the key that does not depend on the call."""
-    from importlib.metadata import PackageNotFoundError, version
-
+def source_digest() -> str:
+    """SHA-256 (hex) of jaxhinge's source: every `.py` file of the package, its name and bytes (what a program
+    key names, and what a campaign's Dask worker must share with its client)."""
     h = hashlib.sha256()
-    root = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package (this file is in _runtime)
     for folder, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):
             if name.endswith(".py"):
                 with open(os.path.join(folder, name), "rb") as f:
                     h.update(name.encode() + b"\0" + f.read())
-    parts = [f"format {_FORMAT}", sys.version, h.hexdigest()]
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _key_base() -> str:
+    """Everything in the key that does not depend on the call."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [f"format {_FORMAT}", sys.version, source_digest()]
     for dist in ("jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax", "optax"):
         try:
             parts.append(f"{dist} {version(dist)}")

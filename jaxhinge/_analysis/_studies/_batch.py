@@ -297,10 +297,10 @@ def refuse_invalid_members(scenario: Scenario, params: Mapping[str, Any] | None,
                          rule + given)
 
 
-def _prepare(scenario: Scenario, params: Mapping[str, Any] | None, who: str):
+def _prepare(scenario: Scenario, params: Mapping[str, Any] | None, who: str, check: bool = True):
     """`(base, batched, pars, members)` of a batch (`simulate_batch`, `batch_outputs`): the nominal scenario as the
     compiled program sees it, the batched values, the resolved parameters, the member count; every member's
-    model checked against the physical rules."""
+    model checked against the physical rules (not with `check` False: the caller checked them)."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"{who}: expected a jaxhinge Scenario, got {type(scenario).__name__}")
     if params is None:
@@ -327,7 +327,8 @@ def _prepare(scenario: Scenario, params: Mapping[str, Any] | None, who: str):
         else:
             base = dataclasses.replace(base, control_grid=grid)
     members = _batch_size(batched, None if params is None else list(params))
-    refuse_invalid_members(scenario, params, who)
+    if check:
+        refuse_invalid_members(scenario, params, who)
     return base, batched, pars, members
 
 
@@ -344,13 +345,17 @@ def _run_outputs(base, batched, pars, outputs, simulate: bool):
 
 def batch_outputs(
     scenario: Scenario, params: Mapping[str, Any], outputs: Sequence[Any], *, histories: bool = True,
+    check: bool = True,
 ) -> tuple[Trajectory | None, np.ndarray, np.ndarray]:
     """One compiled program for a batch of members: each member's outputs (`sensitivity`'s names and options,
-    `parse_outputs`; no time histories), and its trajectory when `histories` or an output needs one.
+    `parse_outputs`; no time histories), and its trajectory when `histories` or an output needs one. `check`
+    False skips the physical rules' check of every member's model (`refuse_invalid_members`), for a caller that
+    checked them already (a campaign checks every member before its first chunk: `check_members`).
 
-    **Returns:** `(trajectory or None, values (members, M) in `output_blocks`' order, status (members, outputs))`.
+    **Returns:** `(trajectory or None, values (members, M) in `output_blocks`' order, status (members, outputs))`;
+    the trajectory's arrays are JAX arrays, the program finished (equinox's `filter_jit` waits for it).
     """
-    base, batched, pars, members = _prepare(scenario, params, "batch_outputs")
+    base, batched, pars, members = _prepare(scenario, params, "batch_outputs", check)
     simulate = histories or needs_simulation(outputs)
     if simulate:
         check_memory(scenario.simulation, scenario.spacecraft.panels.count, members, field="members", value=members)
