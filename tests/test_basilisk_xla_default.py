@@ -19,18 +19,19 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # run from where the suite runs
 
 # The comparisons with Basilisk's runs, truth values and unit tests, one scenario per model family (each family is
-# its own vector field and so its own rounding: the seed panel free, with gravity, pulses and a motor torque; chains
-# of two and of n panels; a random 3-D geometry; wheels free and on a recorded slew; each controller in the loop),
-# and Basilisk's own wheel, mrpFeedback and rwMotorTorque tests. The family's other scenarios differ from these in
-# values only (random3d_01..05 in geometry, seed_freqAmp/thetaSS in k, c and the span, chain_dual_gravity and
-# wheels_conserve in one load) and run at -O0 in the suite; leaving them out here saves 15 s of the suite's 6 minutes.
+# its own vector field and so its own rounding: the seed panel free (its truth values and energy conservation),
+# with gravity, pulses and a motor torque; chains of two and of n panels; a random 3-D geometry; wheels on a
+# recorded slew; each controller in the loop), and Basilisk's own wheel, mrpFeedback and rwMotorTorque tests. The
+# family's other scenarios differ from these in values only (random3d_01..05 in geometry, the seed's damping,
+# freqAmp and thetaSS cases in k, c and the span, chain_dual_gravity, wheels_mixed and wheels_conserve in loads and
+# initial speeds) and run at -O0 in the suite; leaving them out here saves 25 s of the suite's 6 minutes.
 COMPARISONS = (
     *(f"tests/test_basilisk_reference.py::test_matches_basilisk[{s}]" for s in (
-        "seed_noGravity", "seed_damping", "seed_gravity", "seed_lagrange", "seed_motorTorque", "chain_dual_mixed",
-        "chain_nhinged_noGravity", "random3d_00", "wheels_mixed", "wheels_slew_record", "control_torque",
-        "control_wheels", "control_integral")),
-    "tests/test_basilisk_reference.py::test_wheel_torques_and_conservation_match_basilisk",
-    "tests/test_basilisk_seed.py",
+        "seed_gravity", "seed_lagrange", "seed_motorTorque", "chain_dual_mixed", "chain_nhinged_noGravity",
+        "random3d_00", "wheels_slew_record", "control_torque", "control_wheels", "control_integral")),
+    "tests/test_basilisk_reference.py::test_wheel_torques_and_conservation_match_basilisk[wheels_slew_record]",
+    "tests/test_basilisk_seed.py::test_no_gravity_truth",
+    "tests/test_basilisk_seed.py::test_damping_conservation",
     "tests/test_wheels.py::test_basilisks_own_wheel_tests",
     "tests/test_control.py::test_basilisks_own_mrp_feedback_test",
     "tests/test_control.py::test_basilisks_own_rw_motor_torque_test",
@@ -55,6 +56,6 @@ def test_basilisk_comparisons_at_xla_default_optimisation_level():
     flags = re.search(r"^XLA_FLAGS: (.*)$", out, re.MULTILINE)
     assert flags and "optimization_level" not in flags.group(1) and "fusion_emitters=false" in flags.group(1), out
     collected = re.search(r"collected (\d+) items", out)
-    assert collected and int(collected.group(1)) >= 30, out[-6000:]
+    assert collected and int(collected.group(1)) >= 18, out[-6000:]
     summary = out.strip().splitlines()[-1]  # "===== 45 passed in 93.04s (0:01:33) =====": all ran, all passed
     assert re.fullmatch(rf"=+ {collected.group(1)} passed in [^,=]+ =+", summary), out[-6000:]
