@@ -7,7 +7,8 @@ slew, 601 gyro samples), `wheels10min` (600 s, 6 001), `wheels1h` (3 600 s, 36 0
 `RECORD_fit.toml` (the six hinge k and c free from the nominal hinges, 25-30 % off the truth of truth.json).
 
 `--fit` overrides the FIT.toml's `[fit]` settings by the file's names (e.g. '{"max_steps": 1, "horizon": [1.0]}');
-`--kwargs` is passed to `jaxhinge.identify` as extra keyword arguments, after the file's (e.g.
+`--kwargs` is passed to `jaxhinge.identify` as extra keyword arguments, after the file's (`"scenario_dt": h`
+replaces the scenario's rk4 step instead; e.g.
 '{"shooting": "multiple"}' once identify takes it). The fit runs in a fresh Python process (no persistent
 compilation cache: compilation included, "cold"), which imports jaxhinge, calls `configure_cpu()` as the CLI does,
 loads the FIT.toml (`load_identify`) and calls `identify`. Measured: the process's wall time and peak RSS
@@ -99,9 +100,12 @@ def worker(record, fit_over, kwargs, result_path):
         log.write(f"{now:.3f}\t{msg}\n")
         log.flush()
 
+    kwargs = dict(kwargs)
+    step = kwargs.pop("scenario_dt", None)  # --kwargs '{"scenario_dt": 0.01}': the scenario's rk4 step replaced
+    scenario = spec.scenario if step is None else spec.scenario.with_simulation(dt=step)
     args = {**identify_arguments({**spec.fit_kwargs, **fit_over}), **kwargs}
     t1 = time.perf_counter()
-    res = jh.identify(spec.scenario, spec.telemetry, progress=progress, sensors=dict(spec.records[0].sensors),
+    res = jh.identify(scenario, spec.telemetry, progress=progress, sensors=dict(spec.records[0].sensors),
                       **args)
     identify_s = time.perf_counter() - t1
     truth_file = _read_json(os.path.join(RECORDS, "truth.json"))

@@ -65,13 +65,13 @@ def pytest_unconfigure(config):
 # worker time of each, roughly, from `--durations` and compile logs) so no worker is left with a long group at the
 # end; a module not listed here runs after the listed ones. The order changes only the wall time, never a result.
 _LONGEST_FIRST = (
-    "test_identify.py", "test_basilisk_xla_default.py", "test_campaign.py", "test_chains.py", "test_wheels.py",
-    "test_basilisk_reference.py", "test_modes.py", "test_closed_loop.py", "test_fit.py", "test_simulate.py",
-    "test_kane.py", "test_control.py", "test_fea_fit.py", "test_sensitivity.py", "03_identify_from_telemetry.ipynb",
-    "test_cli.py", "test_batch.py", "test_fea_shapes.py",
-    "08_wheels_flight_record.ipynb", "09_closed_loop.ipynb", "04_sensitivity.ipynb", "test_rk4_scan.py",
-    "02_fit_fea_frequencies.ipynb", "06_folding_array.ipynb", "07_fea_modes.ipynb",
-    "01_quickstart.ipynb", "05_monte_carlo.ipynb", "test_rules.py", "test_wheel_modes.py", "test_programs.py",
+    "test_identify.py", "test_chains.py", "test_basilisk_xla_default.py", "test_campaign.py", "test_closed_loop.py",
+    "test_wheels.py", "test_modes.py", "test_basilisk_reference.py", "08_wheels_flight_record.ipynb", "test_fit.py",
+    "test_simulate.py", "test_control.py", "test_fea_fit.py", "test_kane.py", "test_sensitivity.py",
+    "test_shooting.py", "test_batch.py", "test_cli.py", "09_closed_loop.ipynb", "03_identify_from_telemetry.ipynb",
+    "test_fea_shapes.py", "06_folding_array.ipynb", "02_fit_fea_frequencies.ipynb", "01_quickstart.ipynb",
+    "04_sensitivity.ipynb", "test_rk4_scan.py", "05_monte_carlo.ipynb", "07_fea_modes.ipynb", "test_rules.py",
+    "test_wheel_modes.py", "test_programs.py",
 )  # fmt: skip
 
 

@@ -383,7 +383,10 @@ def identify(
     scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
                                                 estimate_initial_state=estimate_initial_state, shooting=shooting)
     P = len(coords)
-    if hz == "auto":  # the most cautious schedule of the records (each applies it to its own span)
+    shoot = choose_shooting(shooting, scens, tels, parts)
+    if isinstance(shoot, MultipleShooting):
+        hz = [1.0]  # (no horizon: the segments take the record at once)
+    elif hz == "auto":  # the most cautious schedule of the records (each applies it to its own span)
         hz = min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x))
     say = progress or (lambda s: None)
     base = _JointResiduals(tuple(
@@ -396,7 +399,6 @@ def identify(
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
     runs, solve_s = [], 0.0
-    shoot = choose_shooting(shooting, scens, tels, parts)
     if isinstance(shoot, MultipleShooting):
         sp = shooting_problem(scens[0], tels[0], base.records[0], shoot, u_starts[0])
     for si, u0 in enumerate(u_starts):
