@@ -57,6 +57,6 @@ def test_basilisk_comparisons_at_xla_default_optimisation_level():
     flags = re.search(r"^XLA_FLAGS: (.*)$", out, re.MULTILINE)
     assert flags and "optimization_level" not in flags.group(1) and "fusion_emitters=false" in flags.group(1), out
     collected = re.search(r"collected (\d+) items", out)
-    assert collected and int(collected.group(1)) >= 18, out[-6000:]
+    assert collected and int(collected.group(1)) >= 16, out[-6000:]
     summary = out.strip().splitlines()[-1]  # "===== 45 passed in 93.04s (0:01:33) =====": all ran, all passed
     assert re.fullmatch(rf"=+ {collected.group(1)} passed in [^,=]+ =+", summary), out[-6000:]
