@@ -16,22 +16,26 @@ $r_s(z_s, u)$, and the continuity defects
 $$e_s = \big(\Phi_{s-1}(z_{s-1}, u) - z_s\big) / c, \qquad \Phi_{-1} = x_0(u)$$
 
 ($\Phi_s$: the state at the end of segment $s$, on the MRP set nearer $z_{s+1}$; $x_0$: the scenario's initial
-state, known or estimated through $u$). $c$ (per state component) is `continuity_rtol` (default $10^{-3}$) times
+state, known or estimated through $u$). $c$ (per state component) is `continuity_rtol` (default 0.03) times
 the range of that component over the initial guess's run: the stated weight.
 
 **Two phases.**
 
-1. *Levenberg-Marquardt on every residual* (data and weighted defects) from the segment states of the initial
-   guess's run (continuous: the defects start at zero; the solver opens them where that fits the data better).
-   (Taking the measured states from the data instead starts with large defects and took more steps: 13 against 8
-   on tests/test_shooting.py's record.) The normal equations are block tridiagonal in the $z_s$ with a border in $u$: they are solved by
-   eliminating the segments one by one (a scan of $S$ factorisations of $n \times n$ blocks) and then the $P
-   \times P$ reduced system in $u$; nothing is dense over all the unknowns.
+1. *Levenberg-Marquardt on every residual* (data and weighted defects; Nielsen's damping update, steps bounded
+   to 0.5 in every fitted coordinate) from the segment states of the initial guess's run (continuous: the defects
+   start at zero; the solver opens them where that fits the data better; taking the measured states from the data
+   instead started with large defects and took more steps: 13 against 8 on tests/test_shooting.py's record). The
+   normal equations are block tridiagonal in the $z_s$ with a border in $u$: they are solved by eliminating the
+   segments one by one (a scan of $S$ factorisations of $n \times n$ blocks) and then the $P \times P$ reduced
+   system in $u$; nothing is dense over all the unknowns. The phase ends when a step lowers the cost by less
+   than 1 %.
 2. *Condensed Gauss-Newton* (Bock's condensing): continuity as constraints, linearised, $\delta z_0 = x_0 -
    z_0 + X_0\,\delta u$, $\delta z_{s+1} = \Phi_s - z_{s+1} + G_s\,\delta z_s + H_s\,\delta u$, so every
    $\delta z_s = a_s + S_s\,\delta u$ and the step is a least-squares problem in $u$ alone with Jacobian
-   $\hat J_s = A_s S_s + B_s$. The defects fall quadratically to round-off; where they are zero $\hat J$ is
-   single shooting's Jacobian, so the covariance, sigmas and identifiability are single shooting's.
+   $\hat J_s = A_s S_s + B_s$ (single shooting's where the defects are zero). It ends when a step would move no
+   coordinate by 1e-3 of its sigma; the segments are then put on single shooting's trajectory at $u$ (`chain`):
+   the defects are at round-off and the residuals, Jacobian, covariance, sigmas and identifiability are single
+   shooting's.
 
 One forward-mode pass per step gives every block: each segment's residuals and end state differentiated in its
 $n$ state directions and the $P$ coordinate directions ($A_s, G_s$ and $B_s, H_s$), all segments in one vmapped
