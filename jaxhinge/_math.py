@@ -51,6 +51,14 @@ def safe_sqrt(x: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
 
 
+def mrp_near(sigma: Float[Array, "*batch 3"], ref: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
+    """The MRP set of `sigma` (itself or its shadow, the same attitude) nearer `ref`: a state compared with, or
+    interpolated towards, another on the same branch."""
+    shadow = -sigma / jnp.sum(sigma * sigma, -1, keepdims=True).clip(1e-300)
+    far = jnp.sum((shadow - ref) ** 2, -1, keepdims=True) < jnp.sum((sigma - ref) ** 2, -1, keepdims=True)
+    return jnp.where(far, shadow, sigma)
+
+
 def mrp_shadow(sigma: Float[Array, "*batch 3"]) -> Float[Array, "*batch 3"]:
     """Basilisk's switch: if $|\\sigma| > 1$, $\\sigma \\to -\\sigma/|\\sigma|^2$ (same attitude, $|\\sigma| \\le 1$)."""
     s2 = jnp.sum(sigma * sigma, -1, keepdims=True)

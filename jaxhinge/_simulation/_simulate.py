@@ -18,7 +18,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_torques
 from .._dynamics._energy import diagnostics, initial_state
 from .._errors import ConfigError, ScenarioError
-from .._math import mrp_shadow, sub_mrp
+from .._math import mrp_near, mrp_shadow, sub_mrp
 from .._model._control import Control, ControlState, control_update, initial_control_state
 from .._model._loads import rk4_silent_pulse
 from .._model._rules import model_ok, model_problems
@@ -200,10 +200,7 @@ def _rk4_at(scenario: Scenario, ts: Float[ArrayLike, " T"] | Sequence[float], st
     s = (ts - t0) / h
     y0, y1 = Y[i], Y[i + 1]
     # step end on the start's MRP branch
-    sig1 = y1[:, 6:9]
-    shadow1 = -sig1 / jnp.sum(sig1**2, -1, keepdims=True)
-    use_shadow = jnp.sum((shadow1 - y0[:, 6:9]) ** 2, -1) < jnp.sum((sig1 - y0[:, 6:9]) ** 2, -1)
-    y1 = y1.at[:, 6:9].set(jnp.where(use_shadow[:, None], shadow1, sig1))
+    y1 = y1.at[:, 6:9].set(mrp_near(y1[:, 6:9], y0[:, 6:9]))
 
     ctrl = scenario.control
     cs = None if ctrl is None else jax.tree.map(lambda a: jnp.concatenate([a[i], a[i]]), full.control)

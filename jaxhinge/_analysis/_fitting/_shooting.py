@@ -54,6 +54,7 @@ from jaxtyping import Array, Bool, Float
 from ..._dynamics._energy import initial_state
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
+from ..._math import mrp_near
 from ..._runtime._programs import program
 from ..._simulation._simulate import flat_state, rk4_step, state_layout, trajectory_of, unflat_state
 from ..._simulation._telemetry import Telemetry
@@ -239,13 +240,6 @@ class Segments(eqx.Module):
                         self.dt * f)
 
 
-def _near(sig, ref):
-    """The MRP set of `sig` nearer `ref` (either describes the same attitude)."""
-    shadow = -sig / jnp.sum(sig * sig, -1, keepdims=True).clip(1e-300)
-    far = jnp.sum((shadow - ref) ** 2, -1, keepdims=True) < jnp.sum((sig - ref) ** 2, -1, keepdims=True)
-    return jnp.where(far, shadow, sig)
-
-
 def _propagate(sc, y0, t_start, K: int, m: int, dt: float):
     """rk4 from the flat state `y0` at time `t_start` (a whole number of steps `dt`) over K sample intervals of m
     steps (the steps, loads and MRP switch of `simulate`'s scan): the states at the K + 1 points (K + 1, state)."""
@@ -281,7 +275,7 @@ def _segment(prob: Segments, z, u, start, base, data, weight, ref):
     ys = _propagate(sc, jnp.concatenate([base, z]), start, prob.K, prob.m, prob.dt)
     r, ok = _outputs(prob, sc, u, ys, start, data, weight)
     end = ys[-1, ROTATIONAL:]
-    end = end.at[:3].set(_near(end[:3], ref))
+    end = end.at[:3].set(mrp_near(end[:3], ref))
     return (r.reshape(-1), end), ok & jnp.all(jnp.isfinite(end))
 
 
@@ -289,7 +283,7 @@ def _initial(prob: Segments, u, ref):
     """The scenario's initial state (the shooting part, MRP set nearer `ref`) at the coordinates `u`."""
     sc = prob.record.model(u)
     y = flat_state(initial_state(sc.spacecraft, sc.initial))[ROTATIONAL:]
-    return y.at[:3].set(_near(y[:3], ref))
+    return y.at[:3].set(mrp_near(y[:3], ref))
 
 
 class Linearisation(eqx.Module):
@@ -400,7 +394,7 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     data[seg, point] = values
     weight[seg, point] = w
     start = (i0 + m * K * np.arange(S)) * dt
-    n = flat_state_size(scenario) - ROTATIONAL
+    n = flat_state(initial_state(scenario.spacecraft, scenario.initial)).shape[0] - ROTATIONAL
     prob = Segments(record=record, data=jnp.asarray(data), weight=jnp.asarray(weight), start=jnp.asarray(start),
                     base=jnp.zeros((S, ROTATIONAL)), c=jnp.ones(n), K=K, m=m, dt=float(dt))
     starts, _, _ = chain(jnp.asarray(u0, dtype=float), prob)
@@ -412,9 +406,3 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     f = jacobian_factor(dt, m, freqs[1])
     coarse = prob if f == 1 else prob.coarser(f)
     return ShootingProblem(prob, coarse, seg, point, K * step_s, options, tuple(telemetry.columns))
-
-
-def flat_state_size(scenario) -> int:
-    """The length of the flat state vector (12 + 2N + W)."""
-    sc = scenario.spacecraft
-    return 12 + 2 * sc.panels.count + (0 if sc.wheels is None else sc.wheels.count)

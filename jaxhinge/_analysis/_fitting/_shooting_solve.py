@@ -25,9 +25,10 @@ _MAX_STEP = 0.5  # the most a first-phase step moves any fitted coordinate
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _defects(lin_phi, x0, Z, c):
-    """The weighted continuity defects (S, n): row s is $e_s = (\\Phi_{s-1} - z_s)/c$, $\\Phi_{-1} = x_0$."""
-    return (jnp.concatenate([x0[None], lin_phi[:-1]]) - Z) / c
+def _gaps(phi, x0, Z):
+    """The continuity defects (S, n): row s is $\\Phi_{s-1} - z_s$, $\\Phi_{-1} = x_0$ (divided by `c`: the
+    weighted residuals)."""
+    return jnp.concatenate([x0[None], phi[:-1]]) - Z
 
 
 @program
@@ -39,7 +40,7 @@ def penalty_step(lin: Linearisation, Z, c, lam):
     $U$). A scan eliminates the segments (Cholesky of each pivot block), then the $P \\times P$ Schur complement
     gives $\\delta u$ and a backward scan every $\\delta z_s$."""
     n = Z.shape[1]
-    E = _defects(lin.phi, lin.x0, Z, c)
+    E = _gaps(lin.phi, lin.x0, Z) / c
     ic = 1.0 / c
     Gh = lin.G * ic[None, :, None]  # rows scaled: the defect e_{s+1}'s derivative in z_s
     Hh = lin.H * ic[None, :, None]
@@ -93,7 +94,7 @@ def condensed(lin: Linearisation, Z):
     (a forward recursion). Returns `(a (S, n), S (S, n, P), r~ (S, M), J~ (S, M, P))`: the data residuals'
     linearisation in $\\delta u$ alone, $\\tilde r_s + \\tilde J_s\\,\\delta u$ ($\\tilde J$ is single shooting's
     Jacobian where the defects are zero)."""
-    e = jnp.concatenate([lin.x0[None], lin.phi[:-1]]) - Z  # unweighted defects into each segment
+    e = _gaps(lin.phi, lin.x0, Z)  # unweighted defects into each segment
 
     def body(carry, x):
         a, Sm = carry
@@ -135,7 +136,7 @@ def solve_multiple(
     def merit(r, phi, ok, x0, Z):
         if not bool(np.all(np.asarray(ok))):
             return math.inf
-        E = np.asarray(_defects(phi, x0, Z, c))
+        E = np.asarray(_gaps(phi, x0, Z) / c)
         return float(np.sum(np.asarray(r) ** 2) + np.sum(E**2))
 
     def lin_at(Z, u, fine=None):
@@ -229,7 +230,7 @@ def solve_multiple(
             status = "nonfinite"
             break
         history.append(0.5 * float(np.sum(np.asarray(lin.r) ** 2)))
-        e = np.asarray(jnp.concatenate([lin.x0[None], lin.phi[:-1]]) - Z)
+        e = np.asarray(_gaps(lin.phi, lin.x0, Z))
         big = float(np.max(np.abs(du) / np.where(sigma_u > 0, sigma_u, np.inf)))
         rate = big / prev_big if steps_b > 1 and 0 < big < prev_big else math.nan
         prev_big = big
@@ -243,7 +244,7 @@ def solve_multiple(
         starts, _, _ = chain(u, prob)
         Z = jnp.asarray(np.asarray(starts)[:, ROTATIONAL:])
         lin = lin_at(Z, u)
-    e = np.asarray(jnp.concatenate([lin.x0[None], lin.phi[:-1]]) - Z)
+    e = np.asarray(_gaps(lin.phi, lin.x0, Z))
     a, Sm, rt, Jt = condensed(lin, Z)
     # single shooting's residuals and Jacobian at the solution, in the record's sample order
     seg, point = sp.seg, sp.point
