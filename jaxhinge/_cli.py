@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--members", help="compute again the histories and metrics of these members (indices from 0, "
                    "e.g. 17,523), exactly as in the campaign, into <out-dir>/members.npz")
     w.add_argument("--resume", action="store_true", help="complete the campaign.zarr an interrupted run left in the "
-                   "output directory (only its missing chunks run; refused if the SWEEP or scenario file changed)")
+                   "output directory (only its missing chunks run; refused if an input file or jaxhinge changed)")
     w.add_argument("--workers", type=int, metavar="N", help="run the chunks on a local Dask cluster of N worker "
                    "processes (one task per chunk; each worker writes its chunks into the store). Needs "
                    'pip install "jaxhinge[cluster]"')

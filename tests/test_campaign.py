@@ -21,12 +21,16 @@ from jaxhinge._io._campaign_store import HISTORIES
 EXAMPLES = os.path.dirname(str(jh.example_path("sweep")))
 
 
-def _sweep(tmp_path, members=10, chunk_size=4, seed=3):
-    """A short SWEEP file (0.2 s runs of the bundled two-panel example) with three chunks, the last padded."""
+def _sweep(tmp_path, members=10, chunk_size=4, seed=3, inputs=False):
+    """A short SWEEP file (0.2 s runs of the bundled two-panel example) with three chunks, the last padded;
+    `inputs`: the scenario reads a hub torque record, `inputs.csv` (`[inputs]`)."""
     sc = tmp_path / "two_panel.toml"
     with open(os.path.join(EXAMPLES, "two_panel.toml")) as fh:
         text = fh.read().replace("t_end = 2.5 ", "t_end = 0.2 ")
     assert "t_end = 0.2" in text
+    if inputs:
+        (tmp_path / "inputs.csv").write_text("t,extTorquePntB_B_3\n0.0,0.0\n0.1,0.002\n0.2,0.0\n")
+        text += '\n[inputs]\ncsv = "inputs.csv"\n'
     sc.write_text(text)
     path = tmp_path / "SWEEP.toml"
     path.write_text(textwrap.dedent(f"""\
@@ -214,6 +218,58 @@ def test_resume_is_refused_when_the_sweep_changed_or_nothing_was_started(tmp_pat
     assert main(["sweep", str(path), "--resume"]) == 2
     err = capsys.readouterr().err
     assert "was made by a jaxhinge without the percentile sketch" in err and err.count("\n") == 1
+
+
+def _files(folder) -> dict[str, tuple[int, bytes]]:
+    """`{path: (mtime_ns, bytes)}` of every file under `folder` (what a refused command must leave as it was)."""
+    out = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            p = os.path.join(root, name)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, folder)] = (os.stat(p).st_mtime_ns, fh.read())
+    return out
+
+
+def test_resume_is_refused_when_an_input_file_or_jaxhinge_changed(tmp_path, capsys, monkeypatch):
+    """An interrupted campaign, then its scenario's `[inputs]` CSV edited, or jaxhinge's source changed (another
+    version, an edit): `--resume` would fill the store with members of two input records (or two codes), so it
+    is refused: one line naming the file (or jaxhinge's source), exit 2, every file of the output folder left as
+    it was (names, bytes, modification times) and nothing new written. Restored, the resume completes."""
+    from jaxhinge._cli import main
+    from jaxhinge._runtime import _programs
+
+    path = _sweep(tmp_path, members=8, chunk_size=4, inputs=True)
+    store = tmp_path / "out" / "campaign.zarr"
+    with pytest.raises(KeyboardInterrupt):  # (interrupted after its first chunk, as by Ctrl-C)
+        jh.run_campaign(path, progress=lambda done, failed: (_ for _ in ()).throw(KeyboardInterrupt()))
+    import zarr
+
+    attrs = dict(zarr.open_group(str(store), mode="r").attrs)
+    assert set(attrs["input_files"]) == {"SWEEP.toml", "two_panel.toml", "inputs.csv"}
+    assert attrs["jaxhinge_source"] == _programs.source_digest()
+    before = _files(tmp_path / "out")
+    assert before and not np.asarray(zarr.open_group(str(store), mode="r")["chunk_done"][:]).all()
+    csv = tmp_path / "inputs.csv"
+    record = csv.read_text()
+    csv.write_text(record.replace("0.1,0.002", "0.1,0.003"))
+    assert main(["sweep", str(path), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxhinge: error: ") and err.count("\n") == 1, err
+    assert "--resume: inputs.csv changed since the campaign" in err, err
+    assert _files(tmp_path / "out") == before
+    with pytest.raises(jh.SweepError, match="--resume: inputs.csv changed since the campaign"):
+        jh.run_campaign(path, resume=True)
+    assert _files(tmp_path / "out") == before
+    csv.write_text(record)
+    monkeypatch.setattr(_programs, "source_digest", lambda: "0" * 64)  # (another jaxhinge, or an edited one)
+    assert main(["sweep", str(path), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume: jaxhinge's source" in err and "changed since the campaign" in err and err.count("\n") == 1, err
+    assert _files(tmp_path / "out") == before
+    monkeypatch.undo()
+    assert jh.run_campaign(path, resume=True).chunks_run == 1
+    assert np.asarray(zarr.open_group(str(store), mode="r")["chunk_done"][:]).all()
 
 
 def test_progress_is_a_bar_on_a_terminal_and_lines_on_a_pipe():
@@ -635,12 +691,12 @@ def test_a_worker_with_another_jaxhinge_refuses_its_chunks(tmp_path):
     `PYTHONPATH`, another installation): its chunks could differ from the in-process ones, so it refuses, naming
     its jaxhinge and the client's (the client's source SHA-256 travels with every task). Checked on the
     worker's set-up, in this process: an external cluster is `benchmarks/check_external_cluster.py`."""
-    from jaxhinge._io._campaign import _sources, _worker_sweep
+    from jaxhinge._io._campaign import _worker_sweep, input_digests
     from jaxhinge._runtime._programs import source_digest
 
     path = _sweep(tmp_path)
     sweep = jh.load_sweep(path)
-    digests = tuple(sorted(_sources(sweep).items()))
+    digests = tuple(sorted(input_digests(sweep).items()))
     with pytest.raises(jh.SweepError, match=r"runs the jaxhinge in .*, whose source differs from the client's "
                        r"\(/elsewhere/jaxhinge; SHA-256\): start the workers with the client's jaxhinge"):
         _worker_sweep(str(path), str(tmp_path / "out"), digests, ("0" * 64, "/elsewhere/jaxhinge"), False, False)

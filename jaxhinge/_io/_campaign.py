@@ -39,6 +39,7 @@ from .._analysis._studies._stats import (
 from .._errors import OutputError, SweepError
 from .._model._params import FIELDS, resolve
 from .._report._sweep import sweep_summary
+from .._runtime import _programs
 from .._simulation._memory import MEMORY_ENV, memory_limit
 from . import _interrupt
 from ._campaign_store import HISTORIES, CampaignStore, SketchMerge, file_digest, remove_checkpoint
@@ -76,9 +77,18 @@ class CampaignResult:
 
 
 def _sources(sweep: Sweep) -> dict[str, str]:
-    """SHA-256 of the SWEEP file and of its scenario file (what a resume must find unchanged)."""
+    """SHA-256 of the SWEEP file and of its scenario file, by base name (the store's `sources` attribute)."""
     return {os.path.basename(sweep.source): file_digest(sweep.source),
             os.path.basename(sweep.scenario_path): file_digest(sweep.scenario_path)}
+
+
+def input_digests(sweep: Sweep) -> dict[str, str]:
+    """SHA-256 of every file the campaign read (`Sweep.files`: the SWEEP file, its scenario, the scenario's
+    `[inputs]` CSV), by its path relative to the SWEEP file's folder (the store's `input_files` attribute: what a
+    resume, and every Dask worker, must find unchanged)."""
+    folder = os.path.dirname(os.path.abspath(sweep.source))
+    files = sweep.files or (os.path.abspath(sweep.source), os.path.abspath(sweep.scenario_path))
+    return {os.path.relpath(f, folder): file_digest(f) for f in files}
 
 
 def run_campaign(
@@ -97,8 +107,8 @@ def run_campaign(
     - `sweep`: a SWEEP file path or a loaded `Sweep` (`load_sweep`).
     - `out_dir`: the output folder (default the file's `[output] dir`).
     - `resume`: complete the store an interrupted run left (only its missing chunks run); refused when there is
-      no store, or when the SWEEP or scenario file changed since it began. Without `resume` an existing store
-      is replaced (once the new one is created).
+      no store, or when an input file or jaxhinge changed since it began (`check_resume`). Without `resume` an
+      existing store is replaced (once the new one is created).
     - `progress`: called as `progress(members done, members failed)` after each chunk (the counts include
       the chunks a resumed store held already).
     - `workers`: run the chunks on a new Dask `LocalCluster` of this many worker processes (one thread each),
@@ -122,7 +132,7 @@ def run_campaign(
         sweep = load_sweep(sweep, out_dir=out_dir)
     folder = os.path.abspath(out_dir or sweep.out_dir)
     path = os.path.join(folder, STORE)
-    sources = _sources(sweep)
+    sources = input_digests(sweep)
     size = max(1, min(sweep.chunk_size, sweep.members))
     sc = sweep.scenario
     retain = None if resume else retention(sweep)
@@ -151,7 +161,8 @@ def run_campaign(
                 params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
                 metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
                 outputs=retain.outputs if sweep.simulates else (), bands=ENVELOPES if sweep.simulates else (),
-                attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sources,
+                attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": _sources(sweep),
+                       "input_files": sources, "jaxhinge_source": _programs.source_digest(),
                        "seed": sweep.seed, "parameters": names, "every": retain.every,
                        "scenario": os.path.basename(sweep.scenario_path)},
                 centre=centre, centre_note=centre_note)
@@ -171,11 +182,10 @@ def run_campaign(
             chunks = stack.enter_context(contextlib.closing(_pipelined(sweep, store, jobs)))
         else:
             from .._runtime._policy import cache_off
-            from .._runtime._programs import enabled, source_digest
 
             args = (os.path.abspath(sweep.source), folder, tuple(sorted(sources.items())),
-                    (source_digest(), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), not cache_off(),
-                    enabled())
+                    (_programs.source_digest(), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    not cache_off(), _programs.enabled())
             chunks = cluster_chunks(client, chunk_task, args, jobs)
         saved = time.monotonic()
         try:
@@ -363,8 +373,8 @@ def chunk_task(source: str, out_dir: str, digests: tuple, code: tuple, cache: bo
     """`run_chunk` as a Dask task, on a worker (`run_campaign(workers=, scheduler=)`): chunk `c` of the
     campaign in `<out_dir>/campaign.zarr`, computed and written there (not with `write` False); **returns**
     `(members, failed, {history: bucket indices})`, merged by the client.
-    `digests`: the SHA-256 of the SWEEP and scenario files the client read (a worker that reads other files
-    refuses); `code`: the SHA-256 of the client's jaxhinge source (`source_digest`) and its folder (a worker that
+    `digests`: the SHA-256 of every input file the client read (`input_digests`; a worker that reads other
+    files refuses); `code`: the SHA-256 of the client's jaxhinge source (`source_digest`) and its folder (a worker that
     imported another jaxhinge refuses); `cache`, `programs`: whether the client keeps compiled and traced programs
     (`use_compile_cache`)."""
     sweep = _worker_sweep(source, out_dir, digests, code, cache, programs)
@@ -381,9 +391,8 @@ def _worker_sweep(source: str, out_dir: str, digests: tuple, code: tuple, cache:
     import socket
 
     from .._runtime._policy import backend_started, configure_cpu, enable_x64, use_compile_cache
-    from .._runtime._programs import source_digest
 
-    if source_digest() != code[0]:
+    if _programs.source_digest() != code[0]:
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         raise SweepError(f"{source}: worker {socket.gethostname()} (pid {os.getpid()}) runs the jaxhinge in {here}, "
                          f"whose source differs from the client's ({code[1]}; SHA-256): start the workers with the "
@@ -394,8 +403,8 @@ def _worker_sweep(source: str, out_dir: str, digests: tuple, code: tuple, cache:
     enable_x64()
     use_compile_cache(cache, programs)
     sweep = load_sweep(source, out_dir=out_dir)
-    if tuple(sorted(_sources(sweep).items())) != digests:
-        raise SweepError(f"{source}: the SWEEP or scenario file on worker {socket.gethostname()} (pid "
+    if tuple(sorted(input_digests(sweep).items())) != digests:
+        raise SweepError(f"{source}: an input file (SWEEP, scenario or [inputs] CSV) on worker {socket.gethostname()} (pid "
                          f"{os.getpid()}) differs from the client's (SHA-256): the workers must see the same files "
                          "at the same paths (a shared filesystem)", source=source)
     return sweep
@@ -468,20 +477,32 @@ def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
 
 
 def check_resume(sweep: Sweep, path: str, sources: dict[str, str] | None = None) -> CampaignStore:
-    """The store at `path` that `--resume` completes, or a `SweepError`: there is none, the SWEEP or scenario
-    file changed since it began (SHA-256), or an older jaxhinge made it without the percentile sketch or without
-    its centre."""
+    """The store at `path` that `--resume` completes, or a `SweepError` (nothing written): there is none, an input
+    file changed since it began (`input_digests`: the SWEEP file, its scenario, the `[inputs]` CSV; SHA-256),
+    jaxhinge's source changed (`source_digest`: another version or an edit), or an older jaxhinge made it
+    (without the input files' digests, the percentile sketch or its centre)."""
     if not os.path.exists(path):
         raise SweepError(f"{sweep.source}: --resume: {path} does not exist: nothing to resume (run without "
                          "--resume to start the campaign)", source=sweep.source, field="resume")
     store = CampaignStore.open(path)
-    sources = _sources(sweep) if sources is None else sources
-    before = store.group.attrs.get("sources", {})
+    sources = input_digests(sweep) if sources is None else sources
+    attrs = store.group.attrs
+    if "input_files" not in attrs or "jaxhinge_source" not in attrs:
+        raise SweepError(f"{sweep.source}: --resume: {path} was made by a jaxhinge that did not record its input "
+                         f"files and source (version {attrs.get('jaxhinge')}): its members may not be the same; run "
+                         "without --resume to start again", source=sweep.source, field="resume")
+    before = attrs["input_files"]
     changed = [n for n in sources if before.get(n) != sources[n]] + [n for n in before if n not in sources]
     if changed:
         raise SweepError(f"{sweep.source}: --resume: {', '.join(changed)} changed since the campaign in {path} "
                          "began (SHA-256 differs): its members would not be the same; run without --resume to "
                          "start again, or restore the file", source=sweep.source, field="resume")
+    if attrs["jaxhinge_source"] != _programs.source_digest():
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        raise SweepError(f"{sweep.source}: --resume: jaxhinge's source ({here}) changed since the campaign in {path} "
+                         f"began (SHA-256 differs; it began with version {attrs.get('jaxhinge')}): its members "
+                         "might not be the same; run without --resume to start again, or with the jaxhinge that "
+                         "began it", source=sweep.source, field="resume")
     if sweep.simulates and "bands" not in store.group.attrs:
         raise SweepError(f"{sweep.source}: --resume: {path} was made by a jaxhinge without the percentile sketch "
                          f"(version {store.group.attrs.get('jaxhinge')}): its finished chunks have no sketch; run "

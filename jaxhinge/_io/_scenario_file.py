@@ -122,6 +122,17 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
     return scenario_from_dict(data, source=source)
 
 
+def scenario_files(scenario: Scenario, path: str | os.PathLike) -> tuple[str, ...]:
+    """Every file `load_scenario(path)` read to build `scenario`: the scenario file and each file it references
+    (the `[inputs]` CSV), as absolute paths. The one list of a scenario's files: a campaign's resume compares
+    their SHA-256 (a file kind a scenario comes to reference is added here)."""
+    files = [os.path.abspath(os.fspath(path))]
+    inputs = scenario.loads.inputs
+    if inputs is not None and inputs.source:
+        files.append(os.path.abspath(inputs.source))
+    return tuple(files)
+
+
 def is_bundled(path: str | os.PathLike) -> bool:
     """Whether `path` is a file of the bundled examples folder (whose outputs go to the working directory)."""
     folder = pathlib.Path(__file__).parent.parent / "examples"

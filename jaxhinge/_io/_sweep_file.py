@@ -24,7 +24,7 @@ from .._report._sweep import plot_envelopes, plot_histograms
 from .._simulation._memory import bytes_per_member
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
-from ._scenario_file import load_scenario
+from ._scenario_file import load_scenario, scenario_files
 from ._writers import write_json, write_output_files
 
 _SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "metrics", "retain", "output")
@@ -92,6 +92,7 @@ class Sweep:
     out_dir: str
     retain: Retain | None = None  # None: every history (a small campaign), as given by `[retain]` otherwise
     metrics: tuple = ()  # the metrics of every member (`parse_outputs`' specs): `[metrics] names`, and the summary's
+    files: tuple[str, ...] = ()  # every file read: this SWEEP file, its scenario and the scenario's (`scenario_files`)
 
     @property
     def simulates(self) -> bool:
@@ -130,7 +131,8 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     metrics = _metrics(ck, data.get("metrics"), scenario, retain)
     for j, (name, _, _) in enumerate(retain.worst if retain is not None else ()):
         ck.choice(name, f"retain.worst[{j}].metric", [o.name for o in metrics])
-    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain, metrics)
+    files = (os.path.abspath(source), *scenario_files(scenario, scen_path))
+    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain, metrics, files)
 
 
 CPU_CHUNK = 256  # members per compiled call on a CPU (larger batches run no faster per member there)
