@@ -117,7 +117,7 @@ def cmd_sweep(args) -> int:
         if args.no_cache:  # the workers read it too (a local cluster's inherit this environment)
             os.environ["JAXHINGE_CACHE_DIR"] = "off"
     sweep = load_sweep(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
-    if args.members:
+    if args.members is not None:
         return _rerun_members(sweep, args.members)
     if args.resume:
         check_resume(sweep, os.path.join(sweep.out_dir, STORE))
@@ -158,6 +158,9 @@ def _rerun_members(sweep, text: str) -> int:
         members = [int(m) for m in text.split(",")]
     except ValueError:
         raise ConfigError("--members", text, "must be member indices separated by commas, e.g. 17,523") from None
+    bad = [m for m in members if not 0 <= m < sweep.members]
+    if bad:
+        raise ConfigError("--members", text, f"member {bad[0]} is not in [0, {sweep.members}) (indices count from 0)")
     chunk = None
     if os.path.exists(os.path.join(sweep.out_dir, STORE)):  # the campaign there: the same inputs, its chunks
         chunk = check_resume(sweep, os.path.join(sweep.out_dir, STORE)).chunk_size

@@ -1,7 +1,10 @@
 """Campaigns (`jaxhinge sweep`, `jh.run_campaign`): the chunked Zarr store against the in-memory batch
 (`simulate_batch`, bit for bit), its labelled reading (`open_campaign`), and that nothing is lost: a process
 SIGKILLed in the middle of writing a chunk leaves a store that `--resume` completes, equal bit for bit to an
-uninterrupted run's; a changed SWEEP file is refused on resume. On Dask workers (`--workers`, `--scheduler`) the
+uninterrupted run's; a resume after any input file (SWEEP, scenario, `[inputs]` CSV) or jaxhinge's source changed
+is refused, the store untouched. Bad `[metrics]`, `--members` and `--scheduler` are one-line errors that write
+nothing; failed members are left out of the summary's statistics as NumPy's NaN-aware statistics say; the store's
+on-disk format is pinned. On Dask workers (`--workers`, `--scheduler`) the
 store equals the in-process one bit for bit, also when a worker is killed in the middle of writing a chunk. The
 percentile bands' quantile sketch (of the deviation from the nominal run) is within its stated bound of NumPy's
 exact percentiles."""
@@ -547,17 +550,22 @@ def test_worst_members_and_reruns_reproduce_the_histories_exactly(tmp_path, caps
         assert f["member"].tolist() == [7, 2]
         np.testing.assert_array_equal(f["theta"], full["theta"][[7, 2]])
         np.testing.assert_array_equal(f["metric_peak_hub_rate"], full["metric_peak_hub_rate"][[7, 2]])
+    capsys.readouterr()
     assert main(["sweep", str(path), "--members", "7,10"]) == 2
-    assert "members = 10: must be in [0, 10)" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f'jaxhinge: error: {path}: --members = "7,10": member 10 is not in [0, 10) '
+                                       "(indices count from 0)\n")
 
 
 def test_chunk_size_default_fills_a_quarter_of_a_gpus_free_memory(monkeypatch):
-    """Without `chunk_size`: 256 members on a CPU; on a GPU the power of two whose outputs and working memory
-    (`bytes_per_member`, the memory check's estimate) fill a quarter of the free memory, within [256, 2**18]."""
+    """Without `chunk_size`: 256 members on a CPU; on a GPU the largest power of two of members whose outputs and
+    working memory fill a quarter of the free memory, within [256, 2**18]. The reference is the documented rule
+    (docs/errors.md, the memory estimate) worked out by hand for the bundled two-panel example, not the code's
+    own formula: 8 bytes x 251 samples (t = 0 to 2.5 s every 0.01 s) x (39 + 19 x 2 panels) = 154 616 bytes a
+    member; a quarter of 40 GB free holds 64 676 members, so 32 768; exactly 65 536 members' worth is 65 536,
+    four bytes less is 32 768 again (the rule rounds down)."""
     import jax
 
     from jaxhinge._io._sweep_file import CPU_CHUNK, MAX_CHUNK, default_chunk_size
-    from jaxhinge._simulation._memory import bytes_per_member
 
     sc = jh.load_scenario(jh.example_path("two_panel"))
     assert default_chunk_size(sc) == CPU_CHUNK == 256
@@ -571,10 +579,221 @@ def test_chunk_size_default_fills_a_quarter_of_a_gpus_free_memory(monkeypatch):
         def memory_stats(self):
             return {"bytes_limit": self.free + 1e9, "bytes_in_use": 1e9}
 
-    per = bytes_per_member(sc.simulation, 2)
-    for free, expected in [(40e9, 1 << int(np.log2(0.25 * 40e9 / per))), (1e6, CPU_CHUNK), (1e15, MAX_CHUNK)]:
+    per = 8 * 251 * (39 + 19 * 2)
+    assert per == 154_616
+    for free, expected in [(40e9, 32_768), (4 * per * 65_536, 65_536), (4 * per * 65_536 - 4, 32_768),
+                           (1e6, 256), (1e15, 1 << 18)]:
         monkeypatch.setattr(jax, "devices", lambda free=free: [Gpu(free)])
         assert default_chunk_size(sc) == expected, free
+    assert MAX_CHUNK == 1 << 18
+
+
+# -- what a campaign refuses, what it stores -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("metrics", "message"), [
+    ('names = "peak_hub_rate"', 'metrics.names = "peak_hub_rate": must be a non-empty list of output names'),
+    ("names = []", "metrics.names = []: must be a non-empty list of output names"),
+    ('names = ["no_such_metric"]', "metrics.names[0] = 'no_such_metric': unknown output; allowed: peak_hub_rate, "),
+    ('names = ["theta"]', 'metrics.names[0] = "theta": is a time history, not a metric: keep histories with [retain]'),
+    ("names = [3]", "metrics.names[0] = 3: must be an output name or a table with key 'name'"),
+    ('names = [{name = "peak_hub_rate", bogus = 1}]', "metrics.names[0]: unknown key 'bogus' for peak_hub_rate"),
+    ('names = ["peak_hub_rate"]\nother = 1', "metrics: unknown key 'other'; allowed keys: names"),
+])
+def test_bad_metrics_in_a_sweep_file_are_one_line_and_write_nothing(tmp_path, capsys, metrics, message):
+    """A `[metrics]` table with a bad value: `jaxhinge sweep` says the file, the field, the value and the rule in
+    one line, exits 2, and writes nothing (no output folder)."""
+    from jaxhinge._cli import main
+
+    path = _sweep(tmp_path)
+    path.write_text(path.read_text().replace("[output]", f"[metrics]\n{metrics}\n[output]"))
+    assert main(["sweep", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"jaxhinge: error: {path}: ") and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_members_option_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """`--members` not integers, empty, negative or past the last member: one line naming `--members`, the value
+    and the rule, exit 2, before any compute (no progress line) and nothing written."""
+    from jaxhinge._cli import main
+
+    path = _sweep(tmp_path)
+    rule = "must be member indices separated by commas, e.g. 17,523"
+    for text, message in [("abc", f'--members = "abc": {rule}'), ("1.5", f'--members = "1.5": {rule}'),
+                          ("", f'--members = "": {rule}'), ("3,,4", f'--members = "3,,4": {rule}'),
+                          ("-1", '--members = "-1": member -1 is not in [0, 10) (indices count from 0)'),
+                          ("2,10", '--members = "2,10": member 10 is not in [0, 10) (indices count from 0)')]:
+        assert main(["sweep", str(path), f"--members={text}"]) == 2, text
+        err = capsys.readouterr().err
+        assert err == f"jaxhinge: error: {path}: {message}\n", err
+    assert sorted(os.listdir(tmp_path)) == ["SWEEP.toml", "two_panel.toml"]
+
+
+def test_an_unreachable_scheduler_is_one_line_and_creates_no_store(tmp_path, capsys):
+    """`--scheduler` at an address where no scheduler listens (a closed port): after the connection's time-out,
+    one line naming the address and the cause, exit 2, and no store (the cluster is reached before the store is
+    created)."""
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    import socket
+
+    from jaxhinge._cli import main
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = _sweep(tmp_path)
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        assert main(["sweep", str(path), "--scheduler", f"tcp://127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith(f'jaxhinge: error: scheduler = "tcp://127.0.0.1:{port}": cannot connect to the '
+                              "scheduler ("), err
+    assert not (tmp_path / "out" / "campaign.zarr").exists()
+    assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
+
+
+def test_failed_members_are_left_out_of_the_statistics_as_numpy_nan_statistics_say(tmp_path):
+    """Two members of six with a hinge 1e10 times stiffer than the others: rk4 at 1 ms is unstable for them, their
+    state turns non-finite and they fail. `summary.json` counts and lists them, and its statistics of every metric
+    and parameter are NumPy's NaN-aware ones over the store's values with the failed members set to NaN
+    (`np.nanmin`, `np.nanpercentile`, `np.nanmean`, `np.nanstd`, ...): the failures are left out, not averaged in
+    (a failed member's stored peak hub rate is a finite number, which would move every statistic)."""
+    import json
+
+    import zarr
+
+    path = _sweep(tmp_path, members=6)
+    text = path.read_text()
+    head, tail = text.split("[[dispersions]]", 1)
+    path.write_text(head + textwrap.dedent("""        [[dispersions]]
+        param = "p0.k"
+        dist = "values"
+        values = [100.0, 1e12, 110.0, 120.0, 1e12, 90.0]
+        [output]
+        dir = "out"
+        """))
+    res = jh.run_campaign(path)
+    with open(tmp_path / "out" / "summary.json") as fh:
+        summary = json.load(fh)
+    g = zarr.open_group(res.store, mode="r")
+    ok = np.asarray(g["success"][:])
+    np.testing.assert_array_equal(ok, [True, False, True, True, False, True])
+    assert summary["succeeded"] == 4 and summary["failed"] == 2
+    assert [f["member"] for f in summary["failures"]] == [1, 4]
+    assert all("non-finite" in f["reason"] for f in summary["failures"])
+    stats = summary["statistics (successful members)"]
+    panels = [str(p) for p in g["panel"][:]]
+    names = {"peak_hub_rate": ("rad/s", [None]), "final_theta": ("rad", panels), "peak_abs_theta": ("rad", panels)}
+    assert set(stats) == {f"{n}{'' if lab is None else f'[{lab}]'} [{u}]" for n, (u, labs) in names.items()
+                          for lab in labs}
+    peak = np.asarray(g["metric_peak_hub_rate"][:])
+    assert np.isfinite(peak[~ok]).all() and np.mean(peak) != np.nanmean(np.where(ok, peak, np.nan))  # (if counted)
+    for name, (unit, labels) in names.items():
+        v = np.asarray(g[f"metric_{name}"][:], dtype=float).reshape(6, -1)
+        v = np.where(ok[:, None], v, np.nan)
+        for i, lab in enumerate(labels):
+            got, x = stats[f"{name}{'' if lab is None else f'[{lab}]'} [{unit}]"], v[:, i]
+            p5, p50, p95 = np.nanpercentile(x, [5, 50, 95])
+            want = {"min": np.nanmin(x), "p5": p5, "p50": p50, "p95": p95, "max": np.nanmax(x),
+                    "mean": np.nanmean(x), "std": np.nanstd(x)}
+            assert got.keys() == want.keys()
+            for key in want:  # (summation order: a few ulp)
+                np.testing.assert_allclose(got[key], want[key], rtol=1e-13, atol=0, err_msg=f"{name} {lab} {key}")
+    k = np.where(ok, np.asarray(g["param_p0.k"][:]), np.nan)
+    assert summary["parameters"]["p0.k"]["max"] == np.nanmax(k) == 120.0
+    np.testing.assert_allclose(summary["parameters"]["p0.k"]["mean"], np.nanmean(k), rtol=1e-15)
+
+
+# The on-disk layout of `_sweep`'s campaign (10 members in chunks of 4, two panels, 21 samples, two dispersed
+# parameters, the summary's metrics, every history): array -> (dimension names, data type, shape, chunk shape,
+# fill value, attribute keys), as written in each array's zarr.json. A change here is a change of the store's
+# format (docs/campaigns.md): readers of stored campaigns depend on it.
+STORE_FORMAT = {
+    "band_time": (["band_time"], "float64", [21], [21], 0.0, ["description", "units"]),
+    "bucket": (["bucket"], "float64", [3457], [3457], 0.0, ["description"]),
+    "chunk_done": (["chunk"], "bool", [3], [1], False, ["description"]),
+    "component": (["component"], "string", [3], [3], "", ["description"]),
+    "member": (["member"], "int64", [10], [4], 0, ["description"]),
+    "metric_final_theta": (["member", "panel"], "float64", [10, 2], [4, 2], "NaN", ["description", "units"]),
+    "metric_peak_abs_theta": (["member", "panel"], "float64", [10, 2], [4, 2], "NaN", ["description", "units"]),
+    "metric_peak_hub_rate": (["member"], "float64", [10], [4], "NaN", ["description", "units"]),
+    "moment": (["moment"], "string", [5], [5], "", ["description"]),
+    "omega_BN_B": (["member", "time", "component"], "float64", [10, 21, 3], [4, 21, 3], "NaN",
+                   ["basilisk", "description", "units"]),
+    "panel": (["panel"], "string", [2], [2], "", ["description"]),
+    "param_hub.omega_BN_BInit": (["member", "component"], "float64", [10, 3], [4, 3], "NaN", ["description", "units"]),
+    "param_p0.k": (["member"], "float64", [10], [4], "NaN", ["description", "units"]),
+    "result": (["member"], "int32", [10], [4], -1, ["description"]),
+    "retained": (["member"], "bool", [10], [4], False, ["description"]),
+    "sigma_BN": (["member", "time", "component"], "float64", [10, 21, 3], [4, 21, 3], "NaN",
+                 ["basilisk", "description", "units"]),
+    "sketch_centre_omega_BN_B": (["band_time", "component"], "float64", [21, 3], [21, 3], 0.0,
+                                 ["description", "units"]),
+    "sketch_centre_theta": (["band_time", "panel"], "float64", [21, 2], [21, 2], 0.0, ["description", "units"]),
+    "sketch_done": ([], "bool", [], [], False, ["description"]),
+    "sketch_omega_BN_B": (["band_time", "component", "bucket"], "int32", [21, 3, 3457], [21, 3, 3457], 0,
+                          ["alpha", "band_stride", "ceil", "description", "floor", "history_units"]),
+    "sketch_theta": (["band_time", "panel", "bucket"], "int32", [21, 2, 3457], [21, 2, 3457], 0,
+                     ["alpha", "band_stride", "ceil", "description", "floor", "history_units"]),
+    "stats_omega_BN_B": (["chunk", "moment", "time", "component"], "float64", [3, 5, 21, 3], [1, 5, 21, 3], "NaN",
+                         ["description", "units"]),
+    "stats_sigma_BN": (["chunk", "moment", "time", "component"], "float64", [3, 5, 21, 3], [1, 5, 21, 3], "NaN",
+                       ["description", "units"]),
+    "stats_theta": (["chunk", "moment", "time", "panel"], "float64", [3, 5, 21, 2], [1, 5, 21, 2], "NaN",
+                    ["description", "units"]),
+    "stats_thetaDot": (["chunk", "moment", "time", "panel"], "float64", [3, 5, 21, 2], [1, 5, 21, 2], "NaN",
+                       ["description", "units"]),
+    "success": (["member"], "bool", [10], [4], False, ["description"]),
+    "theta": (["member", "time", "panel"], "float64", [10, 21, 2], [4, 21, 2], "NaN",
+              ["basilisk", "description", "units"]),
+    "thetaDot": (["member", "time", "panel"], "float64", [10, 21, 2], [4, 21, 2], "NaN",
+                 ["basilisk", "description", "units"]),
+    "time": (["time"], "float64", [21], [21], 0.0, ["description", "units"]),
+}
+STORE_ATTRIBUTES = ["band_stride", "bands", "chunk_size", "every", "format", "histories", "input_files", "jaxhinge",
+                    "jaxhinge_source", "members", "metrics", "parameters", "scenario", "seed", "sketch_centre",
+                    "sources", "sweep", "sweep_text"]
+
+
+def test_the_store_format_is_pinned(campaign_store):
+    """`campaign.zarr` of a small campaign, read from its `zarr.json` files (Zarr v3 metadata, as any reader sees
+    them): every array's dimension names, data type, shape, chunks, fill value and attribute keys, and the group's
+    attribute keys, are the listing written above; the format name, the moments' order, the sketch's parameters
+    and the archived inputs have their stated values."""
+    import json
+
+    from jaxhinge._runtime._programs import source_digest
+
+    def meta(*parts):
+        with open(os.path.join(campaign_store, *parts, "zarr.json")) as fh:
+            return json.load(fh)
+
+    names = sorted(n for n in os.listdir(campaign_store) if os.path.isfile(os.path.join(campaign_store, n, "zarr.json")))
+    assert names == sorted(STORE_FORMAT)
+    for name in names:
+        m = meta(name)
+        assert m["node_type"] == "array" and m["zarr_format"] == 3, name
+        got = [m.get("dimension_names") or [], m["data_type"], m["shape"],
+               m["chunk_grid"]["configuration"]["chunk_shape"], m["fill_value"], sorted(m["attributes"])]
+        assert got == list(STORE_FORMAT[name]), name
+    group = meta()
+    assert group["node_type"] == "group" and group["zarr_format"] == 3
+    attrs = group["attributes"]
+    assert sorted(attrs) == STORE_ATTRIBUTES
+    assert attrs["format"] == "jaxhinge-campaign/1" and attrs["members"] == 10 and attrs["chunk_size"] == 4
+    assert attrs["seed"] == 3 and attrs["parameters"] == ["p0.k", "hub.omega_BN_BInit"]
+    assert attrs["histories"] == ["theta", "thetaDot", "omega_BN_B", "sigma_BN"]
+    assert attrs["bands"] == ["omega_BN_B", "theta"] and attrs["band_stride"] == 1
+    assert attrs["metrics"] == ["peak_hub_rate", "final_theta", "peak_abs_theta"]
+    assert set(attrs["input_files"]) == {"SWEEP.toml", "two_panel.toml"} == set(attrs["sources"])
+    assert attrs["jaxhinge_source"] == source_digest()
+    import zarr
+
+    g = zarr.open_group(campaign_store, mode="r")
+    assert [str(x) for x in g["moment"][:]] == ["count", "mean", "m2", "min", "max"]
+    sketch = meta("sketch_theta")["attributes"]
+    assert (sketch["alpha"], sketch["floor"], sketch["ceil"]) == (0.01, 1e-9, 1e6)
 
 
 # -- Dask workers ------------------------------------------------------------------------------------------------
@@ -612,11 +831,16 @@ Store.write_chunk = torn
 
 
 @pytest.fixture(scope="module")
-def in_process_store(tmp_path_factory):
-    """The arrays of the in-process store of the Dask tests' campaign (10 members in 3 chunks of 4)."""
+def campaign_store(tmp_path_factory) -> str:
+    """The store of `_sweep`'s campaign (10 members in 3 chunks of 4), run in process once for the module."""
     tmp = tmp_path_factory.mktemp("in_process")
-    res = jh.run_campaign(_sweep(tmp))
-    return _arrays(res.store)
+    return jh.run_campaign(_sweep(tmp)).store
+
+
+@pytest.fixture(scope="module")
+def in_process_store(campaign_store):
+    """The arrays of the in-process store of the Dask tests' campaign (10 members in 3 chunks of 4)."""
+    return _arrays(campaign_store)
 
 
 @pytest.fixture
