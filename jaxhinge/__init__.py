@@ -89,9 +89,9 @@ _PUBLIC = {
     "grid_dispersions": ("_analysis._studies._batch", "grid_dispersions"),
     "sample_dispersions": ("_analysis._studies._batch", "sample_dispersions"),
     "simulate_batch": ("_analysis._studies._batch", "simulate_batch"),
-    "run_campaign": ("_io._campaign", "run_campaign"),
-    "open_campaign": ("_io._campaign", "open_campaign"),
-    "CampaignResult": ("_io._campaign", "CampaignResult"),
+    "run_campaign": ("_jobs._campaign", "run_campaign"),
+    "open_campaign": ("_jobs._campaign", "open_campaign"),
+    "CampaignResult": ("_jobs._campaign", "CampaignResult"),
     "load_sweep": ("_io._sweep_file", "load_sweep"),
     "summarize": ("_analysis._studies._batch", "summarize"),
     # Reports and figures
@@ -187,9 +187,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._errors import SensitivityError as SensitivityError
     from ._errors import SweepError as SweepError
     from ._errors import TelemetryError as TelemetryError
-    from ._io._campaign import CampaignResult as CampaignResult
-    from ._io._campaign import open_campaign as open_campaign
-    from ._io._campaign import run_campaign as run_campaign
+    from ._jobs._campaign import CampaignResult as CampaignResult
+    from ._jobs._campaign import open_campaign as open_campaign
+    from ._jobs._campaign import run_campaign as run_campaign
     from ._io._fea import read_fea as read_fea
     from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
     from ._io._scenario_file import dump_scenario as dump_scenario

@@ -102,8 +102,9 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ._io._campaign import STORE, check_members, check_resume, retention, run_campaign
+    from ._io._campaign_store import STORE
     from ._io._sweep_file import load_sweep
+    from ._jobs._campaign import plan_campaign, run_plan
     from ._report._progress import MemberProgress
     from ._report._sweep import sweep_report_lines
 
@@ -111,7 +112,7 @@ def cmd_sweep(args) -> int:
     out_dir = args.out_dir or (None if args.sweep else "sweep_out")
     cluster = args.workers is not None or args.scheduler is not None
     if cluster:
-        from ._io._campaign_cluster import check_cluster
+        from ._jobs._campaign_cluster import check_cluster
 
         check_cluster(args.workers, args.scheduler, names=("--workers", "--scheduler"))
         if args.no_cache:  # the workers read it too (a local cluster's inherit this environment)
@@ -119,26 +120,20 @@ def cmd_sweep(args) -> int:
     sweep = load_sweep(path, out_dir=_check_out_dir(out_dir, "--out-dir" if args.out_dir else "output folder"))
     if args.members is not None:
         return _rerun_members(sweep, args.members)
-    if args.resume:
-        check_resume(sweep, os.path.join(sweep.out_dir, STORE))
-    else:
-        retention(sweep)  # every history, or a [retain] that fits: refused now, before the first line
-        check_members(sweep)  # every member's draws and model
+    # every check, every member drawn and rule-checked (once), before the first line
+    plan = plan_campaign(sweep, resume=args.resume, workers=args.workers, scheduler=args.scheduler)
     names = [d["param"] for d in sweep.dispersions]
     cfg = sweep.scenario.simulation
-    size = min(sweep.chunk_size, sweep.members)
-    chunks = -(-sweep.members // size)
     where = (f" on {args.workers} local Dask worker(s)" if args.workers is not None else
              f" on the Dask cluster at {args.scheduler}" if args.scheduler is not None else "")
     _log(
         f"jaxhinge: {path}: {sweep.members} members x {len(names)} dispersed parameter(s), t_end = {cfg.t_end} s, "
-        f"integrator {cfg.integrator.name}; {'resuming' if args.resume else 'compiling and running'} {chunks} "
-        f"chunk(s) of {size} members{where} into {os.path.join(sweep.out_dir, STORE)}..."
+        f"integrator {cfg.integrator.name}; {'resuming' if args.resume else 'compiling and running'} {plan.chunks} "
+        f"chunk(s) of {plan.size} members{where} into {os.path.join(sweep.out_dir, STORE)}..."
     )
     bar = MemberProgress(sweep.members)
     try:
-        res = run_campaign(sweep, resume=args.resume, progress=bar.update, workers=args.workers,
-                           scheduler=args.scheduler)
+        res = run_plan(plan, progress=bar.update)
     finally:
         bar.close()
     for w in [res.store, *res.files]:
@@ -150,7 +145,8 @@ def cmd_sweep(args) -> int:
 def _rerun_members(sweep, text: str) -> int:
     """`jaxhinge sweep SWEEP.toml --members 17,523`: those members' histories and metrics, computed again exactly
     as in the campaign, into `<out-dir>/members.npz`."""
-    from ._io._campaign import STORE, check_resume, rerun_members
+    from ._io._campaign_store import STORE
+    from ._jobs._campaign import check_resume, rerun_members
     from ._io._writers import write_output_files
     from ._simulation._trajectory import OUTPUT_NAMES
 

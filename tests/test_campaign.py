@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._io._campaign_store import HISTORIES
+from jaxhinge._io._campaign_format import HISTORIES
 
 EXAMPLES = os.path.dirname(str(jh.example_path("sweep")))
 
@@ -107,16 +107,16 @@ def torn(self, c, params, success, *rest):
     write(self, c, params, success, *rest)
 
 _campaign_store.CampaignStore.write_chunk = torn
-from jaxhinge._io import _campaign
+from jaxhinge._jobs import _campaign, _campaign_sketch
 
 _campaign.CHECKPOINT_S = 0.0  # the sketch's checkpoint after every chunk ... but only the first one written:
-save = _campaign_store.SketchMerge.save  # it lags the store (chunk 0 merged, chunks 0 and 1 done)
+save = _campaign_sketch.SketchMerge.save  # it lags the store (chunk 0 merged, chunks 0 and 1 done)
 
 def once(self):
-    if not os.path.exists(self.checkpoint(self.store.path)):
+    if not os.path.exists(_campaign_store.checkpoint_path(self.store.path)):
         save(self)
 
-_campaign_store.SketchMerge.save = once
+_campaign_sketch.SketchMerge.save = once
 jh.run_campaign(sys.argv[1])
 """
 
@@ -165,10 +165,10 @@ def test_an_error_in_the_next_chunks_compute_leaves_every_chunk_before_it_done(t
     uninterrupted run's (the one of the Dask tests, the same SWEEP file)."""
     import threading
 
-    from jaxhinge._io import _campaign
+    from jaxhinge._jobs import _campaign_chunks
 
     path = _sweep(tmp_path)
-    compute, threads = _campaign.compute_chunk, set()
+    compute, threads = _campaign_chunks.compute_chunk, set()
 
     def failing(sweep, members, size, **kw):
         threads.add(threading.current_thread().name)
@@ -176,14 +176,14 @@ def test_an_error_in_the_next_chunks_compute_leaves_every_chunk_before_it_done(t
             raise RuntimeError("chunk 2 failed")
         return compute(sweep, members, size, **kw)
 
-    monkeypatch.setattr(_campaign, "compute_chunk", failing)
+    monkeypatch.setattr(_campaign_chunks, "compute_chunk", failing)
     seen = []
     with pytest.raises(RuntimeError, match="chunk 2 failed"):
         jh.run_campaign(path, progress=lambda done, failed: seen.append(done))
     assert seen == [4, 8] and threads == {"jaxhinge-chunk_0"}
     store = tmp_path / "out" / "campaign.zarr"
     assert _arrays(store)["chunk_done"].tolist() == [True, True, False]
-    monkeypatch.setattr(_campaign, "compute_chunk", compute)
+    monkeypatch.setattr(_campaign_chunks, "compute_chunk", compute)
     assert jh.run_campaign(path, resume=True).chunks_run == 1
     resumed = _arrays(store)
     assert resumed.keys() == in_process_store.keys()
@@ -915,7 +915,8 @@ def test_a_worker_with_another_jaxhinge_refuses_its_chunks(tmp_path):
     `PYTHONPATH`, another installation): its chunks could differ from the in-process ones, so it refuses, naming
     its jaxhinge and the client's (the client's source SHA-256 travels with every task). Checked on the
     worker's set-up, in this process: an external cluster is `benchmarks/check_external_cluster.py`."""
-    from jaxhinge._io._campaign import _worker_sweep, input_digests
+    from jaxhinge._io._campaign_store import input_digests
+    from jaxhinge._jobs._campaign_chunks import _worker_sweep
     from jaxhinge._runtime._programs import source_digest
 
     path = _sweep(tmp_path)
@@ -935,7 +936,7 @@ def test_workers_start_from_a_main_module_without_spec(monkeypatch):
     import sys
     import types
 
-    from jaxhinge._io._campaign_cluster import cluster_client
+    from jaxhinge._jobs._campaign_cluster import cluster_client
 
     main = types.SimpleNamespace(__name__="__main__")  # as IPython's DummyMod: no __spec__, no __file__
     monkeypatch.setitem(sys.modules, "__main__", main)
@@ -947,7 +948,7 @@ def test_a_million_member_campaign_is_checked_by_the_chunk_not_by_the_whole(tmp_
     """The memory check of a campaign is its chunk's (one chunk is in memory at a time), also when the members are
     drawn a part at a time: a million members with metrics for all and every 1000th history pass the checks of a
     machine whose limit a million simulated histories would exceed (nothing is run here)."""
-    from jaxhinge._io._campaign import check_members, retention
+    from jaxhinge._jobs._campaign import check_members, retention
 
     monkeypatch.setenv("JAXHINGE_MEMORY_LIMIT_GB", "1")
     path = _sweep(tmp_path, members=1_000_000, chunk_size=256)
@@ -956,7 +957,7 @@ def test_a_million_member_campaign_is_checked_by_the_chunk_not_by_the_whole(tmp_
     assert retention(sweep).every == 1000
     p = jh.sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed, indices=range(256))
     assert p["p0.k"].shape == (256,)
-    monkeypatch.setattr("jaxhinge._io._campaign.refuse_invalid_members", lambda *a: None)  # (the draws only)
+    monkeypatch.setattr("jaxhinge._jobs._campaign.refuse_invalid_members", lambda *a: None)  # (the draws only)
     assert check_members(sweep, block=1 << 18) == ["p0.k", "hub.omega_BN_BInit"]
 
 
@@ -964,11 +965,11 @@ def test_the_rules_check_a_block_of_members_at_a_time_in_one_shape(tmp_path, mon
     """`check_members` hands the physical rules one block at a time (a block's models are built at once: 1.7 kB a
     member, 1.9 GB for a million in one block), the last block padded with its first member so the rules'
     operations are compiled for one shape; a campaign smaller than a block is one block of its own size."""
-    from jaxhinge._io._campaign import check_members
+    from jaxhinge._jobs._campaign import check_members
 
     sweep = jh.load_sweep(_sweep(tmp_path, members=10))
     seen = []
-    monkeypatch.setattr("jaxhinge._io._campaign.refuse_invalid_members",
+    monkeypatch.setattr("jaxhinge._jobs._campaign.refuse_invalid_members",
                         lambda sc, params, who, first, members: seen.append((first, members, params)))
     assert check_members(sweep, block=4) == ["p0.k", "hub.omega_BN_BInit"]
     assert [(first, members, len(p["p0.k"])) for first, members, p in seen] == [(0, 10, 4), (4, 10, 4), (8, 10, 4)]

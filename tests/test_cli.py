@@ -379,7 +379,7 @@ def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     completes)."""
     import zarr
 
-    import jaxhinge._io._campaign as campaign
+    import jaxhinge._jobs._campaign_chunks as campaign
     from jaxhinge._io._sweep_file import load_sweep
 
     sweep = load_sweep(example_path("sweep"), out_dir=str(tmp_path / "out"))

@@ -4,12 +4,12 @@ Per member, at the root, the member the first axis: `success`, `result`, every d
 `param_<name>`, every metric as `metric_<name>`, `retained` (whose histories are kept) and the kept histories
 `theta`, `thetaDot` (member, time, panel), `omega_BN_B`, `sigma_BN` (member, time, component): NaN (never written,
 no space on disk) for a member whose history is not kept. Per chunk, `stats_<history>` (chunk, moment, time, ...)
-holds the chunk's moments over its successful members (`_stats.Moments`), merged in chunk order for the
-envelopes. The percentile bands' quantile sketch (`_stats.bucket_index`), `sketch_<history>` (band_time, panel or
+holds the chunk's moments over its successful members (`MOMENTS`), merged in chunk order for the
+envelopes (by the campaign job). The percentile bands' quantile sketch (its grid: `_campaign_format`), `sketch_<history>` (band_time, panel or
 component, bucket: int32 counts over every successful member of the deviation from `sketch_centre_<history>`,
 the nominal run's history, written when the store is created) of the histories in the `bands` attribute, at
 every `band_stride`-th sample time (`band_time`), is written once every chunk is merged, then `sketch_done`;
-until then the running counts live in the checkpoint `<out-dir>/campaign.sketch.npz` (`SketchMerge`).
+until then the running counts live in the checkpoint `<out-dir>/campaign.sketch.npz` (`write_checkpoint`).
 Coordinates `member`, `time` [s], `panel` (the panels' names), `component` (x, y, z), `moment`, `band_time` [s],
 `bucket` (each bucket's representative value). Each
 array carries its unit (`units`), its description and, where Basilisk has one, the Basilisk message field
@@ -32,37 +32,35 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._analysis._studies._stats import (
-    ALPHA,
-    BUCKETS,
-    CEIL,
-    FLOOR,
-    Moments,
-    band_stride,
-    bucket_values,
-    merge_all,
-    sketch_add,
-)
-from .._analysis._studies._stats import FIELDS as MOMENTS
 from .._errors import OutputError
 from .._version import __version__
+from ._campaign_format import ALPHA, BUCKETS, CEIL, FLOOR, FORMAT, HISTORIES, MOMENTS, band_stride, bucket_values
 
-__all__ = ["FORMAT", "HISTORIES", "CampaignStore", "SketchMerge", "file_digest"]
+__all__ = ["FORMAT", "HISTORIES", "STORE", "CampaignStore", "checkpoint_path", "file_digest", "input_digests", "read_checkpoint",
+           "remove_checkpoint", "sweep_sources", "write_checkpoint"]
 
-FORMAT = "jaxhinge-campaign/1"
-# history name -> (trailing axis, unit, description, Basilisk message field)
-HISTORIES = {
-    "theta": ("panel", "rad", "hinge angle", "hingedRigidBodyOutMsg.theta"),
-    "thetaDot": ("panel", "rad/s", "hinge rate", "hingedRigidBodyOutMsg.thetaDot"),
-    "omega_BN_B": ("component", "rad/s", "hub angular velocity in B", "scStateOutMsg.omega_BN_B"),
-    "sigma_BN": ("component", "-", "hub attitude MRP (B relative to N)", "scStateOutMsg.sigma_BN"),
-}
+STORE = "campaign.zarr"  # the store's name in a campaign's output folder
 
 
 def file_digest(path: str) -> str:
     """SHA-256 of a file's bytes (hex)."""
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
+
+
+def sweep_sources(sweep) -> dict[str, str]:
+    """SHA-256 of the SWEEP file and of its scenario file, by base name (the store's `sources` attribute)."""
+    return {os.path.basename(sweep.source): file_digest(sweep.source),
+            os.path.basename(sweep.scenario_path): file_digest(sweep.scenario_path)}
+
+
+def input_digests(sweep) -> dict[str, str]:
+    """SHA-256 of every file the campaign read (`Sweep.files`: the SWEEP file, its scenario, the scenario's
+    `[inputs]` CSV), by its path relative to the SWEEP file's folder (the store's `input_files` attribute: what a
+    resume, and every Dask worker, must find unchanged)."""
+    folder = os.path.dirname(os.path.abspath(sweep.source))
+    files = sweep.files or (os.path.abspath(sweep.source), os.path.abspath(sweep.scenario_path))
+    return {os.path.relpath(f, folder): file_digest(f) for f in files}
 
 
 class CampaignStore:
@@ -257,7 +255,7 @@ class CampaignStore:
                     run, metrics: Mapping[str, np.ndarray], stats: Mapping[str, np.ndarray]) -> None:
         """Write chunk `c`: its parameters, `success`, `result`, metrics, the kept members' histories (`run`: a
         batched `Trajectory` of exactly the chunk's members, or None when nothing was simulated) and the chunk's
-        moments (`stats[name]`: `Moments.stack()`), then its flag."""
+        moments (`stats[name]`: `(MOMENTS, time, ...)`, `Moments.stack()`), then its flag."""
         members = self.chunk_members(c)
         sl = slice(members.start, members.stop)
         g = self.group
@@ -344,10 +342,10 @@ class CampaignStore:
         """`{name: (members, ...)}` of the metrics."""
         return {n: np.asarray(self.group[f"metric_{n}"][:]) for n in self.group.attrs["metrics"]}
 
-    def moments(self, name: str) -> Moments:
-        """The moments of history `name` over every successful member: the chunks' merged in chunk order."""
-        a = self.group[f"stats_{name}"]
-        return merge_all(Moments.unstack(a[c]) for c in range(self.chunks))
+    def chunk_moments(self, name: str) -> np.ndarray:
+        """`(chunks, moment, time, ...)`: every chunk's moments of history `name` over its successful members
+        (`MOMENTS` order; NaN for a chunk not done), as written."""
+        return np.asarray(self.group[f"stats_{name}"][...])
 
     def kept_histories(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """`(member indices, histories (K, T, ...))` of the successful members whose history `name` is kept."""
@@ -360,95 +358,51 @@ class CampaignStore:
         return idx, np.asarray(g[name].get_orthogonal_selection((idx, slice(None), slice(None))))
 
 
-class SketchMerge:
-    """The running counts of a campaign's percentile sketch (`bands`), merged in the process that drives the
-    campaign as chunks complete (`add`: integer addition, in any order), saved every so often (`save`) to the
-    checkpoint `<out-dir>/campaign.sketch.npz` with the set of chunks merged (written under a temporary name and
-    renamed: a kill leaves the old one or the new one), and written into the store at the end (`finish`). `open`
-    on a resume starts from the checkpoint; the chunks done in the store but not merged in it (`missing`) have
-    their sketch computed again (the same program on the same inputs: the same counts)."""
+def checkpoint_path(path: str) -> str:
+    """The sketch checkpoint of the store at `path` (`<out-dir>/campaign.zarr` -> `<out-dir>/campaign.sketch.npz`)."""
+    return f"{os.path.splitext(os.path.abspath(path))[0]}.sketch.npz"
 
-    def __init__(self, store: CampaignStore, counts: dict[str, np.ndarray], merged: np.ndarray, final: bool):
-        self.store, self.counts, self.merged, self.final = store, counts, merged, final
-        self.saved = int(merged.sum())
 
-    @staticmethod
-    def checkpoint(path: str) -> str:
-        """The checkpoint file of the store at `path` (`<out-dir>/campaign.zarr` -> `<out-dir>/campaign.sketch.npz`)."""
-        return f"{os.path.splitext(os.path.abspath(path))[0]}.sketch.npz"
+def read_checkpoint(store: CampaignStore) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """The store's sketch checkpoint, `(merged chunks (chunks,) bool, {history: counts int32})`, when there is one
+    of this campaign (`checkpoint_key`) of the store's shapes that reads whole; else None."""
+    path = checkpoint_path(store.path)
+    if not os.path.exists(path):
+        return None
+    shapes = {n: tuple(store.group[f"sketch_{n}"].shape) for n in store.bands}
+    try:
+        with np.load(path) as f:
+            if str(f["sources"]) != checkpoint_key(store) or f["merged"].shape != (store.chunks,) or any(
+                    f[f"sketch_{n}"].shape != shape for n, shape in shapes.items()):
+                return None
+            return np.array(f["merged"], dtype=bool), {n: np.array(f[f"sketch_{n}"], dtype=np.int32) for n in shapes}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None  # not readable: none
 
-    @classmethod
-    def open(cls, store: CampaignStore, resume: bool) -> "SketchMerge":
-        """The counts to merge into: none to make when nothing is sketched or the store's are final already; on
-        a `resume`, the checkpoint's when it is this campaign's and reads whole, else zero (every done chunk is
-        then `missing`)."""
-        chunks = store.chunks
-        if not store.bands or store.sketch_done():
-            return cls(store, {}, np.ones(chunks, dtype=bool), True)
-        shapes = {n: tuple(store.group[f"sketch_{n}"].shape) for n in store.bands}
-        counts = {n: np.zeros(shape, dtype=np.int32) for n, shape in shapes.items()}
-        merged = np.zeros(chunks, dtype=bool)
-        path = cls.checkpoint(store.path)
-        if resume and os.path.exists(path):
-            try:
-                with np.load(path) as f:
-                    ok = str(f["sources"]) == _sources_key(store) and f["merged"].shape == (chunks,) and all(
-                        f[f"sketch_{n}"].shape == shape for n, shape in shapes.items())
-                    if ok:
-                        counts = {n: np.array(f[f"sketch_{n}"], dtype=np.int32) for n in shapes}
-                        merged = np.array(f["merged"], dtype=bool)
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-                pass  # not readable: start from zero
-        return cls(store, counts, merged, False)
 
-    def missing(self, done: np.ndarray) -> list[int]:
-        """The chunks done in the store whose sketch is not merged."""
-        return [int(c) for c in np.flatnonzero(np.asarray(done) & ~self.merged)]
-
-    def add(self, c: int, buckets: Mapping[str, np.ndarray]) -> None:
-        """Merge chunk `c`'s `{history: bucket indices (successful members, band_time, ...)}` (`run_chunk`)."""
-        if self.final or self.merged[c]:
-            return
-        for name, index in buckets.items():
-            sketch_add(self.counts[name], index)
-        self.merged[c] = True
-
-    def save(self) -> None:
-        """Write the checkpoint (when a chunk was merged since the last)."""
-        if self.final or int(self.merged.sum()) == self.saved:
-            return
-        path = self.checkpoint(self.store.path)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, sources=np.array(_sources_key(self.store)), merged=self.merged,
-                                    **{f"sketch_{n}": v for n, v in self.counts.items()})
-            os.replace(tmp, path)
-        except OSError as e:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise OutputError(f"{path}: cannot write the sketch checkpoint: {e.strerror or e}", source=path) from None
-        self.saved = int(self.merged.sum())
-
-    def finish(self) -> None:
-        """Every chunk merged: the counts into the store (`write_sketch`), then the checkpoint removed."""
-        if self.final:
-            return
-        if not self.merged.all():
-            raise RuntimeError(f"{self.store.path}: chunks {np.flatnonzero(~self.merged).tolist()} are not in the "
-                               "percentile sketch")
-        self.store.write_sketch(self.counts)
-        self.final = True
-        remove_checkpoint(self.store.path)
+def write_checkpoint(store: CampaignStore, merged: np.ndarray, counts: Mapping[str, np.ndarray]) -> None:
+    """Write the store's sketch checkpoint (under a temporary name, then renamed: a kill leaves the old one or
+    the new one); `OutputError` naming the file when it cannot be written."""
+    path = checkpoint_path(store.path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, sources=np.array(checkpoint_key(store)), merged=merged,
+                                **{f"sketch_{n}": v for n, v in counts.items()})
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise OutputError(f"{path}: cannot write the sketch checkpoint: {e.strerror or e}", source=path) from None
 
 
 def remove_checkpoint(path: str) -> None:
     """Remove the sketch checkpoint of the store at `path`, if there is one."""
     with contextlib.suppress(FileNotFoundError):
-        os.remove(SketchMerge.checkpoint(path))
+        os.remove(checkpoint_path(path))
 
 
-def _sources_key(store: CampaignStore) -> str:
+def checkpoint_key(store: CampaignStore) -> str:
     """What ties a checkpoint to its campaign: the input files' SHA-256, the member count, the chunk size and the
     sketch's centre (SHA-256 of its bytes: counts of deviations from another centre do not add)."""
     src = store.group.attrs.get("sources", {})

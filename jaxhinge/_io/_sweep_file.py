@@ -1,6 +1,6 @@
-"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, and its report files
-(`summary.json`, `envelopes.png`, `histograms.png`; all or nothing). The members' results go into the campaign
-store `campaign.zarr` (`_campaign`, `_campaign_store`).
+"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, read and checked. The
+campaign (`_jobs._campaign`) runs it into the store `campaign.zarr` (`_campaign_store`) and writes its report
+files (`summary.json`, `envelopes.png`, `histograms.png`; all or nothing).
 
 The schema: docs/sweeps-and-sensitivities.md. Errors are `SweepError`s naming the file, the field, the value and
 the rule; the dispersions are checked by `jaxhinge._analysis._studies._batch.check_dispersions`, every member's model by
@@ -20,12 +20,10 @@ from .._analysis._studies._sensitivity import needs_simulation, parse_outputs
 from .._errors import SensitivityError, SweepError
 from .._model._params import resolve
 from .._model._scenario import Scenario
-from .._report._sweep import plot_envelopes, plot_histograms
 from .._simulation._memory import bytes_per_member
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
 from ._scenario_file import load_scenario, scenario_files
-from ._writers import write_json, write_output_files
 
 _SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "metrics", "retain", "output")
 _METRICS_KEYS = ("names",)  # [metrics] (docs/campaigns.md)
@@ -216,27 +214,3 @@ def _retain(ck: _Checker, table: Any, members: int) -> Retain:
     if specs and not names:
         raise ck.bad("retain.worst", worst, "keeps histories, but retain.outputs = [] keeps none")
     return Retain(every, tuple(sorted(set(picked))), tuple(dict.fromkeys(names)), tuple(specs))
-
-
-def write_outputs(
-    sweep: Sweep,
-    params: Mapping[str, np.ndarray],
-    outcomes,
-    summary: Mapping[str, Any],
-    envelopes: Mapping[str, Any] | None,
-    out_dir: str | None = None,
-    success: np.ndarray | None = None,
-    labels: Mapping[str, tuple] | None = None,
-) -> list[str]:
-    """Write `summary.json`, `envelopes.png` (not when `envelopes` is None: nothing simulated) and
-    `histograms.png` into `out_dir` (default `sweep.out_dir`), all or nothing. `outcomes`: a batched `Trajectory`,
-    or the members' metrics with their `success` and `labels` (`plot_histograms`); `summary` is `sweep_summary`'s,
-    `envelopes` `summarize`'s (or a campaign's `envelopes`). **Returns:** the paths written."""
-    names = sweep.scenario.spacecraft.panels.labels
-    units = {k: resolve(sweep.scenario, k).unit for k in params}
-    files = {"summary.json": lambda f: write_json(summary, f)}
-    if envelopes is not None:
-        files["envelopes.png"] = lambda f: plot_envelopes(envelopes, names, f)
-    files["histograms.png"] = lambda f: plot_histograms(params, outcomes, names, f, units=units, success=success,
-                                                        labels=labels)
-    return write_output_files(sweep.out_dir if out_dir is None else out_dir, files)

@@ -15,7 +15,8 @@
   `np.percentile(x, p, method="lower")` `q`, so **|q_sketch - q| <= ALPHA |q| + FLOOR** for `|q| <= CEIL`
   (the bucket's relative width bounds the first term; `FLOOR` covers the zero bucket and the rounding of the
   logarithm at a bucket's edge). With `ALPHA = 0.01`, `FLOOR = 1e-9`, `CEIL = 1e6` (in the history's SI unit:
-  rad, rad/s) the grid has `BUCKETS = 3457` buckets: 13.8 kB of int32 counts per element.
+  rad, rad/s) the grid has `BUCKETS = 3457` buckets: 13.8 kB of int32 counts per element. The grid and the
+  moments' order are the campaign store's format: they live with it (`_io._campaign_format`).
 - Centred: a campaign sketches each history's deviation `d = x - c` from a fixed centre `c` per element (the
   nominal run's history, known before any chunk and stored with the counts). Subtracting a constant keeps the
   order of the values (floating-point subtraction is monotone), so the value of rank `r` of `x` is `c` plus that
@@ -29,11 +30,26 @@ import math
 
 import numpy as np
 
+from ..._io._campaign_format import (
+    ALPHA,
+    BUCKETS,
+    CEIL,
+    FLOOR,
+    HALF,
+    KMAX,
+    KMIN,
+    LOG_GAMMA,
+    MAX_BAND_TIMES,
+    MOMENTS,
+    band_stride,
+    bucket_values,
+)
+
 __all__ = ["ALPHA", "BUCKETS", "CEIL", "FIELDS", "FLOOR", "MAX_BAND_TIMES", "SUMMARY_METRICS", "Moments",
            "band_stride", "bucket_index", "bucket_values", "merge", "merge_all", "moments", "sketch_add",
            "sketch_quantiles", "summary_metrics"]
 
-FIELDS = ("count", "mean", "m2", "min", "max")  # the stacked layout (`Moments.stack`)
+FIELDS = MOMENTS  # the stacked layout (`Moments.stack`): the store's `stats_<history>`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,18 +112,6 @@ def merge_all(parts) -> Moments:
     return parts[0]
 
 
-ALPHA = 0.01  # the sketch's relative accuracy
-FLOOR = 1e-9  # |x| below: the zero bucket
-CEIL = 1e6  # |x| above: the extreme bucket
-MAX_BAND_TIMES = 512  # a campaign's percentile bands: at most this many sample times (`band_stride`)
-_GAMMA = (1.0 + ALPHA) / (1.0 - ALPHA)
-_LOG_GAMMA = math.log(_GAMMA)
-_KMIN = math.ceil(math.log(FLOOR) / _LOG_GAMMA)  # the log bucket of FLOOR ...
-_KMAX = math.ceil(math.log(CEIL) / _LOG_GAMMA)  # ... and of CEIL
-_HALF = _KMAX - _KMIN + 1  # buckets of one sign
-BUCKETS = 2 * _HALF + 1  # negative, zero, positive
-
-
 def bucket_index(x) -> np.ndarray:
     """The signed bucket of every value of `x`, `int16` in `[-(BUCKETS // 2), BUCKETS // 2]`, increasing with
     the value: 0 for `|x| < FLOOR`, `sign(x) (k - k(FLOOR) + 1)` for log bucket `k = ceil(log_gamma |x|)`,
@@ -115,18 +119,10 @@ def bucket_index(x) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     a = np.abs(x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.ceil(np.log(np.clip(a, FLOOR, CEIL)) / _LOG_GAMMA)
-    k = np.clip(k, _KMIN, _KMAX) - (_KMIN - 1)
-    k = np.where(a < FLOOR, 0.0, np.where(np.isnan(x), _HALF, np.copysign(k, x)))
+        k = np.ceil(np.log(np.clip(a, FLOOR, CEIL)) / LOG_GAMMA)
+    k = np.clip(k, KMIN, KMAX) - (KMIN - 1)
+    k = np.where(a < FLOOR, 0.0, np.where(np.isnan(x), HALF, np.copysign(k, x)))
     return k.astype(np.int16)
-
-
-def bucket_values() -> np.ndarray:
-    """`(BUCKETS,)`: each bucket's representative value, in bucket order: `sign 2 gamma^k / (gamma + 1)`, the
-    value within `ALPHA` (relative) of every value of the bucket; 0 for the zero bucket."""
-    k = np.arange(_KMIN, _KMAX + 1, dtype=float)
-    pos = 2.0 * _GAMMA**k / (_GAMMA + 1.0)
-    return np.concatenate([-pos[::-1], [0.0], pos])
 
 
 def sketch_add(counts: np.ndarray, index: np.ndarray) -> None:
@@ -136,7 +132,7 @@ def sketch_add(counts: np.ndarray, index: np.ndarray) -> None:
     if index.shape[0] == 0:
         return
     flat = counts.reshape(-1)
-    base = np.arange(flat.size // BUCKETS, dtype=np.int64).reshape(index.shape[1:]) * BUCKETS + _HALF
+    base = np.arange(flat.size // BUCKETS, dtype=np.int64).reshape(index.shape[1:]) * BUCKETS + HALF
     where, n = np.unique((base + index).ravel(), return_counts=True)
     flat[where] += n.astype(flat.dtype)
 
@@ -160,11 +156,6 @@ def sketch_quantiles(counts: np.ndarray, percentiles, centre=0.0) -> np.ndarray:
         k = np.minimum((cum <= rank[..., None]).sum(axis=-1), BUCKETS - 1)
         out[j] = np.where(n > 0, centre + values[k], np.nan)
     return out
-
-
-def band_stride(times: int) -> int:
-    """The stride over a history's `times` sample times of its percentile bands: at most `MAX_BAND_TIMES`."""
-    return max(1, -(-times // MAX_BAND_TIMES))
 
 
 # the metrics every campaign keeps (name -> (trailing axis, unit, description)), from the histories of a chunk

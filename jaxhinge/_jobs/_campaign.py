@@ -1,55 +1,48 @@
 """Monte Carlo campaigns (`jaxhinge sweep`, `jaxhinge.run_campaign`): a SWEEP file's members run chunk by chunk
-into `<out-dir>/campaign.zarr` (`_campaign_store`), resumable after Ctrl-C or a kill, then `summary.json`,
+into `<out-dir>/campaign.zarr` (`_io._campaign_store`), resumable after Ctrl-C or a kill, then `summary.json`,
 `envelopes.png` and `histograms.png` (docs/campaigns.md).
 
-Member `i`'s parameters depend only on `(seed, i)` (`sample_dispersions`' counter-based draws) and every chunk
-runs through the same compiled program (a short last chunk is padded to the chunk size), so a chunk computed
-in any order, in a resumed run or again, is equal bit for bit. The percentile bands come from a quantile sketch
+A campaign is planned (`plan_campaign`: every check, and every member drawn and rule-checked once, before any
+compute or write), then run (`run_plan`). Member `i`'s parameters depend only on `(seed, i)`
+(`sample_dispersions`' counter-based draws) and every chunk runs through the same compiled program
+(`_campaign_chunks`: a short last chunk is padded to the chunk size), so a chunk computed in any order, in a
+resumed run or again, is equal bit for bit. The percentile bands come from a quantile sketch
 (`_stats.bucket_index`) of each history's deviation from the nominal run's (`nominal_centre`: simulated once
 when the store is created, stored in it, read from it by every chunk): each chunk returns its members' bucket
 indices, and the process driving the campaign merges them as chunks complete (`SketchMerge`: integer counts,
 the same in any order), checkpointed every `CHECKPOINT_S` seconds for a resume.
-
-In-process the chunks are pipelined one deep (`_pipelined`): chunk k+1's draws and compiled batch run on a helper
-thread (`compute_chunk`) while the main thread reduces chunk k to its moments and bucket indices and writes it
-(`finish_chunk`); only the main thread writes, in chunk order, each chunk's flag last.
 """
 
 import contextlib
 import dataclasses
-import functools
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from .._analysis._studies._batch import batch_outputs, refuse_invalid_members, sample_dispersions
-from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
-from .._analysis._studies._stats import (
-    ALPHA,
-    CEIL,
-    FLOOR,
-    band_stride,
-    bucket_index,
-    moments,
-    sketch_quantiles,
-)
+from .._analysis._studies._batch import refuse_invalid_members, sample_dispersions
+from .._analysis._studies._sensitivity import output_blocks
+from .._analysis._studies._stats import Moments, band_stride, merge_all, sketch_quantiles
 from .._errors import OutputError, SweepError
+from .._io import _interrupt
+from .._io._campaign_format import ALPHA, CEIL, FLOOR
+from .._io._campaign_store import STORE, CampaignStore, input_digests, remove_checkpoint, sweep_sources
+from .._io._sweep_file import Retain, Sweep, load_sweep
+from .._io._writers import write_json, write_output_files
 from .._model._params import FIELDS, resolve
-from .._report._sweep import sweep_summary
+from .._report._sweep import plot_envelopes, plot_histograms, sweep_summary
 from .._runtime import _programs
 from .._simulation._memory import MEMORY_ENV, memory_limit
-from . import _interrupt
-from ._campaign_store import HISTORIES, CampaignStore, SketchMerge, file_digest, remove_checkpoint
-from ._sweep_file import Retain, Sweep, load_sweep, write_outputs
+from ._campaign_chunks import chunk_task, compute_chunk, metric_layout, padded, pipelined
+from ._campaign_sketch import SketchMerge
 
-__all__ = ["STORE", "CampaignResult", "ChunkRun", "check_members", "check_resume", "chunk_task", "compute_chunk",
-           "envelopes", "finish_chunk", "keep_worst", "nominal_centre", "open_campaign", "rerun_members", "retention",
-           "run_campaign", "run_chunk"]
+__all__ = ["STORE", "CampaignPlan", "CampaignResult", "check_members", "check_resume", "envelopes", "keep_worst",
+           "nominal_centre", "open_campaign", "plan_campaign", "rerun_members", "retention", "run_campaign",
+           "run_plan", "write_outputs"]
 
-STORE = "campaign.zarr"
 ENVELOPES = ("omega_BN_B", "theta")  # the histories envelopes.png shows (their percentile bands are sketched)
 PERCENTILES = (1.0, 5.0, 50.0, 95.0, 99.0)  # the bands of envelopes.png and summary.json
 CHECKPOINT_S = 30.0  # the sketch's checkpoint is written after a chunk when this long has passed since the last
@@ -76,19 +69,53 @@ class CampaignResult:
     wall_s: float
 
 
-def _sources(sweep: Sweep) -> dict[str, str]:
-    """SHA-256 of the SWEEP file and of its scenario file, by base name (the store's `sources` attribute)."""
-    return {os.path.basename(sweep.source): file_digest(sweep.source),
-            os.path.basename(sweep.scenario_path): file_digest(sweep.scenario_path)}
+@dataclasses.dataclass(frozen=True)
+class CampaignPlan:
+    """A campaign checked and ready to run (`plan_campaign`; `run_plan` runs it): the `sweep`, its output
+    `folder` and store `path`, the chunk `size`, the dispersed parameters' `names`, what a new store keeps
+    (`retain`; None on a resume), the store a resume completes (`store`; None for a new one), the input files'
+    SHA-256 (`sources`, `input_digests`), and where the chunks run (`workers`, `scheduler`)."""
+
+    sweep: Sweep
+    folder: str
+    path: str
+    size: int
+    names: list
+    retain: Retain | None
+    store: CampaignStore | None
+    sources: dict
+    workers: int | None = None
+    scheduler: str | os.PathLike | None = None
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.sweep.members // self.size)
 
 
-def input_digests(sweep: Sweep) -> dict[str, str]:
-    """SHA-256 of every file the campaign read (`Sweep.files`: the SWEEP file, its scenario, the scenario's
-    `[inputs]` CSV), by its path relative to the SWEEP file's folder (the store's `input_files` attribute: what a
-    resume, and every Dask worker, must find unchanged)."""
-    folder = os.path.dirname(os.path.abspath(sweep.source))
-    files = sweep.files or (os.path.abspath(sweep.source), os.path.abspath(sweep.scenario_path))
-    return {os.path.relpath(f, folder): file_digest(f) for f in files}
+def plan_campaign(sweep: Sweep | str | os.PathLike, *, out_dir: str | None = None, resume: bool = False,
+                  workers: int | None = None, scheduler: str | os.PathLike | None = None) -> CampaignPlan:
+    """Every check of a campaign, before any compute or write (`run_campaign`'s arguments): the cluster options
+    (`check_cluster`), the SWEEP file (`load_sweep`), then for a new campaign what it keeps (`retention`) and every
+    member's draws and model (`check_members`: drawn and rule-checked here, once), or for a resume the store
+    (`check_resume`: the same input files and jaxhinge, whose members were checked when it began).
+    **Returns:** a `CampaignPlan`. **Raises:** `SweepError` (`ScenarioError` for the scenario)."""
+    if workers is not None or scheduler is not None:
+        from ._campaign_cluster import check_cluster
+
+        check_cluster(workers, scheduler)
+    if not isinstance(sweep, Sweep):
+        sweep = load_sweep(sweep, out_dir=out_dir)
+    folder = os.path.abspath(out_dir or sweep.out_dir)
+    path = os.path.join(folder, STORE)
+    sources = input_digests(sweep)
+    size = max(1, min(sweep.chunk_size, sweep.members))
+    if resume:
+        store = check_resume(sweep, path, sources)
+        retain, names = None, list(store.group.attrs["parameters"])
+    else:
+        store, retain = None, retention(sweep)
+        names = check_members(sweep)
+    return CampaignPlan(sweep, folder, path, size, names, retain, store, sources, workers, scheduler)
 
 
 def run_campaign(
@@ -123,31 +150,27 @@ def run_campaign(
 
     **Raises:** `SweepError` for bad input or a refused resume, before any compute.
     """
-    local = workers is None and scheduler is None
-    if not local:
-        from ._campaign_cluster import check_cluster
+    plan = plan_campaign(sweep, out_dir=out_dir, resume=resume, workers=workers, scheduler=scheduler)
+    return run_plan(plan, progress=progress)
 
-        check_cluster(workers, scheduler)
-    if not isinstance(sweep, Sweep):
-        sweep = load_sweep(sweep, out_dir=out_dir)
-    folder = os.path.abspath(out_dir or sweep.out_dir)
-    path = os.path.join(folder, STORE)
-    sources = input_digests(sweep)
-    size = max(1, min(sweep.chunk_size, sweep.members))
+
+def run_plan(plan: CampaignPlan, progress: Callable[[int, int], None] | None = None) -> CampaignResult:
+    """Run a planned campaign (`plan_campaign`): the cluster reached, the store made (or the resumed one opened),
+    its missing chunks run and written, the sketch merged, `[retain] worst` kept, the reports written.
+    `progress`: as `run_campaign`'s."""
+    sweep, folder, path, sources, size = plan.sweep, plan.folder, plan.path, plan.sources, plan.size
     sc = sweep.scenario
-    retain = None if resume else retention(sweep)
-    names = check_members(sweep)
     blocks = output_blocks(sc, sweep.metrics)
     metric_meta, coords = metric_layout(sc, blocks)
-    store = check_resume(sweep, path, sources) if resume else None
+    store = plan.store
     with contextlib.ExitStack() as stack:
         client = None
         # the cluster first, before the store is made or replaced (a scheduler out of reach changes nothing);
         # none for a resumed store that is complete already
-        if not local and (store is None or not store.done().all()):
+        if (plan.workers is not None or plan.scheduler is not None) and (store is None or not store.done().all()):
             from ._campaign_cluster import cluster_chunks, cluster_client
 
-            client = stack.enter_context(cluster_client(workers, scheduler))
+            client = stack.enter_context(cluster_client(plan.workers, plan.scheduler))
         if store is None:
             # the sketch's centre before anything is written (an error leaves an existing store as it was)
             centre, centre_note = nominal_centre(sweep) if sweep.simulates else ({}, "")
@@ -155,20 +178,21 @@ def run_campaign(
             remove_checkpoint(path)  # (before the store it belongs to is replaced)
             with open(sweep.source, encoding="utf-8") as fh:
                 text = fh.read()
+            retain, names = plan.retain, plan.names
             store = CampaignStore.create(
                 path, members=sweep.members, chunk_size=size,
                 times=_times(sc), panels=sc.spacecraft.panels.labels,
                 params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
                 metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
                 outputs=retain.outputs if sweep.simulates else (), bands=ENVELOPES if sweep.simulates else (),
-                attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": _sources(sweep),
+                attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sweep_sources(sweep),
                        "input_files": sources, "jaxhinge_source": _programs.source_digest(),
                        "seed": sweep.seed, "parameters": names, "every": retain.every,
                        "scenario": os.path.basename(sweep.scenario_path)},
                 centre=centre, centre_note=centre_note)
         done = store.done()
         todo = [c for c in range(store.chunks) if not done[c]]
-        sketch = SketchMerge.open(store, resume)
+        sketch = SketchMerge.open(store, plan.store is not None)
         # (chunk, write): the chunks not done, and those done whose sketch a resume lacks (their sketch only)
         jobs = [(c, False) for c in sketch.missing(done)] + [(c, True) for c in todo]
         t0 = time.perf_counter()
@@ -179,7 +203,7 @@ def run_campaign(
         # each chunk's (members, failed, bucket indices) as it is written: here, in chunk order, or by the workers,
         # as they finish
         if client is None:
-            chunks = stack.enter_context(contextlib.closing(_pipelined(sweep, store, jobs)))
+            chunks = stack.enter_context(contextlib.closing(pipelined(sweep, store, jobs)))
         else:
             from .._runtime._policy import cache_off
 
@@ -231,96 +255,6 @@ def run_campaign(
                           wall)
 
 
-@dataclasses.dataclass(frozen=True)
-class ChunkRun:
-    """A chunk computed (`compute_chunk`), not yet reduced or written (`finish_chunk`): `members` (its member
-    indices), `params` (their draws, `{name: (members, ...)}`), `traj` (their batched trajectory, NumPy, without
-    the padding; None when nothing was simulated), `values` (`batch_outputs`' `(members, M)`) and `metrics`
-    (`{store name: (members, ...)}`, views of `values`)."""
-
-    members: range
-    params: dict
-    traj: object
-    values: np.ndarray
-    metrics: dict
-
-
-def compute_chunk(sweep: Sweep, members: range, size: int, *, check: bool = False,
-                  histories: bool | None = None) -> ChunkRun:
-    """The compute of a chunk of `members`, wherever it runs (`run_chunk`, the in-process pipeline of
-    `run_campaign`, `rerun_members`): the members' draws from `(seed, i)` (`sample_dispersions`), padded to
-    `size` (one compiled program for every chunk: `_padded`), their metrics and histories (`batch_outputs`),
-    on the host without the padding. `check`: check every member's model against the physical rules (a
-    campaign checked them all before its first chunk, `check_members`); `histories`: simulate (default: when
-    the campaign does, `Sweep.simulates`)."""
-    sc = sweep.scenario
-    blocks = output_blocks(sc, sweep.metrics)
-    names = list(metric_layout(sc, blocks)[0])
-    params = sample_dispersions(sc, sweep.dispersions, sweep.members, sweep.seed, indices=_padded(members, size))
-    histories = sweep.simulates if histories is None else histories
-    traj, y, _ = batch_outputs(sc, params, sweep.metrics, histories=histories, check=check)
-    n = len(members)
-    y = y[:n]
-    metrics = {name: y[:, b.start:b.stop].reshape(n, *b.shape) for name, b in zip(names, blocks)}
-    return ChunkRun(members, {k: v[:n] for k, v in params.items()}, None if traj is None else _head(traj, n), y,
-                    metrics)
-
-
-def finish_chunk(store: CampaignStore, c: int, run: ChunkRun, write: bool = True) -> tuple[int, int, dict]:
-    """Reduce chunk `c`'s `run` (`compute_chunk`) and write it into `store` (its flag last; not with `write`
-    False): its moments, and the bucket indices (`bucket_index`) of its deviations from the store's centre.
-    **Returns:** `(members, failed, {history: bucket indices})` (`run_chunk`)."""
-    n = len(run.members)
-    if run.traj is None:  # modes and closed-loop poles only: no simulation
-        ok, result, stats, buckets = np.isfinite(run.values).all(axis=1), np.zeros(n, dtype=np.int32), {}, {}
-    else:
-        traj = run.traj
-        ok, result = np.asarray(traj.success, dtype=bool), np.asarray(traj.result)
-        stats = {h: moments(np.asarray(getattr(traj, h))[ok]).stack() for h in HISTORIES}
-        stride = store.band_stride if store.bands else 1
-        buckets = {h: bucket_index(np.asarray(getattr(traj, h))[ok, ::stride] - store.centre(h)) for h in store.bands}
-    if write:
-        store.write_chunk(c, run.params, ok, result, run.traj, run.metrics, stats)
-    return n, int(np.sum(~ok)), buckets
-
-
-def run_chunk(sweep: Sweep, store: CampaignStore, c: int, write: bool = True) -> tuple[int, int, dict]:
-    """Compute chunk `c` of the campaign and write it into `store` (its flag last; not with `write` False: a
-    resume that lacks the chunk's sketch); **returns** `(members, failed, {history: bucket indices})`, the
-    indices (`bucket_index`, int16 `(successful members, band_time, ...)`) of the store's `bands` at its band
-    times, of their deviation from the store's centre (`CampaignStore.centre`, read from the store: the same
-    wherever the chunk runs). The one computation of a chunk, wherever it runs (a worker; in-process the same
-    two halves, pipelined: `_pipelined`): `compute_chunk` (the draws, padded to the chunk size, the members'
-    metrics and histories), then `finish_chunk` (the chunk's moments and bucket indices, the writes)."""
-    return finish_chunk(store, c, compute_chunk(sweep, store.chunk_members(c), store.chunk_size), write)
-
-
-def _pipelined(sweep: Sweep, store: CampaignStore, jobs) -> Iterator[tuple]:
-    """`run_chunk` of every job `(c, write)`, in order, one chunk deep: chunk k+1 is computed (`compute_chunk`,
-    on one helper thread: equinox's `filter_jit` waits for the program it runs, so the thread is what lets it run
-    on) while this thread reduces and writes chunk k (`finish_chunk`). **Yields** `(job, run_chunk's result)`.
-    Only this thread writes the store, chunk after chunk, each flag last; an exception or Ctrl-C here leaves the
-    chunk being written without its flag and drops the chunk in compute (the thread finishes it, unused). At
-    most two chunks are held: the one being written and the next."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    jobs = list(jobs)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="jaxhinge-chunk")
-
-    def submit(k):
-        return pool.submit(compute_chunk, sweep, store.chunk_members(jobs[k][0]), store.chunk_size)
-
-    try:
-        nxt = submit(0) if jobs else None
-        for k, job in enumerate(jobs):
-            run = nxt.result()
-            nxt = submit(k + 1) if k + 1 < len(jobs) else None
-            yield job, finish_chunk(store, job[0], run, job[1])
-            del run
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
 def rerun_members(sweep: Sweep, members, chunk_size: int | None = None):
     """The histories and metrics of chosen members, computed again exactly as in the campaign: each member's whole
     chunk is run again (the same program on the same inputs, `compute_chunk`: equal bit for bit to the
@@ -368,72 +302,6 @@ def keep_worst(sweep: Sweep, store: CampaignStore) -> dict:
     return chosen
 
 
-def chunk_task(source: str, out_dir: str, digests: tuple, code: tuple, cache: bool, programs: bool, c: int,
-               write: bool = True) -> tuple[int, int, dict]:
-    """`run_chunk` as a Dask task, on a worker (`run_campaign(workers=, scheduler=)`): chunk `c` of the
-    campaign in `<out_dir>/campaign.zarr`, computed and written there (not with `write` False); **returns**
-    `(members, failed, {history: bucket indices})`, merged by the client.
-    `digests`: the SHA-256 of every input file the client read (`input_digests`; a worker that reads other
-    files refuses); `code`: the SHA-256 of the client's jaxhinge source (`source_digest`) and its folder (a worker that
-    imported another jaxhinge refuses); `cache`, `programs`: whether the client keeps compiled and traced programs
-    (`use_compile_cache`)."""
-    sweep = _worker_sweep(source, out_dir, digests, code, cache, programs)
-    return run_chunk(sweep, CampaignStore.open(os.path.join(out_dir, STORE)), c, write)
-
-
-@functools.lru_cache(maxsize=8)
-def _worker_sweep(source: str, out_dir: str, digests: tuple, code: tuple, cache: bool, programs: bool) -> Sweep:
-    """A worker process's set-up, once per campaign: its jaxhinge checked against the client's (the source's
-    SHA-256: a worker started by hand may import another install, whose chunks would differ), jaxhinge's XLA:CPU
-    options if JAX has not started its backend yet (`configure_cpu`), float64, the persistent compilation cache
-    (a program one worker compiled is loaded by the others and by later campaigns), and the SWEEP file, checked
-    against the client's."""
-    import socket
-
-    from .._runtime._policy import backend_started, configure_cpu, enable_x64, use_compile_cache
-
-    if _programs.source_digest() != code[0]:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        raise SweepError(f"{source}: worker {socket.gethostname()} (pid {os.getpid()}) runs the jaxhinge in {here}, "
-                         f"whose source differs from the client's ({code[1]}; SHA-256): start the workers with the "
-                         "client's jaxhinge (the same installation, or the same PYTHONPATH)", source=source)
-
-    if not backend_started():
-        configure_cpu()
-    enable_x64()
-    use_compile_cache(cache, programs)
-    sweep = load_sweep(source, out_dir=out_dir)
-    if tuple(sorted(input_digests(sweep).items())) != digests:
-        raise SweepError(f"{source}: an input file (SWEEP, scenario or [inputs] CSV) on worker {socket.gethostname()} (pid "
-                         f"{os.getpid()}) differs from the client's (SHA-256): the workers must see the same files "
-                         "at the same paths (a shared filesystem)", source=source)
-    return sweep
-
-
-def metric_layout(scenario, blocks) -> tuple[dict, dict]:
-    """`({store name: (dims, unit, description)}, {dim: labels})` of a campaign's metrics (`output_blocks`): one
-    value per member, per panel, per wheel or per mode; a name given twice (other options) gets `_2`, `_3`."""
-    meta: dict = {}
-    coords = {"panel": scenario.spacecraft.panels.labels}
-    for b in blocks:
-        name, k = b.name, 2
-        while name in meta:
-            name, k = f"{b.name}_{k}", k + 1
-        if b.kind == "scalar":
-            dims = ()
-        elif b.kind == "modal":
-            dims = ("mode",)
-            coords["mode"] = b.labels
-        elif VECTOR_OUTPUTS[b.name][0] == "theta":
-            dims = ("panel",)
-        else:
-            dims = ("wheel",)
-            coords["wheel"] = b.labels
-        opts = ", ".join(f"{k} = {v}" for k, v in b.options.items() if k != "shape")
-        meta[name] = (dims, b.unit, f"metric {b.name}" + (f" ({opts})" if opts else ""))
-    return meta, coords
-
-
 def retention(sweep: Sweep) -> Retain:
     """The sweep's `[retain]`; without one, every history when they fit in memory (`memory_limit`), else a
     `SweepError` naming the size, the limit and the `[retain]` line that fits."""
@@ -466,7 +334,7 @@ def envelopes(store: CampaignStore, outputs, percentiles=PERCENTILES) -> dict:
            "percentiles": tuple(float(p) for p in percentiles), "t": np.asarray(store.group["time"][:]),
            "t_bands": np.asarray(store.group["band_time"][:]), "band_stride": stride}
     for name in outputs:
-        mom = store.moments(name)
+        mom = merge_all(Moments.unstack(m) for m in store.chunk_moments(name))
         bands = sketch_quantiles(store.sketch(name), percentiles, centre=store.centre(name))
         if mom.count == 0:
             nan = np.full(mom.mean.shape, np.nan)
@@ -553,11 +421,11 @@ def check_members(sweep: Sweep, block: int = 1 << 16) -> list[str]:
     member's model that breaks a physical rule) is refused before any compute; **returns** the parameter names.
     The rules build every member's model of the block at once (about 1.7 kB a member with two panels): a block
     of 65 536 members holds about 0.1 GB, whatever the member count (a million at once held 1.9 GB). A short
-    last block is padded to the block size (`_padded`), so the rules' operations are compiled for one shape."""
+    last block is padded to the block size (`padded`), so the rules' operations are compiled for one shape."""
     names: list[str] = []
     size = max(1, min(block, sweep.members))
     for start in range(0, sweep.members, size):
-        idx = _padded(range(start, min(start + size, sweep.members)), size)
+        idx = padded(range(start, min(start + size, sweep.members)), size)
         params = sample_dispersions(sweep.scenario, sweep.dispersions, sweep.members, sweep.seed, indices=idx)
         refuse_invalid_members(sweep.scenario, params, sweep.source, start, sweep.members)
         names = list(params)
@@ -571,14 +439,25 @@ def _times(scenario) -> np.ndarray:
     return np.asarray(save_times(scenario.simulation))
 
 
-def _padded(members: range, size: int) -> np.ndarray:
-    """The chunk's member indices, padded to `size` with its first member (one compiled program for all)."""
-    idx = np.arange(members.start, members.stop)
-    return np.concatenate([idx, np.full(size - idx.size, idx[0])]) if idx.size < size else idx
-
-
-def _head(traj, n: int):
-    """The first `n` members of a batched trajectory (the chunk without its padding)."""
-    import jax
-
-    return jax.tree.map(lambda x: np.asarray(x)[:n], traj)
+def write_outputs(
+    sweep: Sweep,
+    params: Mapping[str, np.ndarray],
+    outcomes,
+    summary: Mapping[str, Any],
+    envelopes: Mapping[str, Any] | None,
+    out_dir: str | None = None,
+    success: np.ndarray | None = None,
+    labels: Mapping[str, tuple] | None = None,
+) -> list[str]:
+    """Write `summary.json`, `envelopes.png` (not when `envelopes` is None: nothing simulated) and
+    `histograms.png` into `out_dir` (default `sweep.out_dir`), all or nothing. `outcomes`: a batched `Trajectory`,
+    or the members' metrics with their `success` and `labels` (`plot_histograms`); `summary` is `sweep_summary`'s,
+    `envelopes` `summarize`'s (or a campaign's `envelopes`). **Returns:** the paths written."""
+    names = sweep.scenario.spacecraft.panels.labels
+    units = {k: resolve(sweep.scenario, k).unit for k in params}
+    files = {"summary.json": lambda f: write_json(summary, f)}
+    if envelopes is not None:
+        files["envelopes.png"] = lambda f: plot_envelopes(envelopes, names, f)
+    files["histograms.png"] = lambda f: plot_histograms(params, outcomes, names, f, units=units, success=success,
+                                                        labels=labels)
+    return write_output_files(sweep.out_dir if out_dir is None else out_dir, files)
