@@ -92,7 +92,7 @@ _PUBLIC = {
     "run_campaign": ("_jobs._campaign", "run_campaign"),
     "open_campaign": ("_jobs._campaign", "open_campaign"),
     "CampaignResult": ("_jobs._campaign", "CampaignResult"),
-    "load_sweep": ("_io._sweep_file", "load_sweep"),
+    "load_sweep": ("_jobs._sweep", "load_sweep"),
     "summarize": ("_analysis._studies._batch", "summarize"),
     # Reports and figures
     "plot_trajectory": ("_report._plot", "plot_trajectory"),
@@ -187,9 +187,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._errors import SensitivityError as SensitivityError
     from ._errors import SweepError as SweepError
     from ._errors import TelemetryError as TelemetryError
-    from ._jobs._campaign import CampaignResult as CampaignResult
-    from ._jobs._campaign import open_campaign as open_campaign
-    from ._jobs._campaign import run_campaign as run_campaign
     from ._io._fea import read_fea as read_fea
     from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
     from ._io._scenario_file import dump_scenario as dump_scenario
@@ -197,10 +194,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._io._scenario_file import load_scenario as load_scenario
     from ._io._scenario_file import scenario_from_dict as scenario_from_dict
     from ._io._scenario_file import scenario_to_dict as scenario_to_dict
-    from ._io._sweep_file import load_sweep as load_sweep
     from ._io._telemetry_file import load_telemetry as load_telemetry
     from ._io._telemetry_file import telemetry_columns as telemetry_columns
     from ._io._telemetry_file import write_telemetry as write_telemetry
+    from ._jobs._campaign import CampaignResult as CampaignResult
+    from ._jobs._campaign import open_campaign as open_campaign
+    from ._jobs._campaign import run_campaign as run_campaign
+    from ._jobs._sweep import load_sweep as load_sweep
     from ._model._control import Control as Control
     from ._model._integrators import RK4 as RK4
     from ._model._integrators import Dopri8 as Dopri8

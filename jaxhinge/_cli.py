@@ -1,5 +1,6 @@
 """Command-line interface: `jaxhinge simulate | sweep | modes | fit | sensitivity ...`. It parses the arguments,
-calls the file layer (`_io`), the analyses and the reports (`_report`), and prints; the runtime policy (float64,
+calls the file layer (`_io`), the jobs (`_jobs`: campaigns, fits, studies), the analyses and the reports
+(`_report`), and prints; the runtime policy (float64,
 XLA options, caches) is `_runtime._policy`, Ctrl-C is `_entry`. Exit codes: docs/errors.md."""
 
 import argparse
@@ -103,8 +104,8 @@ def cmd_simulate(args) -> int:
 
 def cmd_sweep(args) -> int:
     from ._io._campaign_store import STORE
-    from ._io._sweep_file import load_sweep
     from ._jobs._campaign import plan_campaign, run_plan
+    from ._jobs._sweep import load_sweep
     from ._report._progress import MemberProgress
     from ._report._sweep import sweep_report_lines
 
@@ -146,8 +147,8 @@ def _rerun_members(sweep, text: str) -> int:
     """`jaxhinge sweep SWEEP.toml --members 17,523`: those members' histories and metrics, computed again exactly
     as in the campaign, into `<out-dir>/members.npz`."""
     from ._io._campaign_store import STORE
-    from ._jobs._campaign import check_resume, rerun_members
     from ._io._writers import write_output_files
+    from ._jobs._campaign import check_resume, rerun_members
     from ._simulation._trajectory import OUTPUT_NAMES
 
     try:
@@ -212,9 +213,9 @@ def _closed_loop_modes(args, scenario) -> int:
 
 
 def cmd_fit(args) -> int:
-    from ._io._fit_file import run_fit, write_outputs
     from ._io._fit_files import load_fit_file
     from ._io._identify_file import IdentifySpec
+    from ._jobs._fit import run_fit, write_outputs
     from ._report._fit import fit_json, fit_report_lines
 
     spec = load_fit_file(args.fit, out_dir=_check_out_dir(args.out, "--out"))
@@ -256,7 +257,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from ._io._sens_file import load_study, run_study, write_outputs
+    from ._jobs._sensitivity import load_study, run_study, write_outputs
     from ._report._sensitivity import sensitivity_report_lines
 
     path = args.study or str(example_path("sensitivity"))
@@ -281,7 +282,7 @@ def cmd_sensitivity(args) -> int:
 
 def _cmd_identify(args, spec) -> int:
     """`jaxhinge fit` for a telemetry FIT.toml (one with a [data] table)."""
-    from ._io._identify_file import run_identify, write_outputs
+    from ._jobs._identify import run_identify, write_outputs
     from ._report._identify import identify_report_lines
 
     tel = spec.telemetry

@@ -402,8 +402,15 @@ def test_the_sketch_merges_exactly_in_any_order_within_its_stated_bound():
     `CEIL`: bucket indices increase with the value; counts merged from uneven parts in two orders are equal;
     every percentile is within `ALPHA |q| + FLOOR` of NumPy's (`method="lower"`) where `|q| <= CEIL`, the
     worst error is a fair part of that bound, and an element with no value gives NaN."""
-    from jaxhinge._analysis._studies._stats import (ALPHA, BUCKETS, CEIL, FLOOR, bucket_index, sketch_add,
-                                                    sketch_quantiles)
+    from jaxhinge._analysis._studies._stats import (
+        ALPHA,
+        BUCKETS,
+        CEIL,
+        FLOOR,
+        bucket_index,
+        sketch_add,
+        sketch_quantiles,
+    )
 
     rng = np.random.default_rng(7)
     x = rng.choice([-1.0, 1.0], (997, 4, 3)) * 10.0 ** rng.uniform(-12, 5, (997, 4, 3))
@@ -565,7 +572,7 @@ def test_chunk_size_default_fills_a_quarter_of_a_gpus_free_memory(monkeypatch):
     four bytes less is 32 768 again (the rule rounds down)."""
     import jax
 
-    from jaxhinge._io._sweep_file import CPU_CHUNK, MAX_CHUNK, default_chunk_size
+    from jaxhinge._jobs._sweep import CPU_CHUNK, MAX_CHUNK, default_chunk_size
 
     sc = jh.load_scenario(jh.example_path("two_panel"))
     assert default_chunk_size(sc) == CPU_CHUNK == 256
@@ -665,7 +672,7 @@ def test_failed_members_are_left_out_of_the_statistics_as_numpy_nan_statistics_s
 
     path = _sweep(tmp_path, members=6)
     text = path.read_text()
-    head, tail = text.split("[[dispersions]]", 1)
+    head = text.split("[[dispersions]]", 1)[0]
     path.write_text(head + textwrap.dedent("""        [[dispersions]]
         param = "p0.k"
         dist = "values"
@@ -698,8 +705,8 @@ def test_failed_members_are_left_out_of_the_statistics_as_numpy_nan_statistics_s
             want = {"min": np.nanmin(x), "p5": p5, "p50": p50, "p95": p95, "max": np.nanmax(x),
                     "mean": np.nanmean(x), "std": np.nanstd(x)}
             assert got.keys() == want.keys()
-            for key in want:  # (summation order: a few ulp)
-                np.testing.assert_allclose(got[key], want[key], rtol=1e-13, atol=0, err_msg=f"{name} {lab} {key}")
+            for key, value in want.items():  # (summation order: a few ulp)
+                np.testing.assert_allclose(got[key], value, rtol=1e-13, atol=0, err_msg=f"{name} {lab} {key}")
     k = np.where(ok, np.asarray(g["param_p0.k"][:]), np.nan)
     assert summary["parameters"]["p0.k"]["max"] == np.nanmax(k) == 120.0
     np.testing.assert_allclose(summary["parameters"]["p0.k"]["mean"], np.nanmean(k), rtol=1e-15)

@@ -380,7 +380,7 @@ def test_bundled_sweep_example(tmp_path, capsys, monkeypatch):
     import zarr
 
     import jaxhinge._jobs._campaign_chunks as campaign
-    from jaxhinge._io._sweep_file import load_sweep
+    from jaxhinge._jobs._sweep import load_sweep
 
     sweep = load_sweep(example_path("sweep"), out_dir=str(tmp_path / "out"))
     assert (sweep.members, sweep.chunk_size, len(sweep.dispersions)) == (64, 256, 4)

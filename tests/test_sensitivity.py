@@ -20,9 +20,9 @@ import jaxhinge as jh
 from jaxhinge import example_path
 from jaxhinge._analysis._studies._sensitivity import attitude_error, settling_time
 from jaxhinge._cli import main
-from jaxhinge._io._sens_file import load_study
-from jaxhinge._math import mrp_to_dcm
 from jaxhinge._errors import ConfigError
+from jaxhinge._jobs._sensitivity import load_study
+from jaxhinge._math import mrp_to_dcm
 
 # central differences with a relative step 1e-5: truncation ~ (1e-5)^2 * O(1) relative, rounding
 # ~ 1e-16 / 1e-5 = 1e-11 relative; the rk4 solution is a smooth function of the parameters at fixed steps.

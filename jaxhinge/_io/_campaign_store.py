@@ -34,7 +34,17 @@ import numpy as np
 
 from .._errors import OutputError
 from .._version import __version__
-from ._campaign_format import ALPHA, BUCKETS, CEIL, FLOOR, FORMAT, HISTORIES, MOMENTS, band_stride, bucket_values
+from ._campaign_format import (
+    ALPHA,
+    BUCKETS,
+    CEIL,
+    FLOOR,
+    FORMAT,
+    HISTORIES,
+    MOMENTS,
+    band_stride,
+    bucket_values,
+)
 
 __all__ = ["FORMAT", "HISTORIES", "STORE", "CampaignStore", "checkpoint_path", "file_digest", "input_digests", "read_checkpoint",
            "remove_checkpoint", "sweep_sources", "write_checkpoint"]

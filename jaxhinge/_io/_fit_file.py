@@ -1,6 +1,7 @@
 """Modal FIT.toml files: fit model parameters (hinge k, c, masses, inertias, ...) to target modes (frequencies,
-damping ratios, or the modes of an FEA file), check the fit by simulation, and write the results
-(`result.json`, `fitted_scenario.toml`, the plot; all or nothing).
+damping ratios, or the modes of an FEA file), read and checked (`load_fit`); the fit job
+(`_jobs._fit`) runs it, checks the fit by simulation and writes the results (`result.json`,
+`fitted_scenario.toml`, the plot; all or nothing).
 
 The schema and the outputs: docs/modes-and-fea.md. Every check, the output folder's included, happens in
 `load_fit`, before any compute; `fit`'s own errors (in its argument names) are restated in the file's fields
@@ -9,31 +10,26 @@ The schema and the outputs: docs/modes-and-fea.md. Every check, the output folde
 
 import dataclasses
 import os
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .._analysis._fitting._fit import SOLVERS, fit
+from .._analysis._fitting._fit import SOLVERS
 from .._analysis._fitting._fit_options import Acceptance, FeaTargets, ModalTargets, Starts
-from .._analysis._fitting._fit_result import FitResult
 from .._analysis._fitting._loop import LOOPS
 from .._analysis._fitting._pairing import ShapeMap
 from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
 from .._analysis._fitting._solvers import Adam
 from .._analysis._linear._boundary import BOUNDARIES
-from .._analysis._linear._measure import measure_modes
 from .._errors import ConfigError, FitError
 from .._format import kind as _kind
 from .._model._scenario import Scenario, SimulationConfig
-from .._report._fit import fit_json, plot_fit
 from .._simulation._memory import check_memory
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
 from ._fea import FORMATS, UNIT_SYSTEMS, dcm_problem, read_fea
-from ._scenario_file import load_scenario, scenario_toml
-from ._writers import write_json, write_output_files
+from ._scenario_file import load_scenario
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
@@ -314,45 +310,3 @@ def _shape_map(ck, table, units, dcm) -> ShapeMap:
             panels.append((name, node(e["node"], f"{f}.node"), ck.finite_positive(e["distance"], f"{f}.distance")))
     return ShapeMap(hub=hub, hub_point=tuple((C @ (point * L)).tolist()), hub_rotation=rot, panels=tuple(panels),
                     sigma=sigma, mac_min=mac_min)
-
-
-def run_fit(spec: FitSpec, progress: Callable[[str], None] | None = None) -> tuple[FitResult, dict[str, float]]:
-    """Fit a loaded `FitSpec` and, when asked, run the simulation check. FitErrors name the file.
-
-    **Returns:** `(result, timing)`, `timing = {"check": seconds}` when the check ran."""
-    try:
-        result = fit(spec.scenario, check=False, progress=progress, **(spec.arguments or fit_arguments(
-            spec.targets_hz, spec.fit_kwargs)))
-    except FitError as e:
-        raise in_file_terms(e, spec.path, FILE_FIELDS) from None
-    timing: dict[str, float] = {}
-    if spec.check is not None:
-        if progress:
-            progress("fit: independent check: simulating the fitted nonlinear model, one free response per mode...")
-        t0 = time.perf_counter()
-        measured = measure_modes(result.scenario, result.boundary, **spec.check)
-        result = dataclasses.replace(result, check=measured)
-        timing["check"] = time.perf_counter() - t0
-        if progress:
-            progress(f"fit: check done in {timing['check']:.1f} s")
-    return result, timing
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Outputs
-# ------------------------------------------------------------------------------------------------------------
-
-
-def write_outputs(result: FitResult, spec: FitSpec, extra: dict | None = None) -> list[str]:
-    """Write result.json, fitted_scenario.toml and the plot into `spec.out_dir` (all or nothing)."""
-    data = fit_json(result, spec)
-    if extra:
-        data["timing_s"].update(extra)
-    writers = {
-        "result.json": lambda f: write_json(data, f),
-        "fitted_scenario.toml": lambda f: f.write(scenario_toml(result.scenario, os.path.join(spec.out_dir, "fitted_scenario.toml")).encode("utf-8")),
-    }
-    if spec.plot:
-        fmt = os.path.splitext(spec.plot)[1].lstrip(".").lower()
-        writers[spec.plot] = lambda f: plot_fit(result, f, fmt=fmt, title=f"{spec.path} (scenario {spec.scenario_name})")
-    return write_output_files(spec.out_dir, writers)

@@ -1,6 +1,6 @@
 """Telemetry FIT.toml files (a FIT.toml with one or more `[data]` tables): identify parameters from measured
-time histories, and write the results (`result.json`, `fitted_scenario.toml`, `fit.png`, `residuals.png`; all
-or nothing).
+time histories: read and checked (`load_identify`); the identification job (`_jobs._identify`) runs it and
+writes the results (`result.json`, `fitted_scenario.toml`, `fit.png`, `residuals.png`; all or nothing).
 
 The schema and the outputs: docs/telemetry.md. Every check happens in `load_identify`, before any compute;
 `identify`'s own errors (in its argument names) are restated in the file's fields (`FILE_FIELDS`).
@@ -8,23 +8,21 @@ The schema and the outputs: docs/telemetry.md. Every check happens in `load_iden
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._analysis._fitting._fit_options import Acceptance, RandomStarts
-from .._analysis._fitting._identify import SOLVERS, IdentifyResult, check_identify, identify
+from .._analysis._fitting._identify import SOLVERS, check_identify
 from .._analysis._fitting._shooting import SHOOTING, MultipleShooting
 from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
 from .._analysis._fitting._solvers import LevenbergMarquardt
 from .._errors import FitError
 from .._model._scenario import Scenario
-from .._report._identify import identify_json, plot_identify
 from .._simulation._telemetry import Telemetry
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
-from ._scenario_file import load_scenario, scenario_toml
+from ._scenario_file import load_scenario
 from ._telemetry_file import load_telemetry
-from ._writers import write_json, write_output_files
 
 _TOP = ("scenario", "data", "fit", "output")
 _DATA = ("csv", "columns", "sigma", "sensors", "scenario")
@@ -155,7 +153,7 @@ def load_identify(
     try:
         identify_arguments(kwargs)
         check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
-                       sensors=_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False),
+                       sensors=record_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False),
                        shooting=identify_arguments(kwargs).get("shooting", "auto"))
     except FitError as e:
         raise in_file_terms(e, source, FILE_FIELDS) from None
@@ -183,38 +181,8 @@ def identify_arguments(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _sensors(records: Sequence[Record]) -> dict[str, float]:
+def record_sensors(records: Sequence[Record]) -> dict[str, float]:
     """The records' fixed sensor values as `identify` names them (`"data[k]."`-prefixed for several records)."""
     if len(records) == 1:
         return dict(records[0].sensors)
     return {f"data[{k + 1}].{n}": v for k, r in enumerate(records) for n, v in r.sensors.items()}
-
-
-def run_identify(spec: IdentifySpec, progress: Callable[[str], None] | None = None) -> IdentifyResult:
-    """`identify` with the file's records and settings; its errors restated in the file's terms."""
-    recs = spec.records or (Record(spec.csv_path, spec.telemetry, spec.scenario_path, spec.scenario, {}),)
-    try:
-        if len(recs) == 1:
-            return identify(recs[0].scenario, recs[0].telemetry, progress=progress, sensors=_sensors(recs),
-                            **identify_arguments(spec.fit_kwargs))
-        return identify([r.scenario for r in recs], [r.telemetry for r in recs], progress=progress,
-                        sensors=_sensors(recs), **identify_arguments(spec.fit_kwargs))
-    except FitError as e:
-        raise in_file_terms(e, spec.path, FILE_FIELDS) from None
-
-
-def write_outputs(result: IdentifyResult, spec: IdentifySpec) -> list[str]:
-    """Write result.json, fitted_scenario.toml and the plots into `spec.out_dir` (all or nothing)."""
-    data = identify_json(result, spec)
-    writers = {
-        "result.json": lambda f: write_json(data, f),
-        "fitted_scenario.toml": lambda f: f.write(
-            scenario_toml(result.scenario, os.path.join(spec.out_dir, "fitted_scenario.toml")).encode("utf-8")
-        ),
-    }
-    if spec.plots:
-        writers["fit.png"] = lambda f: plot_identify(result, f, "fit")
-        writers["residuals.png"] = lambda f: plot_identify(result, f, "resid")
-    return write_output_files(spec.out_dir, writers)
-
-

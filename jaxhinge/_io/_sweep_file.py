@@ -1,29 +1,23 @@
-"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, read and checked. The
-campaign (`_jobs._campaign`) runs it into the store `campaign.zarr` (`_campaign_store`) and writes its report
-files (`summary.json`, `envelopes.png`, `histograms.png`; all or nothing).
+"""SWEEP files (`jaxhinge sweep SWEEP.toml`): a Monte Carlo or grid sweep of a scenario, read and checked as a file
+(`read_sweep`: its keys, numbers, `[retain]`, `[metrics]` table and output folder) into plain values (`SweepFile`).
+The campaign job (`_jobs._sweep.load_sweep`) loads the scenario, checks the dispersions and metrics against it
+and runs it into the store `campaign.zarr` (`_campaign_store`).
 
 The schema: docs/sweeps-and-sensitivities.md. Errors are `SweepError`s naming the file, the field, the value and
-the rule; the dispersions are checked by `jaxhinge._analysis._studies._batch.check_dispersions`, every member's model by
-the physical rules (`simulate_batch`), before any compute.
+the rule, before any compute (`sweep_checker` names them for the checks the job makes).
 """
 
 import dataclasses
 import os
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .._analysis._studies._batch import check_dispersions
-from .._analysis._studies._sensitivity import HISTORY_OUTPUTS as HISTORY_OUTPUTS_ALL
-from .._analysis._studies._sensitivity import needs_simulation, parse_outputs
-from .._errors import SensitivityError, SweepError
-from .._model._params import resolve
-from .._model._scenario import Scenario
-from .._simulation._memory import bytes_per_member
+from .._errors import SweepError
 from ._checker import Checker as _Checker
-from ._checker import in_file_terms
-from ._scenario_file import load_scenario, scenario_files
+
+__all__ = ["HISTORY_OUTPUTS", "OUTPUT_FILES", "SAMPLE", "SUMMARY_METRICS", "Retain", "SweepFile", "read_sweep",
+           "sweep_checker"]
 
 _SWEEP_KEYS = ("scenario", "members", "seed", "chunk_size", "dispersions", "metrics", "retain", "output")
 _METRICS_KEYS = ("names",)  # [metrics] (docs/campaigns.md)
@@ -77,39 +71,37 @@ OUTPUT_FILES = ("summary.json", "envelopes.png", "histograms.png")
 
 
 @dataclasses.dataclass(frozen=True)
-class Sweep:
-    """A validated SWEEP file: the nominal scenario, dispersions, member count, seed, chunk size, output dir."""
+class SweepFile:
+    """A SWEEP file as read (`read_sweep`): its `source`, the `scenario_path` (absolute or relative to the working
+    directory), `members`, `seed`, `chunk_size` (None: not given), `dispersions` (the `[[dispersions]]` tables as
+    written), `metrics` (`[metrics] names` as written; empty: none), `retain` (None: no `[retain]`) and the output
+    folder `out_dir` (checked)."""
 
     source: str
     scenario_path: str
-    scenario: Scenario
-    dispersions: list
     members: int
     seed: int
-    chunk_size: int
+    chunk_size: int | None
+    dispersions: list
+    metrics: list
+    retain: Retain | None
     out_dir: str
-    retain: Retain | None = None  # None: every history (a small campaign), as given by `[retain]` otherwise
-    metrics: tuple = ()  # the metrics of every member (`parse_outputs`' specs): `[metrics] names`, and the summary's
-    files: tuple[str, ...] = ()  # every file read: this SWEEP file, its scenario and the scenario's (`scenario_files`)
-
-    @property
-    def simulates(self) -> bool:
-        """Whether the campaign simulates its members: a metric or a kept history needs it (not modes alone)."""
-        return _simulates(self.metrics, self.retain)
 
 
-def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
-    """Read and validate a SWEEP TOML file (schema: docs/sweeps-and-sensitivities.md; `jaxhinge sweep --help`).
-    Relative paths (`scenario`, `output.dir`) are relative to the SWEEP file. Everything, the output folder
-    included, is checked before any compute.
+def sweep_checker(source: str) -> _Checker:
+    """The checker of a SWEEP file: its errors are `SweepError`s in the file's terms (the job's checks use it)."""
+    return _Checker(source, error=SweepError, descriptions=_DESCRIPTION, aliases=_ALIASES)
 
-    **Arguments:** `path` (the file), `out_dir` (an output folder that replaces `[output] dir`, checked
-    instead of it).
 
-    **Raises:** `SweepError` (`ScenarioError` for its scenario) with a one-line message `SWEEP.toml: field = value: what is allowed`.
+def read_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> SweepFile:
+    """Read a SWEEP TOML file and check it as a file (schema: docs/sweeps-and-sensitivities.md): its keys, the
+    numbers, `[retain]`, the `[metrics]` table and the output folder. Relative paths (`scenario`, `output.dir`) are
+    relative to the SWEEP file. `out_dir`: an output folder that replaces `[output] dir`, checked instead of it.
+
+    **Raises:** `SweepError` with a one-line message `SWEEP.toml: field = value: what is allowed`.
     """
     source = os.fspath(path)
-    ck = _Checker(source, error=SweepError, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    ck = sweep_checker(source)
     data = ck.read_toml("sweep file")
     ck.keys(data, None, _SWEEP_KEYS, ("scenario", "members", "dispersions"))
     scen_path = ck.path(data["scenario"], "scenario", "a scenario file name")
@@ -123,64 +115,24 @@ def load_sweep(path: str | os.PathLike, *, out_dir: str | None = None) -> Sweep:
     if not isinstance(disp, list) or not disp:
         raise ck.bad("dispersions", disp, "must be one or more [[dispersions]] tables")
     retain = _retain(ck, data["retain"], members) if "retain" in data else None
-    scenario = load_scenario(scen_path)
-    chunk_size = chunk_size or default_chunk_size(scenario)
-    check_dispersions(scenario, disp, members, source=source, batch=chunk_size)
-    metrics = _metrics(ck, data.get("metrics"), scenario, retain)
-    for j, (name, _, _) in enumerate(retain.worst if retain is not None else ()):
-        ck.choice(name, f"retain.worst[{j}].metric", [o.name for o in metrics])
-    files = (os.path.abspath(source), *scenario_files(scenario, scen_path))
-    return Sweep(source, scen_path, scenario, disp, members, seed, chunk_size, out_dir, retain, metrics, files)
+    metrics = _metric_names(ck, data.get("metrics"))
+    return SweepFile(source, scen_path, members, seed, chunk_size, disp, metrics, retain, out_dir)
 
 
-CPU_CHUNK = 256  # members per compiled call on a CPU (larger batches run no faster per member there)
-MAX_CHUNK = 1 << 18  # at most, on an accelerator
+def _metric_names(ck: _Checker, table: Any) -> list:
+    """`[metrics] names = [...]` as written (SENS.toml's output names and option tables: the job parses them);
+    empty without a `[metrics]` table."""
+    if table is None:
+        return []
+    table = ck.table(table, "metrics", "[metrics]")
+    ck.keys(table, "metrics", _METRICS_KEYS, ("names",))
+    names = table["names"]
+    if not isinstance(names, list) or not names:
+        raise ck.bad("metrics.names", names, "must be a non-empty list of output names or tables "
+                     "(as SENS.toml's outputs, docs/sweeps-and-sensitivities.md)")
+    return names
 
 
-def default_chunk_size(scenario: Scenario) -> int:
-    """The chunk size when the SWEEP file gives none: `CPU_CHUNK` on a CPU; on a GPU (JAX's first device), the
-    power of two of members whose outputs and working memory (`bytes_per_member`) fill a quarter of its free
-    memory, between `CPU_CHUNK` and `MAX_CHUNK`."""
-    import jax
-
-    device = jax.devices()[0]
-    if device.platform == "cpu":
-        return CPU_CHUNK
-    stats = device.memory_stats() or {}
-    free = float(stats.get("bytes_limit", 0)) - float(stats.get("bytes_in_use", 0))
-    per = bytes_per_member(scenario.simulation, scenario.spacecraft.panels.count)
-    fits = int(0.25 * free / per) if free > 0 else CPU_CHUNK
-    return int(min(MAX_CHUNK, max(CPU_CHUNK, 1 << max(fits, 1).bit_length() - 1)))
-
-
-def _simulates(metrics, retain: Retain | None) -> bool:
-    return needs_simulation(metrics) or retain is None or bool(retain.outputs)
-
-
-def _metrics(ck: _Checker, table: Any, scenario: Scenario, retain: Retain | None) -> tuple:
-    """`[metrics] names = [...]`: SENS.toml's output names and option tables (`parse_outputs`), no histories; the
-    summary's metrics (`SUMMARY_METRICS`) added when the campaign simulates."""
-    names: list = []
-    if table is not None:
-        table = ck.table(table, "metrics", "[metrics]")
-        ck.keys(table, "metrics", _METRICS_KEYS, ("names",))
-        names = table["names"]
-        if not isinstance(names, list) or not names:
-            raise ck.bad("metrics.names", names, "must be a non-empty list of output names or tables "
-                         "(as SENS.toml's outputs, docs/sweeps-and-sensitivities.md)")
-    try:
-        outputs = parse_outputs(scenario, names, ck.source) if names else ()
-    except SensitivityError as e:
-        raise SweepError(str(in_file_terms(e, ck.source, {"outputs": "metrics.names"})), source=ck.source,
-                         field="metrics.names") from None
-    for j, o in enumerate(outputs):
-        if o.name in HISTORY_OUTPUTS_ALL:
-            raise ck.bad(f"metrics.names[{j}]", o.name, "is a time history, not a metric: keep histories with "
-                         "[retain] outputs")
-    if _simulates(outputs, retain):
-        have = {o.name for o in outputs}
-        outputs = outputs + parse_outputs(scenario, [n for n in SUMMARY_METRICS if n not in have], ck.source)
-    return outputs
 
 
 def _retain(ck: _Checker, table: Any, members: int) -> Retain:

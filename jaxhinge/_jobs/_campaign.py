@@ -30,7 +30,7 @@ from .._errors import OutputError, SweepError
 from .._io import _interrupt
 from .._io._campaign_format import ALPHA, CEIL, FLOOR
 from .._io._campaign_store import STORE, CampaignStore, input_digests, remove_checkpoint, sweep_sources
-from .._io._sweep_file import Retain, Sweep, load_sweep
+from .._io._sweep_file import Retain
 from .._io._writers import write_json, write_output_files
 from .._model._params import FIELDS, resolve
 from .._report._sweep import plot_envelopes, plot_histograms, sweep_summary
@@ -38,6 +38,7 @@ from .._runtime import _programs
 from .._simulation._memory import MEMORY_ENV, memory_limit
 from ._campaign_chunks import chunk_task, compute_chunk, metric_layout, padded, pipelined
 from ._campaign_sketch import SketchMerge
+from ._sweep import Sweep, load_sweep
 
 __all__ = ["STORE", "CampaignPlan", "CampaignResult", "check_members", "check_resume", "envelopes", "keep_worst",
            "nominal_centre", "open_campaign", "plan_campaign", "rerun_members", "retention", "run_campaign",

@@ -17,8 +17,8 @@ from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
 from .._analysis._studies._stats import bucket_index, moments
 from .._errors import SweepError
 from .._io._campaign_store import HISTORIES, STORE, CampaignStore, input_digests
-from .._io._sweep_file import Sweep, load_sweep
 from .._runtime import _programs
+from ._sweep import Sweep, load_sweep
 
 __all__ = ["ChunkRun", "chunk_task", "compute_chunk", "finish_chunk", "metric_layout", "padded", "pipelined",
            "run_chunk"]
