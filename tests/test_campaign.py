@@ -968,6 +968,27 @@ def test_a_million_member_campaign_is_checked_by_the_chunk_not_by_the_whole(tmp_
     assert check_members(sweep, block=1 << 18) == ["p0.k", "hub.omega_BN_BInit"]
 
 
+def test_the_command_draws_and_checks_every_member_once(tmp_path, monkeypatch, capsys):
+    """`jaxhinge sweep`: every member is drawn and checked against the physical rules once, before the first line
+    (`plan_campaign`), not again when the campaign runs (the chunks draw their own members to compute them); a
+    `--resume` draws none for the check (its store's input files and jaxhinge are those it was checked with)."""
+    from jaxhinge._cli import main
+    from jaxhinge._jobs import _campaign
+
+    path = _sweep(tmp_path)
+    draws, checks = [], []
+    sample, refuse = _campaign.sample_dispersions, _campaign.refuse_invalid_members
+    monkeypatch.setattr(_campaign, "sample_dispersions", lambda *a, **k: (draws.append(1), sample(*a, **k))[1])
+    monkeypatch.setattr(_campaign, "refuse_invalid_members",
+                        lambda sc, params, who, first, members: (checks.append((first, members)),
+                                                                 refuse(sc, params, who, first, members))[1])
+    assert main(["sweep", str(path)]) == 0
+    assert (len(draws), checks) == (1, [(0, 10)])
+    assert main(["sweep", str(path), "--resume"]) == 0
+    assert (len(draws), checks) == (1, [(0, 10)])
+    capsys.readouterr()
+
+
 def test_the_rules_check_a_block_of_members_at_a_time_in_one_shape(tmp_path, monkeypatch):
     """`check_members` hands the physical rules one block at a time (a block's models are built at once: 1.7 kB a
     member, 1.9 GB for a million in one block), the last block padded with its first member so the rules'
