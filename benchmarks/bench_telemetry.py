@@ -24,8 +24,8 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np
 
 import jaxhinge as jh
-from jaxhinge._simulation._telemetry import output_names
 from jaxhinge._model._params import current_value
+from jaxhinge._model._telemetry import output_names
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "telemetry")
 FREE = ["p0.k", "p1.k", "p2.k", "p0.c", "p1.c"]  # 3 single panels; with a chain: every k and two c

@@ -45,8 +45,8 @@ _PUBLIC = {
     "simulate": ("_simulation._simulate", "simulate"),
     "simulate_unjitted": ("_simulation._simulate", "simulate_unjitted"),
     "MRPSwitch": ("_simulation._solver", "MRPSwitch"),
-    "Telemetry": ("_simulation._telemetry", "Telemetry"),
-    "telemetry_from_arrays": ("_simulation._telemetry", "telemetry_from_arrays"),
+    "Telemetry": ("_model._telemetry", "Telemetry"),
+    "telemetry_from_arrays": ("_model._telemetry", "telemetry_from_arrays"),
     # Analyses: modes, fits, telemetry identification, sensitivities, batches
     "Linearization": ("_analysis._linear._linearize", "Linearization"),
     "linearize": ("_analysis._linear._linearize", "linearize"),
@@ -220,6 +220,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._model._spacecraft import Spacecraft as Spacecraft
     from ._model._spacecraft import State as State
     from ._model._spacecraft import Wheels as Wheels
+    from ._model._telemetry import Telemetry as Telemetry
+    from ._model._telemetry import telemetry_from_arrays as telemetry_from_arrays
     from ._report._fit import plot_fit as plot_fit
     from ._report._identify import plot_identify as plot_identify
     from ._report._plot import plot_trajectory as plot_trajectory
@@ -230,8 +232,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._simulation._simulate import simulate as simulate
     from ._simulation._simulate import simulate_unjitted as simulate_unjitted
     from ._simulation._solver import MRPSwitch as MRPSwitch
-    from ._simulation._telemetry import Telemetry as Telemetry
-    from ._simulation._telemetry import telemetry_from_arrays as telemetry_from_arrays
     from ._simulation._trajectory import Trajectory as Trajectory
 
 

@@ -18,7 +18,7 @@ from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
 from .._analysis._fitting._solvers import LevenbergMarquardt
 from .._errors import FitError
 from .._model._scenario import Scenario
-from .._simulation._telemetry import Telemetry
+from .._model._telemetry import Telemetry
 from ._checker import Checker as _Checker
 from ._checker import in_file_terms
 from ._scenario_file import load_scenario

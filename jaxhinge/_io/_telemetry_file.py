@@ -2,7 +2,7 @@
 writes one, `telemetry_columns` picks telemetry columns out of a simulated or recorded run.
 
 **CSV format.** A header row, then one row per sample: column `t` [s] and any of the measured outputs
-(`jaxhinge._simulation._telemetry.output_names`). Other columns may be present; only the ones asked for are read
+(`jaxhinge._model._telemetry.output_names`). Other columns may be present; only the ones asked for are read
 (and checked). Lines starting with `#` and blank lines are skipped.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._model._scenario import Scenario
-from .._simulation._telemetry import (
+from .._model._telemetry import (
     PANEL_OUTPUTS,
     VECTOR_COLUMNS,
     WHEEL_OUTPUTS,

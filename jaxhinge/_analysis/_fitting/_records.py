@@ -12,7 +12,7 @@ from ..._format import fmt_value as _fmt
 from ..._model._params import FIELDS
 from ..._model._scenario import Scenario
 from ..._model._schema import in_table
-from ..._simulation._telemetry import Telemetry
+from ..._model._telemetry import Telemetry
 from ._lsq_coords import Coordinate, parse_free
 
 __all__ = ["Sensor", "parse_records", "sensor_coordinate", "sensor_name"]
