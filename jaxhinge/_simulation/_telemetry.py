@@ -3,12 +3,12 @@
 
 import jax.numpy as jnp
 
-from .._model._telemetry import VECTOR_COLUMNS, WHEEL_OUTPUTS
-from .._model._telemetry import Telemetry as Telemetry  # (the data model's home is `_model._telemetry`)
-from .._model._telemetry import output_names as output_names
+from .._model._telemetry import VECTOR_COLUMNS, WHEEL_OUTPUTS, Telemetry, output_names
 from ._trajectory import OUTPUT_UNITS
 
-__all__ = ["column_unit", "model_outputs"]
+# `Telemetry` and `output_names` are the data model's (`_model._telemetry`), named here too for the fits that
+# import them with the output matrix
+__all__ = ["Telemetry", "column_unit", "model_outputs", "output_names"]
 
 
 def column_unit(column: str) -> str:
