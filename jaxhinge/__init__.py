@@ -59,16 +59,16 @@ _PUBLIC = {
     "LeastSquaresResult": ("_analysis._fitting._lsq_analysis", "LeastSquaresResult"),
     "FitResult": ("_analysis._fitting._fit_result", "FitResult"),
     "fit": ("_analysis._fitting._fit", "fit"),
-    "FeaModes": ("_analysis._fitting._pairing", "FeaModes"),
+    "FeaModes": ("_model._fea_modes", "FeaModes"),
     "pair_modes": ("_analysis._fitting._pairing", "pair_modes"),
     "ShapeMap": ("_analysis._fitting._pairing", "ShapeMap"),
     "IdentifyResult": ("_analysis._fitting._identify", "IdentifyResult"),
     "identify": ("_analysis._fitting._identify", "identify"),
     "SingleShooting": ("_analysis._fitting._shooting", "SingleShooting"),
     "MultipleShooting": ("_analysis._fitting._shooting", "MultipleShooting"),
-    "AbstractBoundary": ("_analysis._linear._boundary", "AbstractBoundary"),
-    "FreeFree": ("_analysis._linear._boundary", "FreeFree"),
-    "HubClamped": ("_analysis._linear._boundary", "HubClamped"),
+    "AbstractBoundary": ("_model._boundary", "AbstractBoundary"),
+    "FreeFree": ("_model._boundary", "FreeFree"),
+    "HubClamped": ("_model._boundary", "HubClamped"),
     "AbstractLoop": ("_analysis._fitting._loop", "AbstractLoop"),
     "OpenLoop": ("_analysis._fitting._loop", "OpenLoop"),
     "ClosedLoop": ("_analysis._fitting._loop", "ClosedLoop"),
@@ -143,7 +143,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._fitting._loop import ClosedLoop as ClosedLoop
     from ._analysis._fitting._loop import OpenLoop as OpenLoop
     from ._analysis._fitting._lsq_analysis import LeastSquaresResult as LeastSquaresResult
-    from ._analysis._fitting._pairing import FeaModes as FeaModes
     from ._analysis._fitting._pairing import ShapeMap as ShapeMap
     from ._analysis._fitting._pairing import pair_modes as pair_modes
     from ._analysis._fitting._shooting import MultipleShooting as MultipleShooting
@@ -154,9 +153,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._fitting._solvers import Dogleg as Dogleg
     from ._analysis._fitting._solvers import GaussNewton as GaussNewton
     from ._analysis._fitting._solvers import LevenbergMarquardt as LevenbergMarquardt
-    from ._analysis._linear._boundary import AbstractBoundary as AbstractBoundary
-    from ._analysis._linear._boundary import FreeFree as FreeFree
-    from ._analysis._linear._boundary import HubClamped as HubClamped
     from ._analysis._linear._closed_loop import ClosedLoopPoles as ClosedLoopPoles
     from ._analysis._linear._closed_loop import closed_loop_poles as closed_loop_poles
     from ._analysis._linear._linearize import Linearization as Linearization
@@ -201,7 +197,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._jobs._campaign import open_campaign as open_campaign
     from ._jobs._campaign import run_campaign as run_campaign
     from ._jobs._sweep import load_sweep as load_sweep
+    from ._model._boundary import AbstractBoundary as AbstractBoundary
+    from ._model._boundary import FreeFree as FreeFree
+    from ._model._boundary import HubClamped as HubClamped
     from ._model._control import Control as Control
+    from ._model._fea_modes import FeaModes as FeaModes
     from ._model._integrators import RK4 as RK4
     from ._model._integrators import Dopri8 as Dopri8
     from ._model._integrators import Tsit5 as Tsit5

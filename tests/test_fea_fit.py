@@ -17,9 +17,10 @@ import pytest
 from _helpers import mixed, random_spacecraft
 
 import jaxhinge as jh
-from jaxhinge._analysis._fitting._pairing import FeaModes, pair_modes
+from jaxhinge._analysis._fitting._pairing import pair_modes
 from jaxhinge._analysis._linear._modes import rigid_motion
 from jaxhinge._io._fea import read_fea
+from jaxhinge._model._fea_modes import FeaModes
 from jaxhinge._report._modes import modes_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

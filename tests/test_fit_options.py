@@ -13,8 +13,8 @@ import jaxhinge as jh
 from jaxhinge._analysis._fitting._loop import LOOPS, as_loop
 from jaxhinge._analysis._fitting._lsq_solver import _advance, evaluate
 from jaxhinge._analysis._fitting._solvers import SOLVERS, as_solver, solvers_of
-from jaxhinge._analysis._linear._boundary import BOUNDARIES, as_boundary
 from jaxhinge._errors import FitError
+from jaxhinge._model._boundary import BOUNDARIES, as_boundary
 
 # ------------------------------------------------------------------------------------------------------------
 # Name tables

@@ -18,10 +18,10 @@ import re
 
 import numpy as np
 
-from .._analysis._fitting._pairing import FeaModes
-from .._analysis._linear._boundary import AbstractBoundary, FreeFree, HubClamped, as_boundary
 from .._errors import FeaError
 from .._format import fmt_value as _fmt
+from .._model._boundary import AbstractBoundary, FreeFree, HubClamped, as_boundary
+from .._model._fea_modes import FeaModes
 from .._model._rules import rotation_problem
 
 # metres and kilograms per length and mass unit of the FEA model (time in seconds in every system)

@@ -21,9 +21,9 @@ from .._analysis._fitting._loop import LOOPS
 from .._analysis._fitting._pairing import ShapeMap
 from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
 from .._analysis._fitting._solvers import Adam
-from .._analysis._linear._boundary import BOUNDARIES
 from .._errors import ConfigError, FitError
 from .._format import kind as _kind
+from .._model._boundary import BOUNDARIES
 from .._model._scenario import Scenario, SimulationConfig
 from .._simulation._memory import check_memory
 from ._checker import Checker as _Checker

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from .._analysis._fitting._loop import LOOPS
-from .._analysis._linear._boundary import BOUNDARIES
 from .._format import json_number, to_json
 from .._format import json_number as _num
+from .._model._boundary import BOUNDARIES
 from .._version import __version__
 from ._modes import measurement_json, modes_json
 from ._plot import pyplot

@@ -64,8 +64,8 @@ import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
 from ..._errors import FitError
+from ..._model._boundary import AbstractBoundary, FreeFree, as_boundary
 from ..._model._scenario import Scenario
-from .._linear._boundary import AbstractBoundary, FreeFree, as_boundary
 from .._linear._measure import measure_modes
 from ._fit_options import Acceptance, FeaTargets, ModalTargets, Starts
 from ._fit_problem import build_problem, start_points

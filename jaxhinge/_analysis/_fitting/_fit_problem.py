@@ -13,12 +13,12 @@ from jaxtyping import Array, Float
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
+from ..._model._boundary import AbstractBoundary
 from ..._model._loads import Loads
 from ..._model._params import Parameter
 from ..._model._rules import model_ok
 from ..._model._scenario import Scenario, SimulationConfig
 from ..._model._spacecraft import strip_labels
-from .._linear._boundary import AbstractBoundary
 from .._linear._closed_loop import closed_loop_modes, closed_loop_modes_unjitted
 from .._linear._modes import Modes, modes, modes_unjitted, relabel
 from ._fit_targets import Targets, number_list

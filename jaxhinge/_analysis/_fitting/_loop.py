@@ -15,8 +15,8 @@ import equinox as eqx
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
+from ..._model._boundary import AbstractBoundary
 from ..._model._scenario import Scenario
-from .._linear._boundary import AbstractBoundary
 from .._linear._closed_loop import loop_shape
 
 __all__ = ["LOOPS", "AbstractLoop", "ClosedLoop", "OpenLoop", "as_loop"]

@@ -57,10 +57,10 @@ from jaxtyping import Array, Float
 from ..._dynamics._backsub import hinge_geometry, panel_inertia_diag, state_derivative_held, wheel_torques
 from ..._errors import ScenarioError
 from ..._math import tilde
+from ..._model._boundary import AbstractBoundary, FreeFree
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import Spacecraft, State, Wheels, strip_labels
 from ..._runtime._programs import program
-from ._boundary import AbstractBoundary, FreeFree
 
 EFFECTIVE_MASS_NAMES = ("T1_kg", "T2_kg", "T3_kg", "R1_kg_m2", "R2_kg_m2", "R3_kg_m2")
 HUB_DOF_NAMES = ("x_B[1]", "x_B[2]", "x_B[3]", "phi_B[1]", "phi_B[2]", "phi_B[3]")

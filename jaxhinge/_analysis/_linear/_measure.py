@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from ..._errors import ScenarioError
+from ..._model._boundary import AbstractBoundary, FreeFree, as_boundary
 from ..._model._integrators import Dopri8
 from ..._model._loads import Loads
 from ..._model._scenario import Scenario, SimulationConfig, compile_key
@@ -15,7 +16,6 @@ from ..._model._spacecraft import InitialState, Spacecraft
 from ..._runtime._programs import program
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
-from ._boundary import AbstractBoundary, FreeFree, as_boundary
 from ._linearize import rest_spacecraft, spacecraft_of
 from ._modes import complex_mode_state, modes
 

@@ -33,10 +33,10 @@ import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, Int
 
 from ..._math import assignment, safe_sqrt, tilde
+from ..._model._boundary import AbstractBoundary, FreeFree, as_boundary
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import Spacecraft, strip_labels
 from ..._runtime._programs import program
-from ._boundary import AbstractBoundary, FreeFree, as_boundary
 from ._linearize import (
     body_jacobians,
     linear_matrices,

@@ -72,13 +72,13 @@ from ..._errors import ParameterError, SensitivityError
 from ..._format import did_you_mean as _did_you_mean
 from ..._format import fmt_value as _fmt
 from ..._math import safe_sqrt, sub_mrp
+from ..._model._boundary import as_boundary
 from ..._model._params import Parameter, anonymous, apply_resolved, expand, nominal
 from ..._model._scenario import Scenario, compile_key
 from ..._runtime._programs import program
 from ..._simulation._memory import check_memory, save_times
 from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._trajectory import OUTPUT_NAMES, OUTPUT_UNITS
-from .._linear._boundary import as_boundary
 from .._linear._closed_loop import closed_loop_unjitted, loop_shape
 from .._linear._modes import modes_unjitted
 
