@@ -81,7 +81,7 @@ def worker(record, fit_over, kwargs, result_path):
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from jaxhinge._io._identify_file import identify_arguments, load_identify
+    from jaxhinge._jobs._identify import identify_arguments, load_identify
 
     sys.path.insert(0, HERE)
     from _common import machine

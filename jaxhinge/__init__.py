@@ -107,7 +107,7 @@ _PUBLIC = {
     "scenario_from_dict": ("_io._scenario_file", "scenario_from_dict"),
     "scenario_to_dict": ("_io._scenario_file", "scenario_to_dict"),
     "example_path": ("_io._scenario_file", "example_path"),
-    "load_fit": ("_io._fit_files", "load_fit_file"),
+    "load_fit": ("_jobs._fit_files", "load_fit_file"),
     "load_telemetry": ("_io._telemetry_file", "load_telemetry"),
     "write_telemetry": ("_io._telemetry_file", "write_telemetry"),
     "telemetry_columns": ("_io._telemetry_file", "telemetry_columns"),
@@ -184,7 +184,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._errors import SweepError as SweepError
     from ._errors import TelemetryError as TelemetryError
     from ._io._fea import read_fea as read_fea
-    from ._io._fit_files import load_fit_file as load_fit  # noqa: F401
     from ._io._scenario_file import dump_scenario as dump_scenario
     from ._io._scenario_file import example_path as example_path
     from ._io._scenario_file import load_scenario as load_scenario
@@ -196,6 +195,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._jobs._campaign import CampaignResult as CampaignResult
     from ._jobs._campaign import open_campaign as open_campaign
     from ._jobs._campaign import run_campaign as run_campaign
+    from ._jobs._fit_files import load_fit_file as load_fit  # noqa: F401
     from ._jobs._sweep import load_sweep as load_sweep
     from ._model._boundary import AbstractBoundary as AbstractBoundary
     from ._model._boundary import FreeFree as FreeFree

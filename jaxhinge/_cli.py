@@ -213,9 +213,9 @@ def _closed_loop_modes(args, scenario) -> int:
 
 
 def cmd_fit(args) -> int:
-    from ._io._fit_files import load_fit_file
-    from ._io._identify_file import IdentifySpec
     from ._jobs._fit import run_fit, write_outputs
+    from ._jobs._fit_files import load_fit_file
+    from ._jobs._identify import IdentifySpec
     from ._report._fit import fit_json, fit_report_lines
 
     spec = load_fit_file(args.fit, out_dir=_check_out_dir(args.out, "--out"))

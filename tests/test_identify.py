@@ -439,8 +439,8 @@ def test_cli_output_folder_checked_before_compute(tmp_path, capsys, args, words)
 
 
 def test_load_fit_dispatches_on_data_table(tmp_path):
-    """`jh.load_fit` (one dispatcher, `jaxhinge._io._fit_files`) reads a FIT.toml with [data] as a telemetry fit."""
-    from jaxhinge._io._identify_file import IdentifySpec
+    """`jh.load_fit` (one dispatcher, `jaxhinge._jobs._fit_files`) reads a FIT.toml with [data] as a telemetry fit."""
+    from jaxhinge._jobs._identify import IdentifySpec
 
     _write_csv(tmp_path / "tel.csv", ["t", *COLS], [[0.0, 0.1, 0.0, 0.0], [0.02, 0.1, 0.0, 0.0]])
     spec = jh.load_fit(_fit_toml(tmp_path))

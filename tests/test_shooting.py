@@ -21,7 +21,7 @@ from jaxhinge._analysis._fitting import _shooting_solve as MSS
 from jaxhinge._analysis._fitting._lsq_analysis import analyse
 from jaxhinge._analysis._fitting._lsq_solver import evaluate
 from jaxhinge._errors import FitError
-from jaxhinge._io._identify_file import identify_arguments, load_identify
+from jaxhinge._jobs._identify import identify_arguments, load_identify
 from jaxhinge._model._params import current_value
 
 FREE = ["p0.k", "p1.k", "p0.c", "p1.c"]

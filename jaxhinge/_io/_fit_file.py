@@ -91,7 +91,7 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     check, the output folder's included, happens here, before any compute.
 
     A FIT.toml with a `[data]` table is a telemetry fit: read any FIT.toml with `jaxhinge.load_fit`
-    (`jaxhinge._io._fit_files.load_fit_file`), which dispatches.
+    (`jaxhinge._jobs._fit_files.load_fit_file`), which dispatches.
 
     **Arguments:**
 

@@ -1,28 +1,22 @@
-"""Telemetry FIT.toml files (a FIT.toml with one or more `[data]` tables): identify parameters from measured
-time histories: read and checked (`load_identify`); the identification job (`_jobs._identify`) runs it and
-writes the results (`result.json`, `fitted_scenario.toml`, `fit.png`, `residuals.png`; all or nothing).
+"""Telemetry FIT.toml files (a FIT.toml with one or more `[data]` tables), read and checked as a file
+(`read_identify`: its keys, the `[data]` records' files and sensors, the `[fit]` settings' numbers, the output
+folder) into plain values (`IdentifyFile`). The identification job (`_jobs._identify`) loads the scenarios and
+telemetry, maps the settings to `identify`'s objects, checks them, runs it and writes the results.
 
-The schema and the outputs: docs/telemetry.md. Every check happens in `load_identify`, before any compute;
-`identify`'s own errors (in its argument names) are restated in the file's fields (`FILE_FIELDS`).
+The schema and the outputs: docs/telemetry.md. Errors are `FitError`s naming the file, the field, the value and
+the rule, before any compute (`identify_checker` names them for the job's checks).
 """
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from .._analysis._fitting._fit_options import Acceptance, RandomStarts
-from .._analysis._fitting._identify import SOLVERS, check_identify
-from .._analysis._fitting._shooting import SHOOTING, MultipleShooting
-from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
-from .._analysis._fitting._solvers import LevenbergMarquardt
 from .._errors import FitError
-from .._model._scenario import Scenario
-from .._model._telemetry import Telemetry
 from ._checker import Checker as _Checker
-from ._checker import in_file_terms
-from ._scenario_file import load_scenario
-from ._telemetry_file import load_telemetry
+
+__all__ = ["FILE_FIELDS", "OUTPUT_FILES", "PLOT_FILES", "DataTable", "IdentifyFile", "identify_checker",
+           "read_identify"]
 
 _TOP = ("scenario", "data", "fit", "output")
 _DATA = ("csv", "columns", "sigma", "sensors", "scenario")
@@ -47,48 +41,48 @@ PLOT_FILES = ("fit.png", "residuals.png")
 
 
 @dataclasses.dataclass(frozen=True)
-class Record:
-    """One `[[data]]` record: its CSV, telemetry, scenario (the top-level one unless it names its own) and fixed
-    sensor values (`sensors`)."""
+class DataTable:
+    """One `[data]` table as read: its CSV (`csv_path`), the `columns` and `sigma` as written (checked with the
+    telemetry), its scenario (`scenario_path`: the top-level one unless it names its own) and its fixed sensor
+    values (`sensors`)."""
 
     csv_path: str
-    telemetry: Telemetry
+    columns: Any
+    sigma: Any
     scenario_path: str
-    scenario: Scenario
     sensors: dict[str, float]
 
 
 @dataclasses.dataclass(frozen=True)
-class IdentifySpec:
-    """A parsed telemetry FIT.toml: resolved paths, the loaded scenario and telemetry (of the first record), the
-    `[fit]` settings by the file's names (`fit_kwargs`; `identify`'s arguments: `identify_arguments`), the output
-    folder, whether to plot, and every record (`records`: one for a `[data]` table, several for `[[data]]`)."""
+class IdentifyFile:
+    """A telemetry FIT.toml as read (`read_identify`): its `path`, the top-level `scenario_path` (and its name as
+    written, `scenario_name`), the `[data]` tables (`tables`), the `[fit]` settings by the file's names
+    (`fit_kwargs`: numbers checked, names as written), the output folder and whether to plot."""
 
     path: str
     scenario_path: str
     scenario_name: str
-    scenario: Scenario
-    csv_path: str
-    telemetry: Telemetry
+    tables: tuple[DataTable, ...]
     fit_kwargs: dict[str, Any]
     out_dir: str
     plots: bool
-    records: tuple[Record, ...] = ()
 
 
-def load_identify(
-    path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None
-) -> IdentifySpec:
-    """Read and validate a telemetry FIT.toml (schema: docs/telemetry.md), its scenario and its CSV; every check,
-    the output folder's included, happens here, before any compute.
+def identify_checker(source: str) -> _Checker:
+    """The checker of a telemetry FIT.toml: its errors are `FitError`s in the file's terms."""
+    return _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
 
-    **Arguments:** `path` (the file), `data` (its parsed content, when already read), `out_dir` (an output
-    folder that replaces `[output] dir`, checked instead of it).
 
-    **Raises:** `FitError` (`TelemetryError` for the data), `ScenarioError`.
+def read_identify(path: str | os.PathLike, data: Mapping | None = None, *,
+                  out_dir: str | None = None) -> IdentifyFile:
+    """Read a telemetry FIT.toml and check it as a file (schema: docs/telemetry.md): its keys, the records' files
+    and sensors, the `[fit]` numbers and the output folder. **Arguments:** `path` (the file), `data` (its parsed
+    content, when already read), `out_dir` (an output folder that replaces `[output] dir`, checked instead of it).
+
+    **Raises:** `FitError` with a one-line message `FIT.toml: field = value: what is allowed`.
     """
     source = os.fspath(path)
-    ck = _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    ck = identify_checker(source)
     if data is None:
         data = ck.read_toml("fit file")
     ck.keys(data, None, _TOP, ("scenario",))
@@ -114,8 +108,6 @@ def load_identify(
         sensors.append({str(k): ck.number(v, f"{w}.sensors.{k}") for k, v in t.items()})
     ck.keys(fit_t, "fit", _FIT, ("free",))
     kwargs: dict[str, Any] = {key: fit_t[key] for key in _FIT if key in fit_t}  # "free" is required
-    if "solver" in kwargs:
-        ck.choice(kwargs["solver"], "fit.solver", SOLVERS)
     for key in ("max_steps", "starts", "seed"):
         if key in kwargs:
             kwargs[key] = ck.integer(kwargs[key], f"fit.{key}", 0 if key == "seed" else 1)
@@ -129,8 +121,6 @@ def load_identify(
         kwargs["max_step"] = ck.nonnegative(kwargs["max_step"], "fit.max_step", "(fitted coordinates)")
     if "estimate_initial_state" in kwargs:
         kwargs["estimate_initial_state"] = ck.boolean(kwargs["estimate_initial_state"], "fit.estimate_initial_state")
-    if "shooting" in kwargs:
-        ck.choice(kwargs["shooting"], "fit.shooting", ("auto", *SHOOTING))
     if "segment" in kwargs and kwargs["segment"] != "auto":
         kwargs["segment"] = ck.finite_positive(kwargs["segment"], "fit.segment")
     if "continuity_rtol" in kwargs:
@@ -143,46 +133,6 @@ def load_identify(
     plots = ck.boolean(out_t.get("plots", True), "output.plots")
     files = OUTPUT_FILES + (PLOT_FILES if plots else ())
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
-    scenario = load_scenario(scen_path)
-    records = []
-    for d, csv_path, sp, sens in zip(tables, csv_paths, rec_scen, sensors):
-        sc = scenario if sp == scen_path else load_scenario(sp)
-        records.append(Record(csv_path=csv_path, telemetry=load_telemetry(csv_path, d["columns"], d["sigma"], sc),
-                              scenario_path=sp, scenario=sc, sensors=sens))
-    # the option objects, the free list, sensor names and records too: errors before any compute
-    try:
-        identify_arguments(kwargs)
-        check_identify([r.scenario for r in records], [r.telemetry for r in records], kwargs["free"],
-                       sensors=record_sensors(records), estimate_initial_state=kwargs.get("estimate_initial_state", False),
-                       shooting=identify_arguments(kwargs).get("shooting", "auto"))
-    except FitError as e:
-        raise in_file_terms(e, source, FILE_FIELDS) from None
-    return IdentifySpec(path=source, scenario_path=scen_path, scenario_name=data["scenario"], scenario=scenario,
-                        csv_path=csv_paths[0], telemetry=records[0].telemetry, fit_kwargs=kwargs, out_dir=out_dir,
-                        plots=plots, records=tuple(records))
-
-
-def identify_arguments(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """`identify`'s keyword arguments from a telemetry FIT.toml's `[fit]` settings (the file's names and strings),
-    mapped once: the solver with its settings, the starts, the acceptance thresholds, the horizon and the initial
-    state switch. Raises `FitError` in `identify`'s argument names."""
-    kw = settings
-    kind = SOLVER_CLASSES[kw.get("solver", "lm")]
-    solver = kind(**{k: kw[k] for k in ("rtol", "atol", "max_steps") if k in kw},
-                  **({"max_step": kw["max_step"]} if "max_step" in kw and kind is LevenbergMarquardt else {}))
-    starts = RandomStarts(**{k: kw[v] for k, v in (("count", "starts"), ("spread", "spread"), ("seed", "seed"))
-                             if v in kw})
-    out = {"free": kw["free"], "solver": solver, "starts": starts,
-           "acceptance": Acceptance(**{k: kw[k] for k in ("ident_rtol", "warn_rtol") if k in kw})}
-    out.update({k: kw[k] for k in ("horizon", "estimate_initial_state", "dt") if k in kw})
-    if "shooting" in kw:
-        opts = {k: kw[k] for k in ("segment", "continuity_rtol") if k in kw}
-        out["shooting"] = MultipleShooting(**opts) if kw["shooting"] == "multiple" else kw["shooting"]
-    return out
-
-
-def record_sensors(records: Sequence[Record]) -> dict[str, float]:
-    """The records' fixed sensor values as `identify` names them (`"data[k]."`-prefixed for several records)."""
-    if len(records) == 1:
-        return dict(records[0].sensors)
-    return {f"data[{k + 1}].{n}": v for k, r in enumerate(records) for n, v in r.sensors.items()}
+    recs = tuple(DataTable(c, d["columns"], d["sigma"], sp, sens)
+                 for d, c, sp, sens in zip(tables, csv_paths, rec_scen, sensors))
+    return IdentifyFile(source, scen_path, data["scenario"], recs, kwargs, out_dir, plots)

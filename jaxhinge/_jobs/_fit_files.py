@@ -1,13 +1,13 @@
 """FIT.toml files of both kinds, in one place: a FIT.toml with a `[data]` table is a telemetry fit
-(`jaxhinge._io._identify_file`), any other a modal fit (`jaxhinge._io._fit_file`). The two modules do not
-import each other; what they share comes from `jaxhinge._io._checker` and `jaxhinge._io._writers`."""
+(`_identify`, reading with `jaxhinge._io._identify_file`), any other a modal fit (`jaxhinge._io._fit_file`). The
+two kinds do not import each other; what they share comes from `jaxhinge._io._checker` and `jaxhinge._io._writers`."""
 
 import os
 
 from .._errors import FitError
-from ._checker import read_toml
-from ._fit_file import FitSpec, load_fit
-from ._identify_file import IdentifySpec, load_identify
+from .._io._checker import read_toml
+from .._io._fit_file import FitSpec, load_fit
+from ._identify import IdentifySpec, load_identify
 
 __all__ = ["load_fit_file"]
 
@@ -22,7 +22,8 @@ def load_fit_file(path: str | os.PathLike, *, out_dir: str | None = None) -> Fit
     - `out_dir`: an output folder that replaces the file's `[output] dir` (checked instead of it).
 
     **Returns:** a `FitSpec` (modal fit, schema in `jaxhinge._io._fit_file`) or, for a FIT.toml with a
-    `[data]` table, an `IdentifySpec` (telemetry fit, schema in `jaxhinge._io._identify_file`).
+    `[data]` table, an `IdentifySpec` (telemetry fit, schema in `jaxhinge._io._identify_file`, made ready by
+    `jaxhinge._jobs._identify`).
 
     **Raises:** `FitError` (`file: field = value: rule`; `TelemetryError` for the data), `ScenarioError` for a
     bad scenario.
