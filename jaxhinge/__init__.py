@@ -61,7 +61,7 @@ _PUBLIC = {
     "fit": ("_analysis._fitting._fit", "fit"),
     "FeaModes": ("_model._fea_modes", "FeaModes"),
     "pair_modes": ("_analysis._fitting._pairing", "pair_modes"),
-    "ShapeMap": ("_analysis._fitting._pairing", "ShapeMap"),
+    "ShapeMap": ("_model._fea_modes", "ShapeMap"),
     "IdentifyResult": ("_analysis._fitting._identify", "IdentifyResult"),
     "identify": ("_analysis._fitting._identify", "identify"),
     "SingleShooting": ("_analysis._fitting._shooting", "SingleShooting"),
@@ -143,7 +143,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._analysis._fitting._loop import ClosedLoop as ClosedLoop
     from ._analysis._fitting._loop import OpenLoop as OpenLoop
     from ._analysis._fitting._lsq_analysis import LeastSquaresResult as LeastSquaresResult
-    from ._analysis._fitting._pairing import ShapeMap as ShapeMap
     from ._analysis._fitting._pairing import pair_modes as pair_modes
     from ._analysis._fitting._shooting import MultipleShooting as MultipleShooting
     from ._analysis._fitting._shooting import SingleShooting as SingleShooting
@@ -202,6 +201,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._model._boundary import HubClamped as HubClamped
     from ._model._control import Control as Control
     from ._model._fea_modes import FeaModes as FeaModes
+    from ._model._fea_modes import ShapeMap as ShapeMap
     from ._model._integrators import RK4 as RK4
     from ._model._integrators import Dopri8 as Dopri8
     from ._model._integrators import Tsit5 as Tsit5

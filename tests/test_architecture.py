@@ -32,7 +32,7 @@ FLOORS = [
     # the file modules that still build objects of higher floors while they read (issue 44, part 4: each to become a
     # reader of plain checked values on `_io`'s floor and a job in `_jobs`), on the floor above the reports until
     # then (docs/architecture.md, "Still to split")
-    ("_io._scenario_file", "_io._fit_file"),
+    ("_io._scenario_file",),
     ("_jobs",),
     ("_cli", "_entry", "__main__"),
 ]

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import jaxhinge as jh
-from jaxhinge._analysis._fitting._pairing import ShapeMap
 from jaxhinge._errors import FeaError, FitError
 from jaxhinge._io._fea import read_fea
+from jaxhinge._model._fea_modes import ShapeMap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WINGS = os.path.join(ROOT, "tests", "data", "fea", "wings")

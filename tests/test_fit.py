@@ -22,10 +22,10 @@ import pytest
 from test_modes import EXAMPLE, REPO, TWO_PI, random_spacecraft, scenario_of
 
 import jaxhinge as jh
-from jaxhinge._errors import FitError
 from jaxhinge._analysis._fitting._fit import fit
 from jaxhinge._cli import main
-from jaxhinge._io._fit_file import load_fit
+from jaxhinge._errors import FitError
+from jaxhinge._jobs._fit import load_fit
 
 FITS = os.path.join(REPO, "fits")
 

@@ -1,35 +1,29 @@
-"""Modal FIT.toml files: fit model parameters (hinge k, c, masses, inertias, ...) to target modes (frequencies,
-damping ratios, or the modes of an FEA file), read and checked (`load_fit`); the fit job
-(`_jobs._fit`) runs it, checks the fit by simulation and writes the results (`result.json`,
-`fitted_scenario.toml`, the plot; all or nothing).
+"""Modal FIT.toml files (a FIT.toml with `[modes]`): fit model parameters (hinge k, c, masses, inertias, ...) to
+target modes (frequencies, damping ratios, or the modes of an FEA file), read and checked as a file (`read_fit`:
+its keys and values, the FEA file and its mode shapes' nodes, the simulation check's options, the output folder)
+into plain values (`FitFile`). The fit job (`_jobs._fit`) loads the scenario, maps the settings to `fit`'s objects
+and checks them, runs the fit and its simulation check and writes the results.
 
-The schema and the outputs: docs/modes-and-fea.md. Every check, the output folder's included, happens in
-`load_fit`, before any compute; `fit`'s own errors (in its argument names) are restated in the file's fields
-(`FILE_FIELDS`).
+The schema and the outputs: docs/modes-and-fea.md. Errors are `FitError`s naming the file, the field, the value and
+the rule, before any compute; `fit`'s own errors (in its argument names) are restated in the file's fields
+(`FILE_FIELDS`; `fit_checker` names the job's).
 """
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._analysis._fitting._fit import SOLVERS
-from .._analysis._fitting._fit_options import Acceptance, FeaTargets, ModalTargets, Starts
-from .._analysis._fitting._loop import LOOPS
-from .._analysis._fitting._pairing import ShapeMap
-from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
-from .._analysis._fitting._solvers import Adam
-from .._errors import ConfigError, FitError
+from .._errors import FitError
 from .._format import kind as _kind
 from .._model._boundary import BOUNDARIES
-from .._model._scenario import Scenario, SimulationConfig
-from .._simulation._memory import check_memory
+from .._model._fea_modes import ShapeMap
 from ._checker import Checker as _Checker
-from ._checker import in_file_terms
 from ._fea import FORMATS, UNIT_SYSTEMS, dcm_problem, read_fea
-from ._scenario_file import load_scenario
+
+__all__ = ["FILE_FIELDS", "OUTPUT_FILES", "FitFile", "fit_checker", "read_fit"]
 
 _TOP = ("scenario", "modes", "fit", "check", "output")
 _MODES = ("boundary", "targets_hz", "damping_ratios", "mode_numbers", "frequency_sigma", "damping_sigma", "fea",
@@ -67,42 +61,44 @@ FILE_FIELDS = {**{k: f"modes.{k}" for k in _MODES if k not in ("fea_format", "fe
 
 
 @dataclasses.dataclass(frozen=True)
-class FitSpec:
-    """A parsed FIT.toml: paths resolved against the file's folder (`scenario_name`: as written in the file);
-    `fit_kwargs` the file's settings by their names (strings as written: `"lm"`, `"clamped"`; reported in
-    result.json's `solver_settings`); `arguments` `fit`'s arguments built from them once (`fit_arguments`: the
-    targets, boundary, loop, solver, starts and acceptance objects); `check` the `measure_modes` options (`None`:
-    no check); `plot` a file name or `None`."""
+class FitFile:
+    """A modal FIT.toml as read (`read_fit`): its `path`, the `scenario_path` (and its name as written,
+    `scenario_name`), `targets_hz` (None: from the FEA modes), the settings by the file's names (`fit_kwargs`:
+    values checked, the FEA modes read), the `loop` name and whether it is `closed`, the simulation
+    check's options (`check`; None: no check) and its table as written (`check_table`), the output folder and the
+    plot's file name (None: none)."""
 
     path: str
     scenario_path: str
     scenario_name: str
-    scenario: Scenario
-    targets_hz: list[float] | None  # None: from the FEA modes (`fit_kwargs["fea"]`)
+    targets_hz: Any
     fit_kwargs: dict[str, Any]
+    loop: str
+    closed: bool
     check: dict[str, Any] | None
+    check_table: dict[str, Any]
     out_dir: str
     plot: str | None
-    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None) -> FitSpec:
-    """Read and validate a modal FIT.toml file (schema: docs/modes-and-fea.md) and load its scenario. Every
-    check, the output folder's included, happens here, before any compute.
+def fit_checker(source: str) -> _Checker:
+    """The checker of a modal FIT.toml: its errors are `FitError`s in the file's terms."""
+    return _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
 
-    A FIT.toml with a `[data]` table is a telemetry fit: read any FIT.toml with `jaxhinge.load_fit`
-    (`jaxhinge._jobs._fit_files.load_fit_file`), which dispatches.
 
-    **Arguments:**
+def read_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None,
+             loops: Mapping[str, bool], solvers: Sequence[str]) -> FitFile:
+    """Read a modal FIT.toml file and check it as a file (schema: docs/modes-and-fea.md), its FEA file read.
 
-    - `path`: the FIT.toml file (names the file in errors; relative paths are relative to its folder).
-    - `data`: its parsed content, when already read (else `path` is read).
-    - `out_dir`: an output folder that replaces `[output] dir` (checked instead of it).
+    **Arguments:** `path` (the FIT.toml; relative paths are relative to its folder), `data` (its parsed content,
+    when already read), `out_dir` (an output folder that replaces `[output] dir`, checked instead of it), and the
+    names the file may give, from the fit's tables: `loops` (`modes.loop` name -> whether that loop is closed)
+    and `solvers` (`fit.solver`).
 
-    **Raises:** `FitError` (`file: field = value: rule`) for a bad FIT.toml, `ScenarioError` for a bad scenario.
+    **Raises:** `FitError` (`file: field = value: rule`; `FeaError` for the FEA file).
     """
     source = os.fspath(path)
-    ck = _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
+    ck = fit_checker(source)
     if data is None:
         data = ck.read_toml("fit file")
     if "data" in data:
@@ -117,10 +113,10 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
 
     kw: dict[str, Any] = {}
     kw["boundary"] = ck.choice(modes_t.get("boundary", "free"), "modes.boundary", BOUNDARIES)
-    loop = ck.choice(modes_t.get("loop", "open"), "modes.loop", LOOPS)
+    loop = ck.choice(modes_t.get("loop", "open"), "modes.loop", loops)
     if "loop" in modes_t:
         kw["loop"] = loop
-    closed = LOOPS[loop].closed
+    closed = loops[loop]
     has_fea = "fea" in modes_t
     if closed and has_fea:
         raise ck.bad("modes.loop", "closed", "FEA modes are the open structure's: fit them with loop = \"open\", "
@@ -188,7 +184,7 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     ck.keys(fit_t, "fit", _FIT, ("free",))
     kw["free"] = fit_t["free"]
     if "solver" in fit_t:
-        kw["solver"] = ck.choice(fit_t["solver"], "fit.solver", SOLVERS)
+        kw["solver"] = ck.choice(fit_t["solver"], "fit.solver", solvers)
     if "max_steps" in fit_t:
         kw["max_steps"] = ck.integer(fit_t["max_steps"], "fit.max_steps")
     for key in ("rtol", "atol", "learning_rate", "reach_rtol", "ident_rtol", "warn_rtol"):
@@ -218,65 +214,9 @@ def load_fit(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: s
     files = OUTPUT_FILES + ((plot,) if plot else ())
     out_dir = ck.output_folder(out_t, "out", files, out_dir)
 
-    scenario = load_scenario(scen_path)
-    if closed and scenario.control is None:
-        raise ck.bad("modes.loop", "closed", f"the scenario {data['scenario']} has no [control] table (the "
-                     "attitude controller the loop is closed with)")
-    if closed and check is not None:  # the check measures the open structure's free responses
-        if "simulate" in check_t:
-            raise ck.bad("check.simulate", check_t["simulate"], "the simulation check measures the open "
-                         "structure's free responses; with loop = \"closed\" set it false (the default then)")
-        check = None
-    if scenario.spacecraft.wheels is not None and check is not None:  # the check starts modes without wheels
-        if "simulate" in check_t:
-            raise ck.bad("check.simulate", check_t["simulate"], "the simulation check starts each mode of a "
-                         "spacecraft without reaction wheels; with [[wheels]] set it false (the default then)")
-        check = None
-    if check and "periods" in check:  # one run per mode, >= 64 samples per period (`measure_modes`), before the fit
-        try:
-            n = scenario.spacecraft.panels.count
-            check_memory(SimulationConfig(t_end=check["periods"], save_dt=1 / 64), n, n, field="check.periods")
-        except ConfigError as e:
-            raise ck.bad(e.field, check_t["periods"], e.rule) from None
-    try:  # the option objects check their values too, before any compute
-        arguments = fit_arguments(targets, kw)
-    except FitError as e:
-        raise in_file_terms(e, source, FILE_FIELDS) from None
-    return FitSpec(
-        arguments=arguments,
-        path=source,
-        scenario_path=scen_path,
-        scenario_name=data["scenario"],
-        scenario=scenario,
-        targets_hz=targets,
-        fit_kwargs=kw,
-        check=check,
-        out_dir=out_dir,
-        plot=plot,
-    )
-
-
-def fit_arguments(targets_hz, settings: Mapping[str, Any]) -> dict[str, Any]:
-    """`fit`'s arguments from a FIT.toml's settings (`FitSpec.fit_kwargs`: the file's names and strings), mapped
-    once: the targets (`ModalTargets`, or `FeaTargets` with `fea`), the boundary and loop kinds, the solver with
-    its settings, the starts and the acceptance thresholds. Raises `FitError` in `fit`'s argument names."""
-    kw = settings
-    sig = {k: kw[k] for k in ("frequency_sigma", "damping_sigma") if k in kw}
-    if "fea" in kw:
-        targets: ModalTargets | FeaTargets = FeaTargets(
-            kw["fea"], damping_ratios=kw.get("damping_ratios"), fea_modes=kw.get("fea_modes"),
-            mode_numbers=kw.get("mode_numbers"), reference_point=kw.get("reference_point"),
-            effective_mass_sigma=kw.get("effective_mass_sigma"), shapes=kw.get("shapes"), **sig)
-    else:
-        targets = ModalTargets(targets_hz, damping_ratios=kw.get("damping_ratios"),
-                               mode_numbers=kw.get("mode_numbers"), **sig)
-    kind = SOLVER_CLASSES[kw.get("solver", "lm")]
-    solver = kind(**{k: kw[k] for k in ("rtol", "atol", "max_steps") if k in kw},
-                  **({"learning_rate": kw["learning_rate"]} if "learning_rate" in kw and kind is Adam else {}))
-    return {"targets": targets, "free": kw["free"], "boundary": BOUNDARIES[kw.get("boundary", "free")](),
-            "loop": LOOPS[kw.get("loop", "open")](), "solver": solver,
-            "starts": Starts(kw.get("starts"), kw.get("bounds")),
-            "acceptance": Acceptance(**{k: kw[k] for k in ("reach_rtol", "ident_rtol", "warn_rtol") if k in kw})}
+    return FitFile(path=source, scenario_path=scen_path, scenario_name=data["scenario"], targets_hz=targets,
+                   fit_kwargs=kw, loop=loop, closed=closed, check=check, check_table=dict(check_t), out_dir=out_dir,
+                   plot=plot)
 
 
 def _shape_map(ck, table, units, dcm) -> ShapeMap:

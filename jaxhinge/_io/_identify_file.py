@@ -4,12 +4,13 @@ folder) into plain values (`IdentifyFile`). The identification job (`_jobs._iden
 telemetry, maps the settings to `identify`'s objects, checks them, runs it and writes the results.
 
 The schema and the outputs: docs/telemetry.md. Errors are `FitError`s naming the file, the field, the value and
-the rule, before any compute (`identify_checker` names them for the job's checks).
+the rule, before any compute; `identify`'s own errors (in its argument names) are restated in the file's fields
+(`FILE_FIELDS`).
 """
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import FitError
@@ -57,7 +58,7 @@ class DataTable:
 class IdentifyFile:
     """A telemetry FIT.toml as read (`read_identify`): its `path`, the top-level `scenario_path` (and its name as
     written, `scenario_name`), the `[data]` tables (`tables`), the `[fit]` settings by the file's names
-    (`fit_kwargs`: numbers checked, names as written), the output folder and whether to plot."""
+    (`fit_kwargs`: values and names checked), the output folder and whether to plot."""
 
     path: str
     scenario_path: str
@@ -73,11 +74,13 @@ def identify_checker(source: str) -> _Checker:
     return _Checker(source, error=FitError, descriptions=_DESCRIPTION, aliases=_ALIASES)
 
 
-def read_identify(path: str | os.PathLike, data: Mapping | None = None, *,
-                  out_dir: str | None = None) -> IdentifyFile:
+def read_identify(path: str | os.PathLike, data: Mapping | None = None, *, out_dir: str | None = None,
+                  solvers: Sequence[str], shooting: Sequence[str]) -> IdentifyFile:
     """Read a telemetry FIT.toml and check it as a file (schema: docs/telemetry.md): its keys, the records' files
-    and sensors, the `[fit]` numbers and the output folder. **Arguments:** `path` (the file), `data` (its parsed
-    content, when already read), `out_dir` (an output folder that replaces `[output] dir`, checked instead of it).
+    and sensors, the `[fit]` values and the output folder. **Arguments:** `path` (the file), `data` (its parsed
+    content, when already read), `out_dir` (an output folder that replaces `[output] dir`, checked instead of it),
+    and the names the file may give, from `identify`'s tables: `solvers` (`fit.solver`), `shooting`
+    (`fit.shooting`).
 
     **Raises:** `FitError` with a one-line message `FIT.toml: field = value: what is allowed`.
     """
@@ -108,6 +111,8 @@ def read_identify(path: str | os.PathLike, data: Mapping | None = None, *,
         sensors.append({str(k): ck.number(v, f"{w}.sensors.{k}") for k, v in t.items()})
     ck.keys(fit_t, "fit", _FIT, ("free",))
     kwargs: dict[str, Any] = {key: fit_t[key] for key in _FIT if key in fit_t}  # "free" is required
+    if "solver" in kwargs:
+        ck.choice(kwargs["solver"], "fit.solver", solvers)
     for key in ("max_steps", "starts", "seed"):
         if key in kwargs:
             kwargs[key] = ck.integer(kwargs[key], f"fit.{key}", 0 if key == "seed" else 1)
@@ -121,6 +126,8 @@ def read_identify(path: str | os.PathLike, data: Mapping | None = None, *,
         kwargs["max_step"] = ck.nonnegative(kwargs["max_step"], "fit.max_step", "(fitted coordinates)")
     if "estimate_initial_state" in kwargs:
         kwargs["estimate_initial_state"] = ck.boolean(kwargs["estimate_initial_state"], "fit.estimate_initial_state")
+    if "shooting" in kwargs:
+        ck.choice(kwargs["shooting"], "fit.shooting", shooting)
     if "segment" in kwargs and kwargs["segment"] != "auto":
         kwargs["segment"] = ck.finite_positive(kwargs["segment"], "fit.segment")
     if "continuity_rtol" in kwargs:

@@ -1,12 +1,13 @@
-"""FIT.toml files of both kinds, in one place: a FIT.toml with a `[data]` table is a telemetry fit
-(`_identify`, reading with `jaxhinge._io._identify_file`), any other a modal fit (`jaxhinge._io._fit_file`). The
-two kinds do not import each other; what they share comes from `jaxhinge._io._checker` and `jaxhinge._io._writers`."""
+"""FIT.toml files of both kinds, in one place: a FIT.toml with a `[data]` table is a telemetry fit (`_identify`,
+reading with `jaxhinge._io._identify_file`), any other a modal fit (`_fit`, reading with `jaxhinge._io._fit_file`).
+The two kinds do not import each other; what they share comes from `jaxhinge._io._checker` and
+`jaxhinge._io._writers`."""
 
 import os
 
 from .._errors import FitError
 from .._io._checker import read_toml
-from .._io._fit_file import FitSpec, load_fit
+from ._fit import FitSpec, load_fit
 from ._identify import IdentifySpec, load_identify
 
 __all__ = ["load_fit_file"]
@@ -21,7 +22,7 @@ def load_fit_file(path: str | os.PathLike, *, out_dir: str | None = None) -> Fit
     - `path`: the FIT.toml file.
     - `out_dir`: an output folder that replaces the file's `[output] dir` (checked instead of it).
 
-    **Returns:** a `FitSpec` (modal fit, schema in `jaxhinge._io._fit_file`) or, for a FIT.toml with a
+    **Returns:** a `FitSpec` (modal fit, schema in `jaxhinge._io._fit_file`, made ready by `jaxhinge._jobs._fit`) or, for a FIT.toml with a
     `[data]` table, an `IdentifySpec` (telemetry fit, schema in `jaxhinge._io._identify_file`, made ready by
     `jaxhinge._jobs._identify`).
 

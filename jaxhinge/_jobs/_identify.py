@@ -16,7 +16,7 @@ from .._analysis._fitting._solvers import SOLVERS as SOLVER_CLASSES
 from .._analysis._fitting._solvers import LevenbergMarquardt
 from .._errors import FitError
 from .._io._checker import in_file_terms
-from .._io._identify_file import FILE_FIELDS, identify_checker, read_identify
+from .._io._identify_file import FILE_FIELDS, read_identify
 from .._io._scenario_file import load_scenario, scenario_toml
 from .._io._telemetry_file import load_telemetry
 from .._io._writers import write_json, write_output_files
@@ -69,12 +69,8 @@ def load_identify(
 
     **Raises:** `FitError` (`TelemetryError` for the data), `ScenarioError`.
     """
-    f = read_identify(path, data, out_dir=out_dir)
-    ck, kwargs = identify_checker(f.path), f.fit_kwargs
-    if "solver" in kwargs:
-        ck.choice(kwargs["solver"], "fit.solver", SOLVERS)
-    if "shooting" in kwargs:
-        ck.choice(kwargs["shooting"], "fit.shooting", ("auto", *SHOOTING))
+    f = read_identify(path, data, out_dir=out_dir, solvers=tuple(SOLVERS), shooting=("auto", *SHOOTING))
+    kwargs = f.fit_kwargs
     scenario = load_scenario(f.scenario_path)
     records = []
     for d in f.tables:

@@ -1,11 +1,13 @@
 """The modes of an FEA modal analysis in SI units (`FeaModes`): what the FEA readers (`_io._fea`) return and the modal
-fit pairs the model's modes with (`_analysis._fitting._pairing`)."""
+fit pairs the model's modes with (`_analysis._fitting._pairing`); and which FEA nodes give the model's coordinates
+(`ShapeMap`, a FIT.toml's `[modes.shapes]`)."""
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FeaModes"]
+__all__ = ["FeaModes", "ShapeMap"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,3 +52,34 @@ class FeaModes:
     shape_nodes: np.ndarray | None = None
     shapes: np.ndarray | None = None
     shapes_source: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapeMap:
+    r"""Which FEA grid points (nodes) give the model's coordinates, for MAC pairing and mode-shape residuals.
+
+    - `hub`: a node fixed to the hub: its translations (3 coordinates) and, where the file has them, its
+      rotations; `hub_point`: its position in B [m] (the hub's translation there is $x_B + \phi\times p$).
+    - `hub_rotation`: a node whose rotation is the hub's (3 coordinates): its rotations R1-R3 where the file has
+      them, else its displacements (a CalculiX `*RIGID BODY` ROT NODE's displacements are its rotation vector);
+      None: the hub node's own rotations, where the file has them.
+    - `panels`: per mapped panel `(name, node, distance)`: `distance` None: the node turns with the panel, its
+      rotation (as `hub_rotation`: R1-R3, else its displacements) is $\phi + \theta\,\hat s_2$ (3
+      coordinates); a number [m]: the node lies on the panel at that distance from the hinge line (on the line
+      from the hinge point through the panel's CoM), its displacement normal to the panel ($\hat s_3$) is
+      $\hat s_3\cdot(x_B + \phi\times p) + \theta\,$distance (1 coordinate).
+    - `sigma`: fit the paired modes' shapes with this 1-sigma uncertainty (per coordinate of the unit-normalised
+      shape vector); None: shapes pair the modes and judge the solutions only. `mac_min`: a solution whose paired
+      modes have a shape MAC below this does not count as reaching the targets.
+    """
+
+    hub: int | None
+    hub_point: Sequence[float | int]
+    hub_rotation: int | None = None
+    panels: tuple[tuple[str | int, int, float | int | None], ...] = ()  # panel name (or index), node, distance
+    sigma: float | int | None = None
+    mac_min: float | int = 0.9
+
+    def __post_init__(self):  # hashable (a static field of the compiled residuals)
+        object.__setattr__(self, "hub_point", tuple(float(x) for x in self.hub_point))
+        object.__setattr__(self, "panels", tuple(tuple(p) for p in self.panels))

@@ -19,9 +19,8 @@ from jaxtyping import ArrayLike, Float
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
-from ..._model._fea_modes import FeaModes
+from ..._model._fea_modes import FeaModes, ShapeMap
 from ._fit_targets import number_list
-from ._pairing import ShapeMap
 
 __all__ = ["Acceptance", "FeaTargets", "ModalTargets", "RandomStarts", "Starts"]
 

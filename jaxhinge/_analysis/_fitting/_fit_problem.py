@@ -14,6 +14,7 @@ from jaxtyping import Array, Float
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
 from ..._model._boundary import AbstractBoundary
+from ..._model._fea_modes import ShapeMap
 from ..._model._loads import Loads
 from ..._model._params import Parameter
 from ..._model._rules import model_ok
@@ -26,7 +27,7 @@ from ._loop import AbstractLoop, OpenLoop
 from ._lsq_analysis import to_numpy
 from ._lsq_coords import Coordinates, parse_free
 from ._lsq_solver import AbstractResiduals, evaluate
-from ._pairing import FREQ_WEIGHT, ShapeMap, mac, model_shape_matrix, total_effective_mass
+from ._pairing import FREQ_WEIGHT, mac, model_shape_matrix, total_effective_mass
 
 START_FACTOR = 3.0  # default start box: a factor 3 either side of a positive parameter's initial value
 _REACH_SCALE = 1e6  # free stiffnesses scaled by 1e-6 and 1e6 for the reachability bounds

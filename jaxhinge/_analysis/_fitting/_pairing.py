@@ -4,13 +4,11 @@ r"""FEA modes and how they are paired with the model's modes.
 `jaxhinge._io._fea` return). `pair_modes` pairs every model mode with one FEA mode by an assignment problem on
 $(1 - \mathrm{MAC}) + 0.1\,|\ln(f_{model}/f_{FEA})|$, the MAC of unit-free participation vectors; by frequency
 alone where the FEA modes carry no effective mass, and always free-free (whose elastic modes carry none:
-`unclean_free_modes` warns when an FEA's do). With mode shapes (`ShapeMap`: FEA nodes -> the model's
-coordinates, `fea_shape_vectors`, `model_shape_matrix`) the MAC is the shapes' and the frequency term weighs 1
+`unclean_free_modes` warns when an FEA's do). With mode shapes (`ShapeMap`, `_model._fea_modes`: FEA nodes -> the
+model's coordinates, `fea_shape_vectors`, `model_shape_matrix`) the MAC is the shapes' and the frequency term weighs 1
 (`SHAPE_FREQ_WEIGHT`). `pairs_by_hand` checks a pairing given by mode numbers.
 """
 
-import dataclasses
-from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,10 +16,10 @@ import numpy as np
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
 from ..._math import assignment
-from ..._model._fea_modes import FeaModes
+from ..._model._fea_modes import FeaModes, ShapeMap
 from .._linear._modes import Modes
 
-__all__ = ["ShapeMap", "mac", "pair_modes", "unclean_free_modes"]
+__all__ = ["mac", "pair_modes", "unclean_free_modes"]
 
 FREQ_WEIGHT = 0.1  # pairing: a factor e in frequency weighs as much as 0.1 of MAC
 # with mode shapes: a factor e weighs as much as the whole MAC range (an elastic mode of a flexible FE part, far in
@@ -73,37 +71,6 @@ def unclean_free_modes(fea: FeaModes) -> str | None:
     return (f"{fea.source}: free-free elastic modes carry effective mass, which they cannot: {listed}; the "
             "rigid-body modes of the FE run are not clean. The modes are paired by frequency (and mode shapes, "
             "where given), their effective masses left out")
-
-
-@dataclasses.dataclass(frozen=True)
-class ShapeMap:
-    r"""Which FEA grid points (nodes) give the model's coordinates, for MAC pairing and mode-shape residuals.
-
-    - `hub`: a node fixed to the hub: its translations (3 coordinates) and, where the file has them, its
-      rotations; `hub_point`: its position in B [m] (the hub's translation there is $x_B + \phi\times p$).
-    - `hub_rotation`: a node whose rotation is the hub's (3 coordinates): its rotations R1-R3 where the file has
-      them, else its displacements (a CalculiX `*RIGID BODY` ROT NODE's displacements are its rotation vector);
-      None: the hub node's own rotations, where the file has them.
-    - `panels`: per mapped panel `(name, node, distance)`: `distance` None: the node turns with the panel, its
-      rotation (as `hub_rotation`: R1-R3, else its displacements) is $\phi + \theta\,\hat s_2$ (3
-      coordinates); a number [m]: the node lies on the panel at that distance from the hinge line (on the line
-      from the hinge point through the panel's CoM), its displacement normal to the panel ($\hat s_3$) is
-      $\hat s_3\cdot(x_B + \phi\times p) + \theta\,$distance (1 coordinate).
-    - `sigma`: fit the paired modes' shapes with this 1-sigma uncertainty (per coordinate of the unit-normalised
-      shape vector); None: shapes pair the modes and judge the solutions only. `mac_min`: a solution whose paired
-      modes have a shape MAC below this does not count as reaching the targets.
-    """
-
-    hub: int | None
-    hub_point: Sequence[float | int]
-    hub_rotation: int | None = None
-    panels: tuple[tuple[str | int, int, float | int | None], ...] = ()  # panel name (or index), node, distance
-    sigma: float | int | None = None
-    mac_min: float | int = 0.9
-
-    def __post_init__(self):  # hashable (a static field of the compiled residuals)
-        object.__setattr__(self, "hub_point", tuple(float(x) for x in self.hub_point))
-        object.__setattr__(self, "panels", tuple(tuple(p) for p in self.panels))
 
 
 def _node_rotation(fea: FeaModes, node: int) -> np.ndarray:
