@@ -25,14 +25,13 @@ FLOORS = [
     ("_model",),
     ("_io",),
     ("_dynamics",),
+    # the scenario loader: a `[control]` without an inertia model gets the spacecraft's inertia at the initial hinge
+    # angles, which the dynamics compute (docs/architecture.md, "The scenario loader")
+    ("_io._scenario_file",),
     ("_simulation",),
     ("_analysis", "_analysis._linear"),
     ("_analysis._fitting", "_analysis._studies"),
     ("_report",),
-    # the file modules that still build objects of higher floors while they read (issue 44, part 4: each to become a
-    # reader of plain checked values on `_io`'s floor and a job in `_jobs`), on the floor above the reports until
-    # then (docs/architecture.md, "Still to split")
-    ("_io._scenario_file",),
     ("_jobs",),
     ("_cli", "_entry", "__main__"),
 ]
