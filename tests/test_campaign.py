@@ -319,7 +319,7 @@ def test_retention_statistics_and_bands_against_numpy(tmp_path):
     within 1 % of the band's width (measured: 0.50 %) and 0.01 % of the value (measured: 0.002 %)."""
     import zarr
 
-    from jaxhinge._analysis._studies._stats import ALPHA, FLOOR
+    from jaxhinge._io._campaign_format import ALPHA, FLOOR
 
     path = _sweep(tmp_path, members=40)
     path.write_text(path.read_text().replace("[output]", "[retain]\nevery = 3\nmembers = [4]\n[output]"))
@@ -373,7 +373,7 @@ def test_a_failed_nominal_run_centres_the_sketch_at_zero(tmp_path, monkeypatch):
     import equinox as eqx
 
     import jaxhinge._simulation._simulate as simulate_module
-    from jaxhinge._analysis._studies._stats import ALPHA, FLOOR
+    from jaxhinge._io._campaign_format import ALPHA, FLOOR
 
     real = simulate_module.simulate
 
@@ -402,15 +402,8 @@ def test_the_sketch_merges_exactly_in_any_order_within_its_stated_bound():
     `CEIL`: bucket indices increase with the value; counts merged from uneven parts in two orders are equal;
     every percentile is within `ALPHA |q| + FLOOR` of NumPy's (`method="lower"`) where `|q| <= CEIL`, the
     worst error is a fair part of that bound, and an element with no value gives NaN."""
-    from jaxhinge._analysis._studies._stats import (
-        ALPHA,
-        BUCKETS,
-        CEIL,
-        FLOOR,
-        bucket_index,
-        sketch_add,
-        sketch_quantiles,
-    )
+    from jaxhinge._analysis._studies._stats import bucket_index, sketch_add, sketch_quantiles
+    from jaxhinge._io._campaign_format import ALPHA, BUCKETS, CEIL, FLOOR
 
     rng = np.random.default_rng(7)
     x = rng.choice([-1.0, 1.0], (997, 4, 3)) * 10.0 ** rng.uniform(-12, 5, (997, 4, 3))

@@ -25,10 +25,10 @@ import numpy as np
 
 from .._analysis._studies._batch import refuse_invalid_members, sample_dispersions
 from .._analysis._studies._sensitivity import output_blocks
-from .._analysis._studies._stats import Moments, band_stride, merge_all, sketch_quantiles
+from .._analysis._studies._stats import Moments, merge_all, sketch_quantiles
 from .._errors import OutputError, SweepError
 from .._io import _interrupt
-from .._io._campaign_format import ALPHA, CEIL, FLOOR
+from .._io._campaign_format import ALPHA, CEIL, FLOOR, band_stride
 from .._io._campaign_store import STORE, CampaignStore, input_digests, remove_checkpoint, sweep_sources
 from .._io._sweep_file import Retain
 from .._io._writers import write_json, write_output_files

@@ -30,23 +30,9 @@ import math
 
 import numpy as np
 
-from ..._io._campaign_format import (
-    ALPHA,
-    BUCKETS,
-    CEIL,
-    FLOOR,
-    HALF,
-    KMAX,
-    KMIN,
-    LOG_GAMMA,
-    MAX_BAND_TIMES,
-    MOMENTS,
-    band_stride,
-    bucket_values,
-)
+from ..._io._campaign_format import BUCKETS, CEIL, FLOOR, HALF, KMAX, KMIN, LOG_GAMMA, MOMENTS, bucket_values
 
-__all__ = ["ALPHA", "BUCKETS", "CEIL", "FIELDS", "FLOOR", "MAX_BAND_TIMES", "SUMMARY_METRICS", "Moments",
-           "band_stride", "bucket_index", "bucket_values", "merge", "merge_all", "moments", "sketch_add",
+__all__ = ["FIELDS", "SUMMARY_METRICS", "Moments", "bucket_index", "merge", "merge_all", "moments", "sketch_add",
            "sketch_quantiles", "summary_metrics"]
 
 FIELDS = MOMENTS  # the stacked layout (`Moments.stack`): the store's `stats_<history>`
