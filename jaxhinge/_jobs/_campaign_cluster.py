@@ -1,8 +1,8 @@
 """Campaigns on Dask workers (`jaxhinge sweep --workers N | --scheduler ADDRESS`, `run_campaign(workers=,
 scheduler=)`; docs/campaigns.md).
 
-One Dask task per chunk not done: the task (`_campaign.chunk_task`, on a worker) loads the SWEEP file once per worker
-process, opens the store and runs `run_chunk`, the same computation as in-process, so it writes the chunk's arrays
+One Dask task per chunk not done: the task (`_campaign_chunks.chunk_task`, on a worker) loads the SWEEP file once per
+worker process, opens the store and runs `run_chunk`, the same computation as in-process, so it writes the chunk's arrays
 into the store itself (its flag last) and returns only `(members, failed, bucket indices)`. The client sees the
 tasks finish (`distributed.as_completed`) for the progress line and merges the indices into the percentile
 sketch (integer counts: the same in any order); the reports are written from the store afterwards, as
@@ -89,7 +89,7 @@ def cluster_client(workers: int | None, scheduler: str | os.PathLike | None) -> 
 
 def cluster_chunks(client, task: Callable, args: tuple, jobs: Sequence[tuple]) -> Iterator:
     """Submit one task per job `(c, ...)` of `jobs` (a chunk and its options), `task(*args, *job)`
-    (`_campaign.chunk_task`); **yields** `(job, result)` of each task as it finishes (in any order)."""
+    (`_campaign_chunks.chunk_task`); **yields** `(job, result)` of each task as it finishes (in any order)."""
     from distributed import as_completed
 
     run = uuid.uuid4().hex[:8]

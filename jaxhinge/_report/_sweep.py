@@ -34,7 +34,7 @@ MAX_LISTED_FAILURES = 1000  # summary.json lists at most this many failed member
 
 def sweep_summary(sweep, params: Mapping[str, np.ndarray], metrics: Mapping[str, np.ndarray], success: np.ndarray,
                   result: np.ndarray, wall_s: float, labels: Mapping[str, tuple] | None = None) -> dict:
-    """The `summary.json` contents of a sweep (a `Sweep` of the SWEEP file layer): counts, failures (index, reason;
+    """The `summary.json` contents of a sweep (a `Sweep`, `_jobs._sweep.load_sweep`): counts, failures (index, reason;
     the first `MAX_LISTED_FAILURES`), parameter statistics, and the statistics over successful members of every
     metric (`metrics`: `{name: (members, ...)}`; `labels`: `{name: (component labels, unit)}`, default the
     summary's own: peak hub rate, final and peak hinge angle per panel)."""
