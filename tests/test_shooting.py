@@ -7,6 +7,7 @@ the two formulations share no residual code); known parameters recovered from a 
 """
 
 import dataclasses
+import json
 import os
 
 import jax.numpy as jnp
@@ -225,3 +226,58 @@ def test_richardson_pairs_accept_the_coarsest_step_within_a_tenth_of_sigma(recor
     assert [p["accepted"] for p in rep["pairs"]] == [False, True] and rep["dt"] == 0.025
     assert np.isclose(res.values[0], 1.0 + 4.0 * 0.08 / 16)  # the fit at the accepted step
     assert np.isclose(rep["pairs"][1]["max_error_sigma"], 0.32 / 16) and calls == [0.05, 0.025, 0.0125]
+
+
+def test_worse_than_start_names_why():
+    """The stopgap's test of a solution (`worse_than_start`): a failed model (residuals FAIL), a log coordinate at
+    its bound (e^30 from the guess) and a chi2 above the start's are each named; a solution better than its start
+    is not."""
+    from jaxhinge._analysis._fitting._lsq_coords import LOG_CLIP
+    from jaxhinge._analysis._fitting._lsq_solver import FAIL, Solution
+
+    coords = I.check_identify(*_tiny_problem())[2]
+    P = len(coords)
+    r0 = np.full(10, 2.0)  # chi2 40 at the start
+
+    def sol(u, r):
+        return Solution(u=np.asarray(u, float), status="successful", steps=3, residuals=np.asarray(r, float),
+                        jacobian=np.zeros((10, P)), history=np.zeros(3), wall_s=0.0, initial_residuals=r0)
+
+    assert "does not simulate" in I.worse_than_start(sol(np.zeros(P), np.full(10, FAIL)), coords)
+    u = np.zeros(P)
+    u[1] = LOG_CLIP
+    assert f"{coords[1].name} reached its bound" in I.worse_than_start(sol(u, np.ones(10)), coords)
+    assert "chi2 rose from 40 to 90" in I.worse_than_start(sol(np.zeros(P), np.full(10, 3.0)), coords)
+    assert I.worse_than_start(sol(np.full(P, 0.3), np.ones(10)), coords) is None
+
+
+def _tiny_problem():
+    """A scenario, a 3-sample record and the free list (for the coordinates only; nothing is simulated)."""
+    sc = jh.load_scenario(os.path.join(DATA, "telemetry", "random3d_2p.toml"))
+    t = np.array([0.0, 0.05, 0.1])
+    tel = jh.telemetry_from_arrays(t, np.zeros((3, 5)), COLS, SIGMA, sc)
+    return sc, tel, FREE
+
+
+@pytest.mark.slow
+def test_multiple_shooting_that_ends_worse_than_its_start_falls_back_to_single_shooting(record):
+    """From a start as far off as an FEA model and a damping guess give (k x 2 and x 0.5, c x 0.2 and x 5),
+    multiple shooting on the 20 s record ends at a model that does not simulate (measured: non-finite after its
+    first phase); the fit falls back to single shooting from the same start, says so (progress, message,
+    `shooting["fallback"]` with the abandoned run's own block, result.json and the console line) and reaches
+    the truth within 3 sigma."""
+    from jaxhinge._report._identify import _shooting_json, shooting_line
+
+    _, tel, truth = record
+    far = jh.apply_parameters(record[0], dict(zip(FREE, truth * np.array([2.0, 0.5, 0.2, 5.0]))))
+    lines = []
+    res = jh.identify(far, tel, FREE, shooting="multiple", progress=lines.append)
+    fb = res.shooting.get("fallback")
+    assert res.shooting["method"] == "single" and fb is not None and fb["from"] == "multiple", res.shooting
+    assert "does not simulate" in fb["reason"] and fb["multiple"]["method"] == "multiple", fb
+    assert any("falling back to single shooting" in x for x in lines)
+    assert "fall-back" in res.message and res.converged, res.message
+    assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
+    block = json.loads(json.dumps(_shooting_json(res.shooting)))
+    assert block["fallback"]["multiple"]["segments"] == 7 and block["fallback"]["reason"] == fb["reason"]
+    assert "the fall-back" in shooting_line(res.shooting)

@@ -65,14 +65,14 @@ from .._linear._modes import modes
 from ._fit_options import Acceptance, RandomStarts
 from ._fit_step import richardson
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
-from ._lsq_coords import Coordinate, Coordinates, apply_coordinates
-from ._lsq_solver import FAIL, AbstractResiduals, solve
+from ._lsq_coords import LOG_CLIP, Coordinate, Coordinates, apply_coordinates
+from ._lsq_solver import FAIL, AbstractResiduals, Solution, solve
 from ._records import parse_records
 from ._shooting import MultipleShooting, SingleShooting, as_shooting, choose_shooting, shooting_problem
 from ._shooting_solve import solve_multiple
 from ._solvers import AbstractFitSolver, LevenbergMarquardt, as_solver, solvers_of
 
-__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
+__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify", "worse_than_start"]
 
 SOLVERS = solvers_of("telemetry")
 DEFAULTS = {"rtol": 1e-8, "atol": 1e-8, "max_steps": 100, "max_step": 0.5}  # the solver settings left None
@@ -260,6 +260,22 @@ def auto_horizon(scenario: Scenario, t: np.ndarray) -> list[float]:
 
 
 
+def worse_than_start(sol: Solution, coords: Sequence[Coordinate]) -> str | None:
+    """Why a fit's solution is worse than its start, in words (`None`: it is not): its model does not simulate
+    (non-finite), a log-ratio coordinate sits at its bound (`LOG_CLIP`: the parameter e^30 times its guess or
+    1/e^30 of it: a bound reached, not a minimum), or its chi2 is above the start's. `identify` falls back to
+    single shooting when multiple shooting ends so."""
+    if np.all(sol.residuals == FAIL) or not np.isfinite(sol.chi2):
+        return "the model at its solution does not simulate (non-finite)"
+    at = [c.name for c, u in zip(coords, np.asarray(sol.u)) if c.log and abs(u) >= LOG_CLIP * (1 - 1e-12)]
+    if at:
+        return f"{at[0]} reached its bound, a factor e^{LOG_CLIP:g} from its guess"
+    r0 = sol.initial_residuals
+    if r0 is not None and np.all(np.isfinite(r0)) and not np.all(r0 == FAIL) and sol.chi2 > float(r0 @ r0):
+        return f"chi2 rose from {float(r0 @ r0):.6g} to {sol.chi2:.6g}"
+    return None
+
+
 def check_identify(
     scenario: Scenario | Sequence[Scenario],
     telemetry: Telemetry | Sequence[Telemetry],
@@ -384,6 +400,7 @@ def identify(
                                                 estimate_initial_state=estimate_initial_state, shooting=shooting)
     P = len(coords)
     shoot = choose_shooting(shooting, scens, tels, parts)
+    hz_given = hz
     if isinstance(shoot, MultipleShooting):
         hz = [1.0]  # (no horizon: the segments take the record at once)
     elif hz == "auto":  # the most cautious schedule of the records (each applies it to its own span)
@@ -401,14 +418,11 @@ def identify(
     runs, solve_s = [], 0.0
     if isinstance(shoot, MultipleShooting):
         sp = shooting_problem(scens[0], tels[0], base.records[0], shoot, u_starts[0])
-    for si, u0 in enumerate(u_starts):
-        if isinstance(shoot, MultipleShooting):
-            sol, info = solve_multiple(sp, u0, rtol=rtol, atol=atol, progress=say)
-            solve_s += sol.wall_s
-            runs.append({"sol": sol, "r_init": sol.initial_residuals, "steps": sol.steps, "u0": u0,
-                         "history": sol.history, "shooting": info})
-            continue
-        u, history, steps, r_init = u0, [], 0, None
+        single_hz = None
+
+    def single(si, u0, hz):
+        """Single shooting from `u0` through the growing horizon `hz`: the run's record (`runs`' entries)."""
+        u, history, steps, r_init, wall = u0, [], 0, None, 0.0
         for h in hz:
             masks = [(tr <= h * max(tr[-1], 1e-300) * (1 + 1e-12))[:, None] for tr in t_rel]
             # no step after the stage's last sample: a stage integrates only the data it weighs
@@ -425,11 +439,38 @@ def identify(
             u = sol.u
             history.append(sol.history)
             steps += sol.steps
-            solve_s += sol.wall_s
+            wall += sol.wall_s
             say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({sum(int(m.sum()) for m in masks)} samples), "
                 f"{sol.status}")
-        runs.append({"sol": sol, "r_init": r_init, "steps": steps, "u0": u0,
-                     "history": np.concatenate(history), "shooting": {"method": "single", "horizon": list(hz)}})
+        return {"sol": sol, "r_init": r_init, "steps": steps, "u0": u0, "history": np.concatenate(history),
+                "shooting": {"method": "single", "horizon": list(hz)}, "wall": wall}
+
+    for si, u0 in enumerate(u_starts):
+        if not isinstance(shoot, MultipleShooting):
+            run = single(si, u0, hz)
+            solve_s += run["wall"]
+            runs.append(run)
+            continue
+        sol, info = solve_multiple(sp, u0, rtol=rtol, atol=atol, progress=say)
+        solve_s += sol.wall_s
+        run = {"sol": sol, "r_init": sol.initial_residuals, "steps": sol.steps, "u0": u0,
+               "history": sol.history, "shooting": info}
+        why = worse_than_start(sol, coords)
+        if why is not None:
+            # the stopgap: a multiple-shooting fit that ends worse than it started is replaced by single
+            # shooting from the same start (growing horizon), and the fall-back is reported
+            say(f"identify: start {si + 1}/{starts}: multiple shooting ended worse than its start ({why}); "
+                "falling back to single shooting")
+            if single_hz is None:
+                single_hz = (hz_given if hz_given != "auto" else
+                             min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x)))
+            fb = single(si, u0, single_hz)
+            solve_s += fb["wall"]
+            fb["steps"] += sol.steps
+            fb["r_init"] = sol.initial_residuals if sol.initial_residuals is not None else fb["r_init"]
+            fb["shooting"] = {**fb["shooting"], "fallback": {"from": "multiple", "reason": why, "multiple": info}}
+            run = fb
+        runs.append(run)
     finite = [r for r in runs if np.isfinite(r["sol"].chi2)]
     best = min(finite or runs, key=lambda r: r["sol"].chi2)
     sol = best["sol"]  # its last stage fits the whole record: the residuals and Jacobian at the solution
@@ -457,6 +498,10 @@ def identify(
     elif not converged:
         notes.append(f"the solver stopped without converging ({sol.status}); raise max_steps or try "
                      "starts > 1 / a growing horizon")
+    fb = best["shooting"].get("fallback")
+    if fb:
+        notes.append(f"multiple shooting ended worse than its start ({fb['reason']}): this is single shooting's "
+                     "fit from the same start (the fall-back)")
     if a.undetermined:
         notes.append("not identifiable from these data: " + "; ".join(d["description"] for d in a.undetermined))
     if a.poorly_determined:

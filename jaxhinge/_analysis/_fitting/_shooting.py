@@ -56,7 +56,8 @@ from ..._errors import FitError
 from ..._format import fmt_value as _fmt
 from ..._math import mrp_near
 from ..._runtime._programs import program
-from ..._simulation._simulate import flat_state, rk4_step, state_layout, trajectory_of, unflat_state
+from ..._simulation._propagate import flat_state, propagate, state_layout, unflat_state
+from ..._simulation._simulate import trajectory_of
 from ..._simulation._telemetry import Telemetry
 
 __all__ = ["ROTATIONAL", "SHOOTING", "Linearisation", "MultipleShooting", "ShootingProblem", "SingleShooting",
@@ -241,21 +242,9 @@ class Segments(eqx.Module):
 
 
 def _propagate(sc, y0, t_start, K: int, m: int, dt: float):
-    """rk4 from the flat state `y0` at time `t_start` (a whole number of steps `dt`) over K sample intervals of m
-    steps (the steps, loads and MRP switch of `simulate`'s scan): the states at the K + 1 points (K + 1, state)."""
-    start = jnp.round(t_start / dt).astype(int)
-
-    def step(y, j):
-        jf = j.astype(y.dtype)
-        t0 = jf * dt
-        return rk4_step(sc.spacecraft, y, (jf + 1.0) * dt - t0, sc.loads.at(t0)), None
-
-    def interval(y, k):
-        y, _ = jax.lax.scan(step, y, start + k * m + jnp.arange(m))
-        return y, y
-
-    _, ys = jax.lax.scan(interval, y0, jnp.arange(K))
-    return jnp.concatenate([y0[None], ys])
+    """The states at the K + 1 points of a segment from the flat state `y0` at `t_start` (a whole number of steps
+    `dt`), K sample intervals of m steps: the simulator's own propagation (`propagate`)."""
+    return propagate(sc, y0, t_start, K, m, dt=dt).ys
 
 
 def _outputs(prob: Segments, sc, u, ys, start, data, weight):
