@@ -279,5 +279,53 @@ def test_multiple_shooting_that_ends_worse_than_its_start_falls_back_to_single_s
     assert "fall-back" in res.message and res.converged, res.message
     assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
     block = json.loads(json.dumps(_shooting_json(res.shooting)))
-    assert block["fallback"]["multiple"]["segments"] == 7 and block["fallback"]["reason"] == fb["reason"]
+    assert block["fallback"]["multiple"]["segments"] == fb["multiple"]["segments"] >= 4 and block["fallback"]["reason"] == fb["reason"]
     assert "the fall-back" in shooting_line(res.shooting)
+
+
+def _single_shooting_agrees(guess, tel, free, res):
+    """Single shooting at a multiple-shooting solution (`simulate` through the whole record in forward mode: no
+    code shared with the segments but the one propagation): its residuals equal the solution's (1e-7 sigma), its own
+    Gauss-Newton step from there is below 1e-3 sigma in every coordinate (a single-shooting fit started there
+    stays) and the sigmas from its Jacobian equal multiple shooting's to 1e-6 relative."""
+    scens, tels, coords, parts = I.check_identify(guess, tel, free)
+    idx, mc, fx, sens = parts[0]
+    single = I._JointResiduals((I._record_problem(scens[0], tels[0], mc, idx, fx, sens),))
+    u = np.array([c.coordinate(v) for c, v in zip(coords, res.values)])
+    ev = evaluate(jnp.asarray(u), single)
+    J, r = np.asarray(ev.jacobian), np.asarray(ev.residuals)
+    assert np.allclose(r.reshape(res.residuals.shape), res.residuals, rtol=0, atol=1e-7)
+    a = analyse(J, r, coords)
+    step = np.linalg.lstsq(J, -r, rcond=None)[0]
+    assert np.all(np.abs(step) < 1e-3 * a.sigma_u), step / a.sigma_u
+    assert np.allclose(a.sigma(coords, res.values), res.sigma, rtol=1e-6, atol=0)
+
+
+@pytest.mark.slow
+def test_multiple_shooting_fits_a_basilisk_closed_loop_record_with_the_controller_in_the_model():
+    """Basilisk 2.12.1's closed loop with an integral term (tests/data/bsk/control_integral: mrpFeedback with
+    Ki = 0.02 onto four wheels every 0.1 s, two single panels and a two-panel chain), its first 10 s, gyro and
+    hinge encoders every 0.1 s with seeded noise: the two single panels' k and c from 25-30 % off by multiple
+    shooting with the controller in the model (its integral state a segment unknown; 5 segments of 2 s, each
+    starting on a control sample; rk4 at 10 ms: rk4's error there, ~1e-9 of the motion, is far below the
+    noise). Converged with the continuity defects at round-off, the truth within 3 sigma (measured 0.09-1.45),
+    and single shooting at the solution agrees."""
+    sc = jh.load_scenario(os.path.join(DATA, "bsk", "control_integral.toml"))
+    sc = dataclasses.replace(sc, simulation=dataclasses.replace(sc.simulation, t_end=10.0, dt=0.01))
+    d = np.load(os.path.join(DATA, "bsk", "control_integral.npz"))
+    keep = d["t"] <= 10.0 + 1e-9
+    names = sc.spacecraft.panels.labels
+    cols = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3"] + [f"theta_{p}" for p in names]
+    sig = np.array([1e-5] * 3 + [1e-4] * len(names))
+    v = np.concatenate([d["omega_BN_B"][keep], d["theta"][keep]], axis=1)
+    tel = jh.telemetry_from_arrays(d["t"][keep], v + np.random.default_rng(3).normal(size=v.shape) * sig, cols,
+                                   sig, sc)
+    free = ["boom.k", "wing.k", "boom.c", "wing.c"]
+    truth = np.array([float(jnp.asarray(current_value(sc, f))) for f in free])
+    guess = jh.apply_parameters(sc, dict(zip(free, truth * np.array([1.25, 0.72, 0.7, 1.3]))))
+    res = jh.identify(guess, tel, free, shooting=jh.MultipleShooting(segment=2.0))
+    info = res.shooting
+    assert res.converged and info["method"] == "multiple" and info["segments"] == 5, (res.message, info)
+    assert info["max_defect"] < 1e-8 and len(info["max_defect_abs"]) == 6 + 2 * 4 + 4 + 3, info
+    assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
+    _single_shooting_agrees(guess, tel, free, res)

@@ -55,16 +55,18 @@ from ..._dynamics._energy import initial_state
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
 from ..._math import mrp_near
+from ..._model._control import ControlState, initial_control_state
 from ..._runtime._programs import program
-from ..._simulation._propagate import flat_state, propagate, state_layout, unflat_state
+from ..._simulation._propagate import flat_state, flight_software, propagate, state_layout, unflat_state
 from ..._simulation._simulate import trajectory_of
 from ..._simulation._telemetry import Telemetry
 
-__all__ = ["ROTATIONAL", "SHOOTING", "Linearisation", "MultipleShooting", "ShootingProblem", "SingleShooting",
-           "as_shooting", "chain", "choose_shooting", "evaluate", "jacobian_factor", "linearise", "mode_range",
-           "segment_length", "shooting_problem", "why_not_multiple"]
+__all__ = ["CONTROL_STATES", "ROTATIONAL", "SHOOTING", "Linearisation", "MultipleShooting", "ShootingProblem",
+           "SingleShooting", "as_shooting", "chain", "choose_shooting", "control_steps", "evaluate", "jacobian_factor",
+           "linearise", "mode_range", "segment_length", "shooting_problem", "why_not_multiple"]
 
 ROTATIONAL = 6  # the flat state's first 6 entries (hub position, velocity) are not shooting unknowns
+CONTROL_STATES = 3  # with a controller in the loop: its integral state joins each segment's unknowns
 _MIN_INTERVALS = 10  # a segment spans at least this many sample intervals
 _MIN_SEGMENTS = 4  # "auto" shoots multiple segments when the record holds at least this many
 
@@ -124,13 +126,13 @@ def as_shooting(x) -> SingleShooting | MultipleShooting | str:
 
 def why_not_multiple(scenario, telemetry: Telemetry, time_offset: bool) -> str | None:
     """Why this record cannot be fitted by multiple shooting (None: it can): the fixed-step rk4 integrator,
-    uniform samples on its step grid, no controller in the loop (its state is not a shooting unknown), no time
-    offset (`time_offset`: one is fitted or set), no hub position or velocity measured."""
+    uniform samples on its step grid, every sample a whole number of sample intervals after t = 0 (the segments
+    start from the scenario's initial state there), no time offset (`time_offset`: one is fitted or set), no hub
+    position or velocity measured. A controller in the loop is shot too: its integral state joins each segment's
+    unknowns and every segment starts on a control sample."""
     cfg = scenario.simulation
     if not cfg.integrator.fixed_step:
         return f'integrator = "{cfg.integrator.name}": multiple shooting steps with rk4'
-    if scenario.control is not None:
-        return "a controller is in the loop (its held command is not a segment state)"
     if time_offset:
         return "a sensor time offset is fitted or set (the samples move off the step grid)"
     bad = [c for c in telemetry.columns if c.startswith(("r_", "v_"))]
@@ -138,8 +140,18 @@ def why_not_multiple(scenario, telemetry: Telemetry, time_offset: bool) -> str |
         return f"column {bad[0]} measures a position or velocity (not a segment state)"
     if telemetry.samples < 3:
         return "fewer than 3 samples"
-    return None if _grid(cfg.dt, telemetry.t) is not None else (
-        f"the samples are not uniform on the rk4 grid (dt = {_fmt(cfg.dt)} s)")
+    grid = _grid(cfg.dt, telemetry.t)
+    if grid is None:
+        return f"the samples are not uniform on the rk4 grid (dt = {_fmt(cfg.dt)} s)"
+    if grid[0] % grid[1]:  # the segments start from the scenario's initial state at t = 0, on the samples' grid
+        return (f"the first sample (t = {_fmt(float(telemetry.t[0]))} s) is not a whole number of sample intervals "
+                "after t = 0")
+    return None
+
+
+def control_steps(scenario) -> int:
+    """The rk4 steps of one control period (`control_dt / dt`, a whole number: the file layer checks it)."""
+    return max(1, round(float(np.asarray(scenario.control.control_dt)) / scenario.simulation.dt))
 
 
 def _grid(dt: float, t: np.ndarray) -> tuple[int, int] | None:
@@ -241,29 +253,48 @@ class Segments(eqx.Module):
                         self.dt * f)
 
 
-def _propagate(sc, y0, t_start, K: int, m: int, dt: float):
-    """The states at the K + 1 points of a segment from the flat state `y0` at `t_start` (a whole number of steps
-    `dt`), K sample intervals of m steps: the simulator's own propagation (`propagate`)."""
-    return propagate(sc, y0, t_start, K, m, dt=dt).ys
+def _control_at(sc, z_int, start):
+    """The flight software's state at a segment's start (a control sample): its integral `z_int` (a segment
+    unknown), the calls made before it (one per `control_dt`); the held command is the call's at the segment's
+    first step, so none is carried in."""
+    ctrl = sc.control
+    W = 0 if sc.spacecraft.wheels is None else sc.spacecraft.wheels.count
+    calls = jnp.round(start / ctrl.control_dt).astype(z_int.dtype)
+    return ControlState(z_int, calls, jnp.zeros(3, z_int.dtype), jnp.zeros(W, z_int.dtype))
 
 
-def _outputs(prob: Segments, sc, u, ys, start, data, weight):
-    """The weighted residuals (K + 1, C) of one segment's states `ys` and whether they are valid."""
+def _outputs(prob: Segments, sc, u, out, start, data, weight):
+    """The weighted residuals (K + 1, C) of one segment's propagation `out` and whether they are valid (with a
+    controller, its held command at each point: the call made there, if it is a sample, as `simulate`'s)."""
     rec = prob.record
     gain, bias, _ = rec.sensors(u)
     ts = start + jnp.arange(prob.K + 1) * (prob.m * prob.dt)
-    traj = trajectory_of(sc, ts, unflat_state(ys, *state_layout(sc.spacecraft)), jnp.asarray(0),
-                         jnp.asarray(prob.K * prob.m))
+    held = None
+    if sc.control is not None:
+        j = jnp.round(start / prob.dt).astype(int) + jnp.arange(prob.K + 1) * prob.m
+        held = jax.vmap(lambda y, cs, jj: flight_software(sc, y, cs, jj, prob.dt))(out.ys, out.control, j)
+    traj = trajectory_of(sc, ts, unflat_state(out.ys, *state_layout(sc.spacecraft)), jnp.asarray(0),
+                         jnp.asarray(prob.K * prob.m), held)
     y = rec.outputs(traj, gain, bias, data, weight)
     return jnp.where(weight > 0, (y - data) * weight, 0.0), traj.success
+
+
+def _shooting_part(sc, y, cs):
+    """A segment's state as an unknown: the flat state after the hub's position and velocity, and with a
+    controller its integral state."""
+    part = y[ROTATIONAL:]
+    return part if sc.control is None else jnp.concatenate([part, cs.int_sigma])
 
 
 def _segment(prob: Segments, z, u, start, base, data, weight, ref):
     """One segment from its state `z`: `((residuals (M,), end state (n,) on the MRP set nearer `ref`), ok)`."""
     sc = prob.record.model(u)
-    ys = _propagate(sc, jnp.concatenate([base, z]), start, prob.K, prob.m, prob.dt)
-    r, ok = _outputs(prob, sc, u, ys, start, data, weight)
-    end = ys[-1, ROTATIONAL:]
+    extra = 0 if sc.control is None else CONTROL_STATES
+    nf = z.shape[0] - extra
+    cs0 = None if sc.control is None else _control_at(sc, z[nf:], start)
+    out = propagate(sc, jnp.concatenate([base, z[:nf]]), start, prob.K, prob.m, cs0=cs0, dt=prob.dt)
+    r, ok = _outputs(prob, sc, u, out, start, data, weight)
+    end = _shooting_part(sc, out.ys[-1], None if sc.control is None else jax.tree.map(lambda a: a[-1], out.control))
     end = end.at[:3].set(mrp_near(end[:3], ref))
     return (r.reshape(-1), end), ok & jnp.all(jnp.isfinite(end))
 
@@ -271,7 +302,8 @@ def _segment(prob: Segments, z, u, start, base, data, weight, ref):
 def _initial(prob: Segments, u, ref):
     """The scenario's initial state (the shooting part, MRP set nearer `ref`) at the coordinates `u`."""
     sc = prob.record.model(u)
-    y = flat_state(initial_state(sc.spacecraft, sc.initial))[ROTATIONAL:]
+    y = flat_state(initial_state(sc.spacecraft, sc.initial))
+    y = _shooting_part(sc, y, None if sc.control is None else initial_control_state(0, y.dtype))
     return y.at[:3].set(mrp_near(y[:3], ref))
 
 
@@ -328,16 +360,23 @@ def evaluate(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments):
 def chain(u: Float[Array, " P"], prob: Segments):
     """Single shooting through the segments: the whole record integrated from the initial state, one segment
     after the other (a scan: memory for the samples, not the steps). Returns every segment's start state (S,
-    state), the residuals (S, M) and whether every segment succeeded."""
+    state, and with a controller its integral state after it), the residuals (S, M) and whether every segment
+    succeeded."""
     sc = prob.record.model(u)
     y0 = flat_state(initial_state(sc.spacecraft, sc.initial))
+    ctrl = sc.control
+    cs0 = None if ctrl is None else initial_control_state(
+        0 if sc.spacecraft.wheels is None else sc.spacecraft.wheels.count, y0.dtype)
 
-    def body(y, s):
-        ys = _propagate(sc, y, prob.start[s], prob.K, prob.m, prob.dt)
-        r, ok = _outputs(prob, sc, u, ys, prob.start[s], prob.data[s], prob.weight[s])
-        return ys[-1], (y, r.reshape(-1), ok)
+    def body(carry, s):
+        y, cs = carry
+        out = propagate(sc, y, prob.start[s], prob.K, prob.m, cs0=cs, dt=prob.dt)
+        r, ok = _outputs(prob, sc, u, out, prob.start[s], prob.data[s], prob.weight[s])
+        start = y if ctrl is None else jnp.concatenate([y, cs.int_sigma])
+        end_cs = None if ctrl is None else jax.tree.map(lambda a: a[-1], out.control)
+        return (out.ys[-1], end_cs), (start, r.reshape(-1), ok)
 
-    _, (starts, r, ok) = jax.lax.scan(body, y0, jnp.arange(prob.start.shape[0]))
+    _, (starts, r, ok) = jax.lax.scan(body, (y0, cs0), jnp.arange(prob.start.shape[0]))
     return starts, r, jnp.all(ok)
 
 
@@ -367,13 +406,18 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     dt = scenario.simulation.dt
     i0, m = _grid(dt, telemetry.t)
     T = telemetry.samples
+    p0 = i0 // m  # the points run from t = 0 every m steps (`why_not_multiple`: the samples lie on them)
     step_s = m * dt
     freqs = mode_range(scenario)
     seg_s = segment_length(scenario, freqs) if options.segment == "auto" else float(options.segment)
-    K = max(_MIN_INTERVALS, round(seg_s / step_s)) if math.isfinite(seg_s) else T - 1
-    K = min(K, T - 1)
-    S = -(-(T - 1) // K)
-    j = np.arange(T)
+    K = max(_MIN_INTERVALS, round(seg_s / step_s)) if math.isfinite(seg_s) else p0 + T - 1
+    q = 1
+    if scenario.control is not None:  # every segment starts on a control sample (the flight software's call)
+        c_steps = control_steps(scenario)
+        q = c_steps // math.gcd(m, c_steps)
+    K = min(-(-K // q) * q, -(-(p0 + T - 1) // q) * q)
+    S = -(-(p0 + T - 1) // K)
+    j = p0 + np.arange(T)
     seg = np.minimum(j // K, S - 1)
     point = j - seg * K
     values, w = np.asarray(telemetry.values), np.asarray(record.weight)
@@ -382,8 +426,9 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     weight = np.zeros((S, K + 1, C))
     data[seg, point] = values
     weight[seg, point] = w
-    start = (i0 + m * K * np.arange(S)) * dt
-    n = flat_state(initial_state(scenario.spacecraft, scenario.initial)).shape[0] - ROTATIONAL
+    start = m * K * np.arange(S) * dt
+    y0 = flat_state(initial_state(scenario.spacecraft, scenario.initial))
+    n = y0.shape[0] - ROTATIONAL + (0 if scenario.control is None else CONTROL_STATES)
     prob = Segments(record=record, data=jnp.asarray(data), weight=jnp.asarray(weight), start=jnp.asarray(start),
                     base=jnp.zeros((S, ROTATIONAL)), c=jnp.ones(n), K=K, m=m, dt=float(dt))
     starts, _, _ = chain(jnp.asarray(u0, dtype=float), prob)
@@ -392,6 +437,6 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     floor = 1e-6 * np.maximum(1.0, np.max(np.abs(starts[:, ROTATIONAL:]), axis=0))
     c = options.continuity_rtol * np.maximum(span, floor)
     prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :ROTATIONAL]), jnp.asarray(c)))
-    f = jacobian_factor(dt, m, freqs[1])
+    f = jacobian_factor(dt, math.gcd(m, control_steps(scenario)) if scenario.control is not None else m, freqs[1])
     coarse = prob if f == 1 else prob.coarser(f)
     return ShootingProblem(prob, coarse, seg, point, K * step_s, options, tuple(telemetry.columns))
