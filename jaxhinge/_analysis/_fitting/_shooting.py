@@ -127,17 +127,14 @@ def as_shooting(x) -> SingleShooting | MultipleShooting | str:
 def why_not_multiple(scenario, telemetry: Telemetry, time_offset: bool) -> str | None:
     """Why this record cannot be fitted by multiple shooting (None: it can): the fixed-step rk4 integrator,
     uniform samples on its step grid, every sample a whole number of sample intervals after t = 0 (the segments
-    start from the scenario's initial state there), no time offset (`time_offset`: one is fitted or set), no hub
-    position or velocity measured. A controller in the loop is shot too: its integral state joins each segment's
+    start from the scenario's initial state there), no time offset (`time_offset`: one is fitted or set). Where
+    the hub's position or velocity is measured, they join each segment's unknowns. A controller in the loop is shot too: its integral state joins each segment's
     unknowns and every segment starts on a control sample."""
     cfg = scenario.simulation
     if not cfg.integrator.fixed_step:
         return f'integrator = "{cfg.integrator.name}": multiple shooting steps with rk4'
     if time_offset:
         return "a sensor time offset is fitted or set (the samples move off the step grid)"
-    bad = [c for c in telemetry.columns if c.startswith(("r_", "v_"))]
-    if bad:
-        return f"column {bad[0]} measures a position or velocity (not a segment state)"
     if telemetry.samples < 3:
         return "fewer than 3 samples"
     grid = _grid(cfg.dt, telemetry.t)
@@ -241,16 +238,23 @@ class Segments(eqx.Module):
     data: Float[Array, "S K1 C"]
     weight: Float[Array, "S K1 C"]
     start: Float[Array, " S"]
-    base: Float[Array, "S 6"]
+    base: Float[Array, "S lead"]
     c: Float[Array, " n"]
     K: int = eqx.field(static=True)
     m: int = eqx.field(static=True)
     dt: float = eqx.field(static=True)
+    lead: int = eqx.field(static=True, default=ROTATIONAL)
+
+    @property
+    def mrp(self) -> slice:
+        """Where the hub's MRP sits in a segment state (after the hub's position and velocity when those are
+        unknowns too)."""
+        return slice(ROTATIONAL - self.lead, ROTATIONAL - self.lead + 3)
 
     def coarser(self, f: int) -> "Segments":
         """The same segments integrated with steps `f` times longer (`f` divides `m`): the derivatives' pass."""
         return Segments(self.record, self.data, self.weight, self.start, self.base, self.c, self.K, self.m // f,
-                        self.dt * f)
+                        self.dt * f, self.lead)
 
 
 def _control_at(sc, z_int, start):
@@ -279,10 +283,10 @@ def _outputs(prob: Segments, sc, u, out, start, data, weight):
     return jnp.where(weight > 0, (y - data) * weight, 0.0), traj.success
 
 
-def _shooting_part(sc, y, cs):
-    """A segment's state as an unknown: the flat state after the hub's position and velocity, and with a
-    controller its integral state."""
-    part = y[ROTATIONAL:]
+def _shooting_part(prob: Segments, sc, y, cs):
+    """A segment's state as an unknown: the flat state after the hub's position and velocity (all of it when they
+    are measured: `lead` 0), and with a controller its integral state."""
+    part = y[prob.lead:]
     return part if sc.control is None else jnp.concatenate([part, cs.int_sigma])
 
 
@@ -294,8 +298,9 @@ def _segment(prob: Segments, z, u, start, base, data, weight, ref):
     cs0 = None if sc.control is None else _control_at(sc, z[nf:], start)
     out = propagate(sc, jnp.concatenate([base, z[:nf]]), start, prob.K, prob.m, cs0=cs0, dt=prob.dt)
     r, ok = _outputs(prob, sc, u, out, start, data, weight)
-    end = _shooting_part(sc, out.ys[-1], None if sc.control is None else jax.tree.map(lambda a: a[-1], out.control))
-    end = end.at[:3].set(mrp_near(end[:3], ref))
+    end = _shooting_part(prob, sc, out.ys[-1],
+                         None if sc.control is None else jax.tree.map(lambda a: a[-1], out.control))
+    end = end.at[prob.mrp].set(mrp_near(end[prob.mrp], ref))
     return (r.reshape(-1), end), ok & jnp.all(jnp.isfinite(end))
 
 
@@ -303,8 +308,8 @@ def _initial(prob: Segments, u, ref):
     """The scenario's initial state (the shooting part, MRP set nearer `ref`) at the coordinates `u`."""
     sc = prob.record.model(u)
     y = flat_state(initial_state(sc.spacecraft, sc.initial))
-    y = _shooting_part(sc, y, None if sc.control is None else initial_control_state(0, y.dtype))
-    return y.at[:3].set(mrp_near(y[:3], ref))
+    y = _shooting_part(prob, sc, y, None if sc.control is None else initial_control_state(0, y.dtype))
+    return y.at[prob.mrp].set(mrp_near(y[prob.mrp], ref))
 
 
 class Linearisation(eqx.Module):
@@ -323,9 +328,9 @@ class Linearisation(eqx.Module):
     X0: Float[Array, "n P"]
 
 
-def _refs(Z):
+def _refs(Z, prob: Segments):
     """The MRP each segment's end is compared with: the next segment's start (the last: its own)."""
-    return jnp.concatenate([Z[1:, :3], Z[-1:, :3]])
+    return jnp.concatenate([Z[1:, prob.mrp], Z[-1:, prob.mrp]])
 
 
 @program
@@ -342,9 +347,9 @@ def linearise(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments) -> 
 
         return jax.vmap(tangent, out_axes=(None, None, None, 1, 1))(jnp.eye(n + P, dtype=Z.dtype))
 
-    r, phi, ok, dR, dE = jax.vmap(one)(Z, prob.start, prob.base, prob.data, prob.weight, _refs(Z))
-    x0 = _initial(prob, u, Z[0, :3])
-    X0 = jax.jacfwd(lambda v: _initial(prob, v, Z[0, :3]))(u)
+    r, phi, ok, dR, dE = jax.vmap(one)(Z, prob.start, prob.base, prob.data, prob.weight, _refs(Z, prob))
+    x0 = _initial(prob, u, Z[0, prob.mrp])
+    X0 = jax.jacfwd(lambda v: _initial(prob, v, Z[0, prob.mrp]))(u)
     return Linearisation(r, phi, ok, dR[..., :n], dE[..., :n], dR[..., n:], dE[..., n:], x0, X0)
 
 
@@ -352,8 +357,8 @@ def linearise(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments) -> 
 def evaluate(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments):
     """`(residuals (S, M), end states (S, n), ok (S,), initial state (n,))` at `(Z, u)`, no derivatives."""
     (r, phi), ok = jax.vmap(lambda z, *a: _segment(prob, z, u, *a))(Z, prob.start, prob.base, prob.data,
-                                                                    prob.weight, _refs(Z))
-    return r, phi, ok, _initial(prob, u, Z[0, :3])
+                                                                    prob.weight, _refs(Z, prob))
+    return r, phi, ok, _initial(prob, u, Z[0, prob.mrp])
 
 
 @program
@@ -428,15 +433,17 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     weight[seg, point] = w
     start = m * K * np.arange(S) * dt
     y0 = flat_state(initial_state(scenario.spacecraft, scenario.initial))
-    n = y0.shape[0] - ROTATIONAL + (0 if scenario.control is None else CONTROL_STATES)
+    # the hub's position and velocity are segment unknowns only where they are measured
+    lead = 0 if any(c.startswith(("r_", "v_")) for c in telemetry.columns) else ROTATIONAL
+    n = y0.shape[0] - lead + (0 if scenario.control is None else CONTROL_STATES)
     prob = Segments(record=record, data=jnp.asarray(data), weight=jnp.asarray(weight), start=jnp.asarray(start),
-                    base=jnp.zeros((S, ROTATIONAL)), c=jnp.ones(n), K=K, m=m, dt=float(dt))
+                    base=jnp.zeros((S, lead)), c=jnp.ones(n), K=K, m=m, dt=float(dt), lead=lead)
     starts, _, _ = chain(jnp.asarray(u0, dtype=float), prob)
     starts = np.asarray(starts)
-    span = np.ptp(starts[:, ROTATIONAL:], axis=0)
-    floor = 1e-6 * np.maximum(1.0, np.max(np.abs(starts[:, ROTATIONAL:]), axis=0))
+    span = np.ptp(starts[:, lead:], axis=0)
+    floor = 1e-6 * np.maximum(1.0, np.max(np.abs(starts[:, lead:]), axis=0))
     c = options.continuity_rtol * np.maximum(span, floor)
-    prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :ROTATIONAL]), jnp.asarray(c)))
+    prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :lead]), jnp.asarray(c)))
     f = jacobian_factor(dt, math.gcd(m, control_steps(scenario)) if scenario.control is not None else m, freqs[1])
     coarse = prob if f == 1 else prob.coarser(f)
     return ShootingProblem(prob, coarse, seg, point, K * step_s, options, tuple(telemetry.columns))

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._runtime._programs import program
 from ._lsq_solver import FAIL, Solution
-from ._shooting import ROTATIONAL, Linearisation, ShootingProblem, chain, evaluate, linearise
+from ._shooting import Linearisation, ShootingProblem, chain, evaluate, linearise
 
 __all__ = ["condensed", "penalty_step", "solve_multiple"]
 
@@ -129,7 +129,7 @@ def solve_multiple(
     opts = sp.options
     u = jnp.asarray(u0, dtype=float)
     starts, r_init, ok0 = chain(u, prob)
-    Z = jnp.asarray(np.asarray(starts)[:, ROTATIONAL:])  # continuous at the start: the initial guess's run
+    Z = jnp.asarray(np.asarray(starts)[:, prob.lead:])  # continuous at the start: the initial guess's run
     c = prob.c
     S = Z.shape[0]
 
@@ -242,7 +242,7 @@ def solve_multiple(
     # residuals and Jacobian there
     if status == "successful":
         starts, _, _ = chain(u, prob)
-        Z = jnp.asarray(np.asarray(starts)[:, ROTATIONAL:])
+        Z = jnp.asarray(np.asarray(starts)[:, prob.lead:])
         lin = lin_at(Z, u)
     e = np.asarray(_gaps(lin.phi, lin.x0, Z))
     a, Sm, rt, Jt = condensed(lin, Z)
