@@ -153,6 +153,12 @@ def test_multiple_shooting_is_refused_where_a_record_cannot_be_cut(record):
         jh.MultipleShooting(continuity_rtol=2.0)
     scens, tels, _, parts = I.check_identify(guess, odd, FREE)
     assert isinstance(I.choose_shooting("auto", scens, tels, parts), MS.SingleShooting)
+    # multiple shooting's phases are Levenberg-Marquardt's: another solver is refused by name, "auto" shoots single
+    with pytest.raises(FitError, match="solver = 'dogleg': multiple shooting's phases are Levenberg-Marquardt"):
+        jh.identify(guess, tel, FREE, shooting="multiple", solver="dogleg")
+    scens, tels, _, parts = I.check_identify(guess, tel, FREE)
+    assert isinstance(I.choose_shooting("auto", scens, tels, parts), MS.MultipleShooting)
+    assert isinstance(I.choose_shooting("auto", scens, tels, parts, jh.Dogleg()), MS.SingleShooting)
 
 
 def test_fit_file_shooting_options_are_checked(tmp_path, record):

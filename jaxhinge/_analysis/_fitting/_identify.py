@@ -399,7 +399,7 @@ def identify(
     scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
                                                 estimate_initial_state=estimate_initial_state, shooting=shooting)
     P = len(coords)
-    shoot = choose_shooting(shooting, scens, tels, parts)
+    shoot = choose_shooting(shooting, scens, tels, parts, solver)
     hz_given = hz
     if isinstance(shoot, MultipleShooting):
         hz = [1.0]  # (no horizon: the segments take the record at once)
@@ -451,7 +451,7 @@ def identify(
             solve_s += run["wall"]
             runs.append(run)
             continue
-        sol, info = solve_multiple(sp, u0, rtol=rtol, atol=atol, progress=say)
+        sol, info = solve_multiple(sp, u0, rtol=rtol, atol=atol, max_step=max_step, progress=say)
         solve_s += sol.wall_s
         run = {"sol": sol, "r_init": sol.initial_residuals, "steps": sol.steps, "u0": u0,
                "history": sol.history, "shooting": info}

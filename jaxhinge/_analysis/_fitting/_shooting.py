@@ -60,6 +60,7 @@ from ..._runtime._programs import program
 from ..._simulation._propagate import flat_state, flight_software, propagate, state_layout, unflat_state
 from ..._simulation._simulate import trajectory_of
 from ..._simulation._telemetry import Telemetry
+from ._solvers import LevenbergMarquardt
 
 __all__ = ["CONTROL_STATES", "ROTATIONAL", "SHOOTING", "Linearisation", "MultipleShooting", "ShootingProblem",
            "SingleShooting", "as_shooting", "chain", "choose_shooting", "control_steps", "evaluate", "jacobian_factor",
@@ -197,15 +198,19 @@ def jacobian_factor(dt: float, m: int, fastest_hz: float) -> int:
     return max([f for f in range(1, m + 1) if m % f == 0 and f * dt <= h_max * (1 + 1e-12)] or [1])
 
 
-def choose_shooting(shooting, scens, tels, parts) -> SingleShooting | MultipleShooting:
+def choose_shooting(shooting, scens, tels, parts, solver=None) -> SingleShooting | MultipleShooting:
     """The shooting of a fit: `shooting` as given (`MultipleShooting` refused, naming why, where a record cannot be
     cut into segments: `why_not_multiple`), or for `"auto"` multiple shooting where the one record spans at
     least `_MIN_SEGMENTS` = 4 periods of the initial model's slowest flexible mode and can be cut, else single.
-    `parts`: `check_identify`'s records."""
+    `parts`: `check_identify`'s records; `solver`: the fit's solver object (multiple shooting's phases are
+    Levenberg-Marquardt's: another solver is refused by name with `"multiple"`, and `"auto"` shoots single)."""
     shooting = as_shooting(shooting)
     if isinstance(shooting, SingleShooting):
         return shooting
-    if len(tels) > 1:
+    if solver is not None and not isinstance(solver, LevenbergMarquardt):
+        why = (f"solver = {solver.name!r}: multiple shooting's phases are Levenberg-Marquardt's (then Bock's condensed "
+               'Gauss-Newton); use solver = "lm"')
+    elif len(tels) > 1:
         why = "several records are fitted together"
     else:
         _, _, fixed, free_sensors = parts[0]

@@ -19,7 +19,6 @@ __all__ = ["condensed", "penalty_step", "solve_multiple"]
 
 _SWITCH = 1e-2  # the first phase ends when a step lowers the cost by less than this fraction of it
 _SIGMA_TOL = 1e-3  # the second ends when a step moves no coordinate by more than this many of its sigmas
-_MAX_STEP = 0.5  # the most a first-phase step moves any fitted coordinate
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -116,6 +115,7 @@ def solve_multiple(
     *,
     rtol: float,
     atol: float,
+    max_step: float,
     progress: Callable[[str], None] | None = None,
     every: float = 1.0,
 ) -> tuple[Solution, dict]:
@@ -178,10 +178,11 @@ def solve_multiple(
     # phase 1: Levenberg-Marquardt on data and weighted defects (Nielsen's damping update)
     while steps_a < opts.max_steps:
         dZ, du, pred = penalty_step(lin, Z, c, jnp.asarray(lam))
-        # a bounded step, as single shooting's: no fitted coordinate moves by more than _MAX_STEP (a log-ratio 0.5:
-        # a factor 1.65), so an iterate never leaves the data's basin for a model the segments cannot follow
+        # a bounded step, as single shooting's: no fitted coordinate moves by more than `max_step` (the solver's:
+        # default a log-ratio 0.5, a factor 1.65), so an iterate never leaves the data's basin for a model the
+        # segments cannot follow (0: unbounded)
         big = float(jnp.max(jnp.abs(du)))
-        scale = min(1.0, _MAX_STEP / big) if big > 0 else 1.0
+        scale = min(1.0, max_step / big) if big > 0 and max_step > 0 else 1.0
         dZ, du, pred = scale * dZ, scale * du, scale * float(pred)
         Zt, ut = Z + dZ, u + du
         rt, phit, okt, x0t = evaluate(Zt, ut, prob)
