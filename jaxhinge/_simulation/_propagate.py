@@ -16,26 +16,27 @@ happens around it, the same for every caller:
 - **the step grid**: step $j$ runs from $j\,dt$ to $(j+1)\,dt$, the run's last one ending exactly at `t_end`
   (rk4 accepts a `t_end` within 1e-9 relative of a whole number of steps).
 
-This is the fixed-step propagation (`RK4`'s arithmetic, whatever the scenario's integrator: the closed loop's period
-map is rk4 by definition); the adaptive integrators (`Tsit5`, `Dopri8`) step inside diffrax's own loop
-(`_simulate.py`, `MRPSwitch`).
+The adaptive integrators (`Tsit5`, `Dopri8`) step inside diffrax's own loop (`propagate_adaptive`, `MRPSwitch`), to
+the same points; the closed loop's period map is rk4 by definition, whatever the scenario's integrator.
 """
 
 from typing import NamedTuple
 
+import diffrax
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._dynamics._backsub import state_derivative_held
+from .._dynamics._backsub import state_derivative, state_derivative_held
 from .._math import mrp_shadow
 from .._model._control import Control, ControlState, control_update
 from .._model._integrators import RK4
 from .._model._spacecraft import State
 from ._memory import sample_counts
+from ._solver import MRPSwitch
 
-__all__ = ["Propagated", "flat_state", "flight_software", "is_sample", "propagate", "state_layout", "step",
-           "unflat_state", "with_command"]
+__all__ = ["Propagated", "adaptive_parts", "flat_state", "flight_software", "is_sample", "propagate",
+           "propagate_adaptive", "state_layout", "step", "unflat_state", "with_command"]
 
 
 def flat_state(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N (+ W wheel speeds)
@@ -104,8 +105,45 @@ class Propagated(NamedTuple):
     control: ControlState | None
 
 
+def adaptive_parts(scenario, adjoint):
+    """`(solver, step-size controller, adjoint kwargs)` of the adaptive integrators: Tsit5/Dopri8 in `MRPSwitch`,
+    PID control with `rtol`/`atol` (traced after `compile_key`), the loads' jump times as step boundaries."""
+    # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
+    # solvers; our wrapper sets it on the inner solver)
+    scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
+    inner = scenario.simulation.integrator.solver(scan_kind)
+    tol = scenario.adaptive_settings
+    controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
+    jumps = scenario.loads.jump_times
+    if jumps is not None:
+        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
+    return MRPSwitch(inner), controller, ({} if adjoint is None else {"adjoint": adjoint})
+
+
+def propagate_adaptive(scenario, y0: State, t0, ts, *, t1=None, adjoint=None):
+    """The adaptive integrators (`Tsit5`, `Dopri8`, in diffrax's loop) from the `State` `y0` at `t0` to `t1`
+    (default `ts[-1]`), saving at the times `ts` by their dense interpolation: the diffrax solution (`ys` in each
+    step's own MRP set; `result`; `stats`). `adjoint`: `diffrax.ForwardMode()` for forward-mode derivatives."""
+    cfg = scenario.simulation
+    solver, controller, kwargs = adaptive_parts(scenario, adjoint)
+    return diffrax.diffeqsolve(
+        diffrax.ODETerm(state_derivative),
+        solver,
+        t0=t0,
+        t1=ts[-1] if t1 is None else t1,
+        dt0=scenario.adaptive_settings.dt0,
+        y0=y0,
+        args=(scenario.spacecraft, scenario.loads),
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=controller,
+        max_steps=cfg.max_steps,
+        throw=False,
+        **kwargs,
+    )
+
+
 def propagate(scenario, y0: Float[Array, " state"], t0, K: int, m: int, *, cs0: ControlState | None = None,
-              dt=None, t_stop=None, checkpoint: bool = False) -> Propagated:
+              dt=None, t_stop=None, checkpoint: bool = False, adjoint=None, rk4: bool = False) -> Propagated:
     """Step `scenario`'s model from the flat state `y0` at time `t0` over `K` intervals of `m` steps (module
     docstring: loads, controller, MRP switch, grid).
 
@@ -122,11 +160,25 @@ def propagate(scenario, y0: Float[Array, " state"], t0, K: int, m: int, *, cs0: 
       state held), so a fit of a record's first part integrates only that part.
     - `checkpoint`: each interval is a `jax.checkpoint` (reverse mode stores the state at the points only and
       recomputes each interval once on the way back).
+    - `adjoint`: the adaptive integrators' (`diffrax.ForwardMode()` for forward-mode derivatives).
+    - `rk4`: step by rk4 whatever the scenario's integrator (the closed loop's period map).
+
+    An adaptive integrator (`Tsit5`, `Dopri8`; not with a controller in the loop: `simulate` solves those period
+    by period) reaches the same points, `t0 + k m dt`, by its own steps (`propagate_adaptive`).
 
     **Returns:** `Propagated`.
     """
     sc, loads, ctrl = scenario.spacecraft, scenario.loads, scenario.control
     cfg = scenario.simulation
+    if not (cfg.integrator.fixed_step or rk4):
+        if ctrl is not None:
+            raise ValueError("propagate: an adaptive integrator with a controller in the loop is solved period by "
+                             "period (simulate); not here")
+        ts = t0 + jnp.arange(K + 1) * (m * (cfg.dt if dt is None else dt))
+        sol = propagate_adaptive(scenario, unflat_state(y0, *state_layout(sc)), t0, ts, adjoint=adjoint)
+        ys = flat_state(sol.ys)
+        ok = sol.result == diffrax.RESULTS.successful
+        return Propagated(jnp.where(ok, ys, jnp.nan), None)
     own = dt is None or (isinstance(dt, float) and dt == cfg.dt)
     dt = cfg.dt if dt is None else dt
     last = sample_counts(cfg)[1] if own else None  # the run's last step ends at t_end

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_torques
+from .._dynamics._backsub import state_derivative_held, wheel_torques
 from .._dynamics._energy import diagnostics, initial_state
 from .._errors import ConfigError, ScenarioError
 from .._math import mrp_near, mrp_shadow, sub_mrp
@@ -26,8 +26,16 @@ from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import State
 from .._runtime._programs import program
 from ._memory import check_memory, sample_counts, save_times, step_times
-from ._propagate import flat_state, flight_software, propagate, state_layout, unflat_state, with_command
-from ._solver import MRPSwitch
+from ._propagate import (
+    adaptive_parts,
+    flat_state,
+    flight_software,
+    propagate,
+    propagate_adaptive,
+    state_layout,
+    unflat_state,
+    with_command,
+)
 from ._trajectory import (
     INVALID_MODEL,
     Trajectory,
@@ -148,43 +156,14 @@ def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None,
     )
 
 
-def _adaptive_parts(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None):
-    """`(solver, step-size controller, adjoint kwargs)` of the adaptive integrators: Tsit5/Dopri8 in `MRPSwitch`,
-    PID control with `rtol`/`atol` (traced after `compile_key`), the loads' jump times as step boundaries."""
-    cfg = scenario.simulation
-    # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
-    # solvers; our wrapper sets it on the inner solver)
-    scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
-    inner = cfg.integrator.solver(scan_kind)
-    tol = scenario.adaptive_settings
-    controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
-    jumps = scenario.loads.jump_times
-    if jumps is not None:
-        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
-    return MRPSwitch(inner), controller, ({} if adjoint is None else {"adjoint": adjoint})
-
-
 def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None):
+    """The adaptive integrators from the initial state over the run, saving at `ts` (default the save grid):
+    `propagate_adaptive`."""
     cfg = scenario.simulation
-    sc, loads = scenario.spacecraft, scenario.loads
-    y0 = initial_state(sc, scenario.initial)
     # `ts`: optional output times in [0, t_end] (non-decreasing), from the solver's dense interpolation
     ts = jnp.asarray(save_times(cfg)) if ts is None else jnp.asarray(ts, dtype=float)
-    solver, controller, kwargs = _adaptive_parts(scenario, adjoint)
-    return diffrax.diffeqsolve(
-        diffrax.ODETerm(state_derivative),
-        solver,
-        t0=0.0,
-        t1=cfg.t_end,
-        dt0=scenario.adaptive_settings.dt0,
-        y0=y0,
-        args=(sc, loads),
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=controller,
-        max_steps=cfg.max_steps,
-        throw=False,
-        **kwargs,
-    )
+    return propagate_adaptive(scenario, initial_state(scenario.spacecraft, scenario.initial), 0.0, ts,
+                              t1=cfg.t_end, adjoint=adjoint)
 
 
 def _held_field(t, y: State, args) -> State:
@@ -214,7 +193,7 @@ def _solve_diffrax_control(scenario: Scenario, adjoint: diffrax.AbstractAdjoint 
     y0 = initial_state(sc, scenario.initial)
     dtype = y0.sigma_BN.dtype
     cs0 = initial_control_state(0 if sc.wheels is None else sc.wheels.count, dtype)
-    solver, controller, kwargs = _adaptive_parts(scenario, adjoint)
+    solver, controller, kwargs = adaptive_parts(scenario, adjoint)
     t_end, cdt = jnp.asarray(cfg.t_end, dtype), ctrl.control_dt
     eps = 1e-9 * jnp.maximum(cdt, cfg.save_dt)
 

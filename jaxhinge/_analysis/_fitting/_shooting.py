@@ -6,8 +6,9 @@ phase by a quarter period after 1.7 periods), so it needs a growing horizon and 
 integrating all the samples. Multiple shooting (Bock 1981) cuts the record into segments integrated side by side,
 each from its own initial state, with continuity between them as residuals: far less nonlinear, and parallel.
 
-**Unknowns and residuals.** The record (uniform samples every `m` rk4 steps) is cut into `S` segments of `K`
-sample intervals. Segment `s` starts from its own state $z_s$: the flat state after the hub's position and
+**Unknowns and residuals.** The record (uniform samples every `m` rk4 steps, or for the adaptive integrators on
+the samples' own grid, from t = 0) is cut into `S` segments of `K` sample intervals, each integrated by the
+simulator's one propagation (`propagate`). Segment `s` starts from its own state $z_s$: the flat state after the hub's position and
 velocity (hub attitude MRP and rate, hinge angles and rates, wheel speeds), which no other output or
 derivative depends on (the position and velocity at each segment start are those of the initial guess's run).
 The unknowns are the fit's coordinates $u$ and every $z_s$. The residuals are the data's, segment by segment,
@@ -45,6 +46,7 @@ program. A step integrates the record once, in $n + P$ directions, only the samp
 import dataclasses
 import math
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -64,7 +66,7 @@ from ._solvers import LevenbergMarquardt
 
 __all__ = ["CONTROL_STATES", "ROTATIONAL", "SHOOTING", "Linearisation", "MultipleShooting", "ShootingProblem",
            "SingleShooting", "as_shooting", "chain", "choose_shooting", "control_steps", "evaluate", "jacobian_factor",
-           "linearise", "mode_range", "segment_length", "shooting_problem", "why_not_multiple"]
+           "linearise", "mode_range", "point_step", "segment_length", "shooting_problem", "why_not_multiple"]
 
 ROTATIONAL = 6  # the flat state's first 6 entries (hub position, velocity) are not shooting unknowns
 CONTROL_STATES = 3  # with a controller in the loop: its integral state joins each segment's unknowns
@@ -126,25 +128,38 @@ def as_shooting(x) -> SingleShooting | MultipleShooting | str:
 
 
 def why_not_multiple(scenario, telemetry: Telemetry, time_offset: bool) -> str | None:
-    """Why this record cannot be fitted by multiple shooting (None: it can): the fixed-step rk4 integrator,
-    uniform samples on its step grid, every sample a whole number of sample intervals after t = 0 (the segments
-    start from the scenario's initial state there), no time offset (`time_offset`: one is fitted or set). Where
-    the hub's position or velocity is measured, they join each segment's unknowns. A controller in the loop is shot too: its integral state joins each segment's
-    unknowns and every segment starts on a control sample."""
+    """Why this record cannot be fitted by multiple shooting (None: it can): at least 3 samples, uniform on the
+    integrator's grid (rk4: its step `dt`; the adaptive integrators: any uniform sampling), every sample a whole
+    number of sample intervals after t = 0 (the segments start from the scenario's initial state there), no time
+    offset (`time_offset`: one is fitted or set: the samples would move off the grid), no controller in the loop
+    with an adaptive integrator (`simulate` solves that loop period by period). Where the hub's position or
+    velocity is measured, they join each segment's unknowns; a controller's integral state joins them too, and
+    every segment then starts on a control sample."""
     cfg = scenario.simulation
-    if not cfg.integrator.fixed_step:
-        return f'integrator = "{cfg.integrator.name}": multiple shooting steps with rk4'
     if time_offset:
         return "a sensor time offset is fitted or set (the samples move off the step grid)"
     if telemetry.samples < 3:
         return "fewer than 3 samples"
-    grid = _grid(cfg.dt, telemetry.t)
+    if not cfg.integrator.fixed_step and scenario.control is not None:
+        return (f'integrator = "{cfg.integrator.name}" with a controller in the loop (solved period by period: '
+                'use integrator "rk4")')
+    step = point_step(scenario, telemetry.t)
+    grid = _grid(step, telemetry.t)
     if grid is None:
         return f"the samples are not uniform on the rk4 grid (dt = {_fmt(cfg.dt)} s)"
     if grid[0] % grid[1]:  # the segments start from the scenario's initial state at t = 0, on the samples' grid
         return (f"the first sample (t = {_fmt(float(telemetry.t[0]))} s) is not a whole number of sample intervals "
                 "after t = 0")
     return None
+
+
+def point_step(scenario, t) -> float:
+    """The grid the segments' points lie on [s]: rk4's step `dt`; for the adaptive integrators, which step
+    themselves between the points, the samples' own interval."""
+    if scenario.simulation.integrator.fixed_step:
+        return scenario.simulation.dt
+    t = np.asarray(t, dtype=float)
+    return float((t[-1] - t[0]) / max(t.size - 1, 1))
 
 
 def control_steps(scenario) -> int:
@@ -217,8 +232,8 @@ def choose_shooting(shooting, scens, tels, parts, solver=None) -> SingleShooting
         offset = fixed.get(("time_offset", None), 0.0) != 0.0 or any(x.kind == "time_offset"
                                                                       for _, _, x in free_sensors)
         why = why_not_multiple(scens[0], tels[0], offset)
-    if shooting == "auto":
-        if why is not None:
+    if shooting == "auto":  # (measured with rk4: the adaptive integrators shoot multiple when asked)
+        if why is not None or not scens[0].simulation.integrator.fixed_step:
             return SingleShooting()
         span = float(tels[0].t[-1] - tels[0].t[0])
         return MultipleShooting() if span >= _MIN_SEGMENTS * segment_length(scens[0]) else SingleShooting()
@@ -301,7 +316,8 @@ def _segment(prob: Segments, z, u, start, base, data, weight, ref):
     extra = 0 if sc.control is None else CONTROL_STATES
     nf = z.shape[0] - extra
     cs0 = None if sc.control is None else _control_at(sc, z[nf:], start)
-    out = propagate(sc, jnp.concatenate([base, z[:nf]]), start, prob.K, prob.m, cs0=cs0, dt=prob.dt)
+    out = propagate(sc, jnp.concatenate([base, z[:nf]]), start, prob.K, prob.m, cs0=cs0, dt=prob.dt,
+                    adjoint=diffrax.ForwardMode())
     r, ok = _outputs(prob, sc, u, out, start, data, weight)
     end = _shooting_part(prob, sc, out.ys[-1],
                          None if sc.control is None else jax.tree.map(lambda a: a[-1], out.control))
@@ -380,7 +396,7 @@ def chain(u: Float[Array, " P"], prob: Segments):
 
     def body(carry, s):
         y, cs = carry
-        out = propagate(sc, y, prob.start[s], prob.K, prob.m, cs0=cs, dt=prob.dt)
+        out = propagate(sc, y, prob.start[s], prob.K, prob.m, cs0=cs, dt=prob.dt, adjoint=diffrax.ForwardMode())
         r, ok = _outputs(prob, sc, u, out, prob.start[s], prob.data[s], prob.weight[s])
         start = y if ctrl is None else jnp.concatenate([y, cs.int_sigma])
         end_cs = None if ctrl is None else jax.tree.map(lambda a: a[-1], out.control)
@@ -413,7 +429,7 @@ class ShootingProblem:
 def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleShooting, u0) -> ShootingProblem:
     """Cut `telemetry` into segments for `record` (a `_TelemetryResiduals`; `why_not_multiple` says it can be).
     The segment states' position and velocity and the continuity sigmas come from the run at `u0`."""
-    dt = scenario.simulation.dt
+    dt = point_step(scenario, telemetry.t)
     i0, m = _grid(dt, telemetry.t)
     T = telemetry.samples
     p0 = i0 // m  # the points run from t = 0 every m steps (`why_not_multiple`: the samples lie on them)
@@ -450,5 +466,6 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleSh
     c = options.continuity_rtol * np.maximum(span, floor)
     prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :lead]), jnp.asarray(c)))
     f = jacobian_factor(dt, math.gcd(m, control_steps(scenario)) if scenario.control is not None else m, freqs[1])
+    f = f if scenario.simulation.integrator.fixed_step else 1  # (the adaptive integrators choose their own steps)
     coarse = prob if f == 1 else prob.coarser(f)
     return ShootingProblem(prob, coarse, seg, point, K * step_s, options, tuple(telemetry.columns))

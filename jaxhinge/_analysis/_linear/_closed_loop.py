@@ -158,7 +158,7 @@ def period_map(scenario: Scenario, shape: tuple[int, bool] | None = None):
         st, int_sigma = _split(x, layout)
         # a call after the first two (the integral accumulates), from the state at the period's start
         cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
-        out = propagate(rest, flat_state(st), 0.0, 1, steps, cs0=cs, dt=dt)
+        out = propagate(rest, flat_state(st), 0.0, 1, steps, cs0=cs, dt=dt, rk4=True)
         return _join(unflat_state(out.ys[-1], *state_layout(sc)), out.control.int_sigma[-1], layout)
 
     return f, x0, ctrl.control_dt
