@@ -17,6 +17,7 @@ from conftest import DATA
 
 import jaxhinge as jh
 from jaxhinge._analysis._fitting import _identify as I
+from jaxhinge._analysis._fitting import _segments as SEG
 from jaxhinge._analysis._fitting import _shooting as MS
 from jaxhinge._analysis._fitting import _shooting_solve as MSS
 from jaxhinge._analysis._fitting._lsq_analysis import analyse
@@ -34,7 +35,7 @@ def _blocks(S=5, n=3, M=4, P=2, seed=0):
     """A random linearisation of S segments (n states, M residuals, P coordinates) and its dense Jacobian of the
     data and weighted-defect residuals over (z_0 .. z_{S-1}, u), with the residual vector."""
     rng = np.random.default_rng(seed)
-    lin = MS.Linearisation(r=jnp.asarray(rng.normal(size=(S, M))), phi=jnp.asarray(rng.normal(size=(S, n))),
+    lin = SEG.Linearisation(r=jnp.asarray(rng.normal(size=(S, M))), phi=jnp.asarray(rng.normal(size=(S, n))),
                           ok=jnp.ones(S, bool), A=jnp.asarray(rng.normal(size=(S, M, n))),
                           G=jnp.asarray(np.eye(n) + 0.3 * rng.normal(size=(S, n, n))),
                           B=jnp.asarray(rng.normal(size=(S, M, P))), H=jnp.asarray(rng.normal(size=(S, n, P))),
@@ -193,7 +194,7 @@ def test_candidate_steps_keep_samples_inputs_and_the_run_on_the_grid(record):
     from jaxhinge._analysis._fitting._fit_step import candidate_steps
 
     guess, tel, _ = record
-    f_max = MS.mode_range(guess)[1]
+    f_max = SEG.mode_range(guess)[1]
     steps = candidate_steps(guess, [tel])
     assert steps[0] <= 0.5 / (2 * np.pi * f_max) and steps == sorted(steps, reverse=True)
     assert all(abs(0.05 / h - round(0.05 / h)) < 1e-9 for h in steps) and 0.05 / 2 in steps
@@ -249,12 +250,12 @@ def test_worse_than_start_names_why():
         return Solution(u=np.asarray(u, float), status="successful", steps=3, residuals=np.asarray(r, float),
                         jacobian=np.zeros((10, P)), history=np.zeros(3), wall_s=0.0, initial_residuals=r0)
 
-    assert "does not simulate" in I.worse_than_start(sol(np.zeros(P), np.full(10, FAIL)), coords)
+    assert "does not simulate" in MS.worse_than_start(sol(np.zeros(P), np.full(10, FAIL)), coords)
     u = np.zeros(P)
     u[1] = LOG_CLIP
-    assert f"{coords[1].name} reached its bound" in I.worse_than_start(sol(u, np.ones(10)), coords)
-    assert "chi2 rose from 40 to 90" in I.worse_than_start(sol(np.zeros(P), np.full(10, 3.0)), coords)
-    assert I.worse_than_start(sol(np.full(P, 0.3), np.ones(10)), coords) is None
+    assert f"{coords[1].name} reached its bound" in MS.worse_than_start(sol(u, np.ones(10)), coords)
+    assert "chi2 rose from 40 to 90" in MS.worse_than_start(sol(np.zeros(P), np.full(10, 3.0)), coords)
+    assert MS.worse_than_start(sol(np.full(P, 0.3), np.ones(10)), coords) is None
 
 
 def _tiny_problem():

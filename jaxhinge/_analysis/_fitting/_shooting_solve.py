@@ -1,4 +1,4 @@
-r"""Multiple shooting's solver (`_shooting` sets the problem up; the method: its module docstring): the
+r"""Multiple shooting's solver (`_segments` sets the problem up; the method: its module docstring): the
 Levenberg-Marquardt step of the data and weighted continuity defects by block elimination (`penalty_step`),
 Bock's condensing (`condensed`), both phases one structured solver (`MultipleShootingSolver`) run by the fits' one
 driver (`_lsq_solver.solve`: compiled chunks of steps, progress, history, statuses), and the result composed as
@@ -17,7 +17,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ..._runtime._programs import program
 from ._lsq_solver import FAIL, AbstractStructuredSolver, Solution, solve
-from ._shooting import Linearisation, Segments, ShootingProblem, chain, evaluate, linearise
+from ._segments import Linearisation, Segments, ShootingProblem, chain, evaluate, linearise
 
 __all__ = ["MultipleShootingSolver", "condensed", "penalty_step", "solve_multiple"]
 
