@@ -113,8 +113,8 @@ def test_the_first_6_s_of_the_60_s_slew_record_run_as_basilisk_ran_them(tmp_path
                                     r"is at t = 500\.0\); as milliseconds, t / 1000 covers the run with 2 samples "
                                     r"inside it: t must be in seconds \(a time column in ms\? divide it by 1000\)$")),
     # a sample before 0, one at t_end itself: it does not act either
-    ([-500.0, 0.0, 2.0, 2500.0], r"t = -500\.0 \.\. 2500\.0 s: the record spans 1500x the run.*\(the next is at "
-                                 r"t = 2\.0\); as milliseconds, t / 1000 covers the run with 1 samples inside it"),
+    ([-500.0, 0.0, 2.0, 2500.0], (r"t = -500\.0 \.\. 2500\.0 s: the record spans 1500x the run.*\(the next is at "
+                                  r"t = 2\.0\); as milliseconds, t / 1000 covers the run with 1 samples inside it")),
 ])
 def test_records_that_do_not_fit_the_run_are_refused(tmp_path, t, match):
     with pytest.raises(jh.ScenarioError, match=r"^\S*in\.csv: " + match):
