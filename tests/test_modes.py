@@ -322,12 +322,9 @@ def test_linearisation_is_the_simulators(case):
     """M = Hessian of the simulator's kinetic energy (`diagnostics`) = inverse of the Jacobian of its
     `accelerations` w.r.t. the generalized forces = the independent Kane mass matrix; A (autodiff of
     `accelerations`) = [[0, I], [-M^-1 K, -M^-1 C]]."""
-    if case == "example":
-        sc = jh.load_scenario(EXAMPLE).spacecraft
-    elif case == "random":
-        sc = random_spacecraft(11, 4)
-    else:
-        sc = jh.load_scenario(os.path.join(BSK_DATA, f"{case}.toml")).spacecraft
+    # (random3d_01 is the random configuration: non-diagonal hub inertia, rotated hinges, offset hub CoM)
+    path = EXAMPLE if case == "example" else os.path.join(BSK_DATA, f"{case}.toml")
+    sc = jh.load_scenario(path).spacecraft
     n = sc.panels.count
     dof = 6 + n
     lin = linearize(sc)
