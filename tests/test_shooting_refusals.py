@@ -2,8 +2,8 @@
 each refused before any compute, in one line naming the key or the reason and the value.
 
 References: the rules as documented (docs/telemetry.md; `jh.MultipleShooting`'s docstring: `continuity_rtol` in
-(0, 1), `dt` only "auto"; multiple shooting needs the fixed-step rk4, samples uniform on its grid, no controller in
-the loop, no sensor time offset, no hub position or velocity column, one record, at least 3 samples). The
+(0, 1), `dt` only "auto"; multiple shooting needs samples uniform on its grid from t = 0, no sensor time offset, no
+controller in the loop with an adaptive integrator, one record, at least 3 samples). The
 non-uniform samples and several records are refused in tests/test_shooting.py
 (`test_multiple_shooting_is_refused_where_a_record_cannot_be_cut`), with `continuity_rtol = 2.0`; the others here.
 A short synthetic record (values 0: nothing is fitted) of Basilisk's random two-panel configuration,
@@ -68,19 +68,29 @@ def _refused(why: str) -> str:
     return rf'^shooting = "multiple": {why}; use shooting = "single" \(or "auto"\)$'
 
 
-def test_an_adaptive_integrator_is_refused(scenario):
-    with pytest.raises(jh.FitError, match=_refused(r'integrator = "tsit5": multiple shooting steps with rk4')):
-        jh.identify(scenario.with_simulation(integrator="tsit5"), _record(scenario), FREE,
-                    shooting=jh.MultipleShooting())
+def test_an_adaptive_integrator_with_a_controller_is_refused_each_alone_is_taken(scenario):
+    """tsit5 shoots each segment by itself, a controller in the loop joins the segments' unknowns (its integral
+    state; segments on control samples): each alone is taken (`check_identify` runs the same choice `identify`
+    does, before any compute). Together they are refused: `simulate` solves that loop period by period."""
+    from jaxhinge._analysis._fitting._identify import check_identify
 
-
-def test_a_controller_in_the_loop_is_refused():
+    check_identify(scenario.with_simulation(integrator="tsit5"), _record(scenario), FREE,
+                   shooting=jh.MultipleShooting())
     s = jh.load_scenario(jh.example_path("closed_loop_slew.toml"))
     assert s.control is not None and s.simulation.integrator.name == "rk4"
-    with pytest.raises(jh.FitError, match=_refused(r"a controller is in the loop \(its held command is not a "
-                                                   r"segment state\)")):
-        jh.identify(s, _record(s, ("omega_BN_B_1",), np.arange(21) * 0.5), ["wing_pY.k"],
-                    shooting=jh.MultipleShooting())
+    rec = _record(s, ("omega_BN_B_1",), np.arange(21) * 0.5)
+    check_identify(s, rec, ["wing_pY.k"], shooting=jh.MultipleShooting())
+    with pytest.raises(jh.FitError, match=_refused(r'integrator = "tsit5" with a controller in the loop \(solved '
+                                                   r'period by period: use integrator "rk4"\)')):
+        jh.identify(s.with_simulation(integrator="tsit5"), rec, ["wing_pY.k"], shooting=jh.MultipleShooting())
+
+
+def test_a_first_sample_off_the_sample_grid_from_zero_is_refused(scenario):
+    """The segments start from the scenario's initial state at t = 0, on the samples' grid: a record whose first
+    sample is not a whole number of sample intervals after t = 0 cannot be cut."""
+    with pytest.raises(jh.FitError, match=_refused(r"the first sample \(t = 0.02 s\) is not a whole number of "
+                                                   r"sample intervals after t = 0")):
+        jh.identify(scenario, _record(scenario, t=0.02 + T[:-1]), FREE, shooting=jh.MultipleShooting())
 
 
 @pytest.mark.parametrize("how", ["fixed", "free"])
@@ -95,11 +105,12 @@ def test_a_sensor_time_offset_is_refused(scenario, how):
 
 
 @pytest.mark.parametrize("column", ["r_BN_N_1", "v_BN_N_2", "r_CN_N_3", "v_CN_N_1"])
-def test_a_position_or_velocity_column_is_refused(scenario, column):
-    """The hub's translation is not a segment state: a record measuring it cannot be cut."""
-    with pytest.raises(jh.FitError, match=_refused(rf"column {column} measures a position or velocity \(not a "
-                                                   r"segment state\)")):
-        jh.identify(scenario, _record(scenario, ("omega_BN_B_1", column)), FREE, shooting=jh.MultipleShooting())
+def test_a_position_or_velocity_column_is_taken(scenario, column):
+    """The hub's position and velocity join each segment's unknowns where a column measures them (fitted in
+    tests/test_shooting.py): taken, before any compute."""
+    from jaxhinge._analysis._fitting._identify import check_identify
+
+    check_identify(scenario, _record(scenario, ("omega_BN_B_1", column)), FREE, shooting=jh.MultipleShooting())
 
 
 def test_fewer_than_3_samples_are_refused(scenario):
