@@ -56,7 +56,7 @@ def step_flops(sc) -> float:
     cost analysis before fusion (each arithmetic operation counted once; a fused program may repeat some). The
     analysis counts a loop body once, so the step (its four stages are a loop) gets three more evaluations."""
     from jaxhinge._dynamics._backsub import state_derivative_held
-    from jaxhinge._simulation._simulate import flat_state, rk4_step, unflat_state
+    from jaxhinge._simulation._propagate import flat_state, step as rk4_step, unflat_state
 
     y0 = flat_state(jh.initial_state(sc.spacecraft, sc.initial))
     n = sc.spacecraft.panels.count

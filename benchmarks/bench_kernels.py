@@ -112,7 +112,7 @@ def vector_field_kernels(sc) -> tuple[int, int]:
 
     import jaxhinge as jh
     from jaxhinge._dynamics._backsub import state_derivative_held
-    from jaxhinge._simulation._simulate import flat_state, unflat_state
+    from jaxhinge._simulation._propagate import flat_state, unflat_state
 
     sp, z = sc.spacecraft, jnp.zeros(3)
     y0 = flat_state(jh.initial_state(sp, sc.initial))

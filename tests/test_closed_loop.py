@@ -19,12 +19,18 @@ def _example() -> dict:
         return tomllib.load(f)
 
 
-def _spectral_radius_by_differences(path, neutral: int) -> float:
-    """max |z| over the eigenvalues z of the sampled loop's one-period map that are not neutral (z = 1: the
-    `neutral` uncontrolled wheel-speed directions), from central differences (h = 1e-6) of one control period of
+def _sampled_loop_by_differences(path, neutral: int) -> dict[str, np.ndarray]:
+    """The sampled loop's linearisation from central differences (h = 1e-6) of one control period of
     `jh.simulate_batch` (the simulator's own nonlinear rk4 steps, the controller's call at t = 0, its command held):
-    one member per perturbed coordinate of the state (sigma_BN, omega_BN_B, theta, thetaDot, Omega) about rest at
-    the reference attitude, the wheels at their speeds. Shares no code with `closed_loop_poles`' period matrix."""
+    one member per perturbed coordinate of the state x = (sigma_BN, omega_BN_B, theta, thetaDot, Omega) about rest
+    at the reference attitude, the wheels at their speeds. Returns `z`, the eigenvalues of the one-period map that
+    are not neutral (z = 1: the `neutral` uncontrolled wheel-speed directions); `lam`, the poles ln z / control_dt
+    with Im >= 0 (each pole once), by |lam| (the principal logarithm: right while every pole is below the Nyquist
+    frequency, as in the example, 0.42 Hz against 1 Hz); and for each pole, from its eigenvector v and the flight
+    software's Jacobian G (differences of the command it held over the period, `u_current` at t = 0),
+    `command_per_rad` = max_i |(G v)_i| / max(4 |v_sigma|, max_j |v_theta_j|) (sigma_R0N = 0: the hub's rotation is
+    4 sigma) and `saturation_angle` = min_i (u_max_i - |u_i at rest|) / (|(G v)_i| per radian). Shares no code with
+    `closed_loop_poles`' period matrix or its command Jacobian."""
     s = jh.load_scenario(path)
     T = float(s.control.control_dt)
     one_period = dataclasses.replace(s, simulation=dataclasses.replace(s.simulation, t_end=T, save_dt=T))
@@ -40,10 +46,20 @@ def _spectral_radius_by_differences(path, neutral: int) -> float:
     assert np.all(np.asarray(b.t)[:, -1] == T)
     Y = np.concatenate([np.asarray(getattr(b, k))[:, -1].reshape(2 * n, -1)
                         for k in ("sigma_BN", "omega_BN_B", "theta", "thetaDot", "Omega")], 1)
-    z = np.linalg.eigvals((Y[:n] - Y[n:]).T / (2 * h))
+    z, V = np.linalg.eig((Y[:n] - Y[n:]).T / (2 * h))
     near_one = np.abs(z - 1) < 1e-6  # measured 2.5e-9 (the rounding of Omega +- h), the next pole 2.7e-2 away
     assert int(near_one.sum()) == neutral, np.sort(np.abs(z - 1))
-    return float(np.abs(z[~near_one]).max())
+    z, V = z[~near_one], V[:, ~near_one]
+    lam = np.log(z.astype(complex)) / T
+    upper = np.flatnonzero(lam.imag >= 0)
+    order = upper[np.argsort(np.abs(lam[upper]))]
+    U = np.asarray(b.u_current)[:, 0]  # the command held over the period
+    Gv = np.abs(((U[:n] - U[n:]).T / (2 * h)) @ V[:, order])
+    angle = np.maximum(4 * np.linalg.norm(V[0:3, order], axis=0), np.abs(V[6:6 + p, order]).max(0))
+    rest = np.abs(0.5 * (U[:n] + U[n:]).mean(0))
+    headroom = np.asarray(s.spacecraft.wheels.u_max) - rest
+    return {"z": z, "lam": lam[order], "command_per_rad": Gv.max(0) / angle,
+            "saturation_angle": (headroom[:, None] / (Gv / angle)).min(0)}
 
 
 def test_open_loop_poles_are_the_modes_with_their_energy_shares():
@@ -111,7 +127,7 @@ def test_sampling_drives_a_flexible_mode_unstable():
 
 def test_modes_closed_loop_command(capsys):
     """`jaxhinge modes SCEN --closed-loop [--continuous] [--json]`: the JSON lists each pole once (Im >= 0) with
-    the values of `closed_loop_poles`, its kind, energy shares, wheel torque per radian and saturation angle; the
+    the values of an independent linearisation of the sampled loop (finite differences of the simulator), its kind, energy shares, wheel torque per radian and saturation angle; the
     table says stable, shows the torque per degree and the saturation angle of each pole in degrees, and says that
     the example's own slew starts saturated: its first wheel command, rwMotorTorque's minimum-norm torques for
     Lr = K sigma_BR (at rest) computed here from the file's values, is 5.6 times u_max (1e-12); a scenario
@@ -119,11 +135,20 @@ def test_modes_closed_loop_command(capsys):
     path = str(jh.example_path("closed_loop_slew.toml"))
     assert main(["modes", path, "--closed-loop", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    p = jh.closed_loop_poles(jh.load_scenario(path))
-    keep = (~np.asarray(p.neutral)) & (np.imag(np.asarray(p.eigenvalue)) >= 0)
-    assert [q["frequency_hz"] for q in data["poles"]] == np.asarray(p.frequency_hz)[keep].tolist()
-    assert [q["command_Nm_per_rad"] for q in data["poles"]] == np.asarray(p.command_per_rad)[keep].tolist()
-    assert [q["saturation_angle_rad"] for q in data["poles"]] == np.asarray(p.saturation_angle)[keep].tolist()
+    # each pole printed against an independent linearisation of the sampled loop (`_sampled_loop_by_differences`,
+    # central differences of the simulator's nonlinear one-period map and of the flight software's command, h = 1e-6):
+    # measured 1.0e-13 relative in frequency_hz = |lam| / 2 pi, 1.0e-14 absolute in the damping ratios, 1.8e-12
+    # relative in command_Nm_per_rad and saturation_angle_rad (the differences' round-off, ~1e-16 / h, over the
+    # eigenvector); tolerances ~10x
+    ref = _sampled_loop_by_differences(path, 4)
+    lam = ref["lam"]
+    np.testing.assert_allclose([q["frequency_hz"] for q in data["poles"]], np.abs(lam) / (2 * np.pi), rtol=1e-12)
+    np.testing.assert_allclose([q["damping_ratio"] for q in data["poles"]], -lam.real / np.abs(lam), rtol=0,
+                               atol=1e-13)
+    np.testing.assert_allclose([q["command_Nm_per_rad"] for q in data["poles"]], ref["command_per_rad"],
+                               rtol=2e-11)
+    np.testing.assert_allclose([q["saturation_angle_rad"] for q in data["poles"]], ref["saturation_angle"],
+                               rtol=2e-11)
     d = _example()
     gs = np.array([w["gsHat_B"] for w in d["wheels"]])
     s = np.asarray(d["hub"]["sigma_BNInit"])  # sigma_BR (sigma_R0N = 0), at rest: Lr = K sigma_BR
@@ -139,12 +164,12 @@ def test_modes_closed_loop_command(capsys):
         assert float(r[10]) == pytest.approx(q["saturation_angle_rad"] * deg, rel=1e-3)
     assert "the scenario's own run starts saturated: its first wheel command is 5.62 x u_max" in out
     assert data["loop"] == "sampled" and data["control_dt_s"] == 0.5 and data["stable"]
-    assert data["flexible_margin"] == float(p.flexible_margin) and data["neutral_poles"] == 4
     flex = [q for q in data["poles"] if q["kind"] == "flexible"]
+    margin = min(-lam[i].real / abs(lam[i]) for i, q in enumerate(data["poles"]) if q["kind"] == "flexible")
+    assert data["flexible_margin"] == pytest.approx(margin, rel=0, abs=1e-13) and data["neutral_poles"] == 4
     assert len(flex) == 3 and all(abs(sum(q["energy_fraction"].values()) - 1) < 1e-12 for q in flex)
-    # the spectral radius against an independent linearisation of the sampled loop (`_spectral_radius_by_differences`:
-    # measured 5.1e-15 relative, tolerance ~10x)
-    assert data["spectral_radius"] == pytest.approx(_spectral_radius_by_differences(path, 4), rel=5e-14)
+    # the spectral radius against the same independent linearisation (measured 5.1e-15 relative, tolerance ~10x)
+    assert data["spectral_radius"] == pytest.approx(float(np.abs(ref["z"]).max()), rel=5e-14)
     assert main(["modes", path, "--closed-loop", "--continuous"]) == 0
     out = capsys.readouterr().out
     assert "continuous law" in out and "stable" in out and "UNSTABLE" not in out

@@ -99,15 +99,19 @@ def test_output_times_and_irregular_synthetic_recovery(bsk):
     shared = np.flatnonzero(np.isclose(np.round(ts / 0.02) * 0.02, ts, atol=1e-12))
     assert shared.size > 10
     idx = np.round(ts[shared] / 0.02).astype(int)
-    np.testing.assert_allclose(v[shared], v_b[idx], rtol=0, atol=1e-10)
+    # measured 2.2e-16 (rad/s and rad; 2026-11-28, x86-64): RK4 at the same step as Basilisk, round-off only; the
+    # bound is tests/_basilisk.py's for theta (3e-14 rad, omega_BN_B 2e-14 rad/s): ~10x the worst round-off over all
+    # the Basilisk cases, as other CPUs and XLA versions round differently
+    np.testing.assert_allclose(v[shared], v_b[idx], rtol=0, atol=3e-14)
     guess = jh.apply_parameters(sc, {"p0.k": 0.75 * truth["p0.k"], "p1.k": 1.3 * truth["p1.k"],
                                      "p0.c": 1.3 * truth["p0.c"], "p1.c": 0.7 * truth["p1.c"]})
     res = jh.identify(guess, _noisy(sc, ts, v, 1), FREE, horizon=[0.5, 1.0])
     assert res.converged, res.message
     _check_recovered(res, truth)
-    # the reported outputs are the model's, at the solution and at the initial guess
+    # the reported outputs are the model's, at the solution and at the initial guess (measured 6.4e-16: the same
+    # model simulated by two programs, round-off only; ~10x that)
     for model, y in ((res.scenario, res.fitted), (guess, res.initial_fitted)):
-        np.testing.assert_allclose(jh.telemetry_columns(jh.simulate(model, ts=ts), sc, COLS)[1], y, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(jh.telemetry_columns(jh.simulate(model, ts=ts), sc, COLS)[1], y, rtol=0, atol=1e-14)
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ jax.config.update("jax_enable_x64", True)
 
 import _basilisk
 import _kane as kane
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -27,8 +28,6 @@ from _helpers import (  # noqa: F401
     random_state,
     zero_loads,
 )
-
-import equinox as eqx
 
 import jaxhinge as jh
 import jaxhinge._dynamics._backsub as dynamics
@@ -473,8 +472,7 @@ def test_basilisk_trajectory_damping_csv():
     """§3.3 (c = 6, 7): the whole Basilisk trajectory, sampled every 0.01 s, to round-off: the tolerances of the
     back-substitution's Basilisk comparisons (tests/_basilisk.py; measured here <= 4.4e-16 m, 1.4e-17 rad/s)."""
     path = os.path.join(os.path.dirname(__file__), "data", "basilisk_csv", "bsk_ref_noGravity_damping.csv")
-    if not os.path.exists(path):
-        pytest.skip("Basilisk reference CSV not present")
+    assert os.path.exists(path), f"the Basilisk reference {path} is missing (tests/data/basilisk_csv/README.md)"
     data = np.loadtxt(path, delimiter=",", skiprows=1)
     sc = _two_panel([100.0, 100.0], [6.0, 7.0], [0.0, 0.0])
     row = data[0]

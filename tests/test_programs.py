@@ -176,3 +176,50 @@ def test_the_key_covers_the_whole_package_source(monkeypatch):
     package = os.path.dirname(jh.__file__)
     for module in ("_model/_spacecraft.py", "_simulation/_simulate.py", "_runtime/_programs.py"):
         assert os.path.join(package, module) in read, module
+
+
+def test_the_key_changes_with_x64_xla_flags_and_the_backend_and_only_with_them(monkeypatch):
+    """A stored program is traced for one float width, one set of XLA flags and one backend (platform and
+    devices): the key's fixed part (`_key_base`, hashed into every program's key with its name and its call's
+    structure) changes when any of them does, and is equal otherwise (recomputed, an unrelated variable set, each
+    setting put back): the reference is the settings themselves, changed one at a time here."""
+    def base():
+        _programs._key_base.cache_clear()
+        return _programs._key_base()
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    try:
+        ref = base()
+        assert base() == ref  # recomputed: the same
+        monkeypatch.setenv("JAXHINGE_UNRELATED_SETTING", "1")  # not JAX_, EQX_ or XLA_: not in the key
+        assert base() == ref
+        keys = {"reference": ref}
+
+        jax.config.update("jax_enable_x64", False)
+        try:
+            keys["x64 off"] = base()
+        finally:
+            jax.config.update("jax_enable_x64", True)
+        assert base() == ref
+
+        monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+        keys["XLA_FLAGS"] = base()
+        monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
+        keys["XLA_FLAGS other"] = base()
+        monkeypatch.delenv("XLA_FLAGS")
+        assert base() == ref
+
+        with monkeypatch.context() as m:
+            m.setattr(jax, "default_backend", lambda: "gpu")
+            keys["backend gpu"] = base()
+        with monkeypatch.context() as m:
+            m.setattr(jax, "devices", lambda *a, **k: ["cuda:0"])
+            keys["devices cuda:0"] = base()
+        with monkeypatch.context() as m:
+            m.setattr(jax, "default_backend", lambda: "tpu")
+            m.setattr(jax, "devices", lambda *a, **k: ["TPU_0(process=0,(0,0,0,0))"])
+            keys["backend tpu"] = base()
+        assert base() == ref
+        assert len(set(keys.values())) == len(keys), [k for k in keys if list(keys.values()).count(keys[k]) > 1]
+    finally:
+        _programs._key_base.cache_clear()

@@ -33,24 +33,97 @@ def test_docs_field_table_is_the_schema():
     assert m.group(1) == _schema.markdown_table()
 
 
+# The model pytrees' leaves, written out here (not read from the schema) from the names of Basilisk's modules
+# (HubEffector, hingedRigidBodyStateEffector and the chain effectors, reactionWheelStateEffector, mrpFeedback,
+# rwMotorTorque, gravityEffector) as docs/scenario-files.md lists them, in the constructors' argument order; then the
+# static labels each pytree carries besides. A field renamed, dropped or added in the schema fails here.
+LEAVES = {
+    "hub": ["mHub", "IHubPntBc_B", "r_BcB_B"],
+    "panels": ["mass", "IPntS_S", "d", "k", "c", "r_HB_B", "dcm_HB", "thetaRef", "thetaDotRef", "motorTorque", "l"],
+    "wheels": ["gsHat_B", "Js", "u", "u_max", "cViscous", "fCoulomb", "omegaLimitCycle"],
+    "initial": ["r_CN_NInit", "v_CN_NInit", "sigma_BNInit", "omega_BN_BInit", "thetaInit", "thetaDotInit", "OmegaInit"],
+    "control": ["sigma_R0N", "K", "P", "Ki", "integralLimit", "ISCPntB_B", "knownTorquePntB_B", "controlAxes_B",
+                "control_dt", "actuator"],
+    "gravity": ["mu"],
+}
+LABELS = {"panels": {"parent", "names", "chain"}, "wheels": {"names"}}
+
+
 @pytest.mark.parametrize("cls, model", [(jh.Hub, "hub"), (jh.Panels, "panels"), (jh.Wheels, "wheels"),
                                         (jh.InitialState, "initial"), (jh.Control, "control"),
                                         (jh.PointMassGravity, "gravity")])
-def test_model_leaves_are_the_schema_fields(cls, model):
-    """Each model pytree's fields are its schema fields, in declaration order (plus its static labels)."""
+def test_model_leaves_are_the_documented_fields(cls, model):
+    """Each model pytree's fields are the Basilisk-named fields listed above, in order, then its static labels; the
+    schema declares the same (so the pytree follows the schema, and both follow Basilisk's names)."""
     names = [f.name for f in dataclasses.fields(cls)]
-    declared = [f.attribute for f in _schema.of_model(model)]
-    assert names[: len(declared)] == declared
-    assert set(names[len(declared):]) <= {"parent", "names", "chain"}
+    n = len(LEAVES[model])
+    assert names[:n] == LEAVES[model]
+    assert set(names[n:]) == LABELS.get(model, set())
+    assert [f.attribute for f in _schema.of_model(model)] == LEAVES[model]
+
+
+def test_a_basilisk_scenario_file_lands_in_the_leaves_of_its_names():
+    """The Basilisk reference wheel slew (tests/data/bsk/wheels_slew_record.toml, the file Basilisk ran), read here
+    with tomllib: every hub, panel and wheel value of the file is the model leaf of the same name (panels and wheels
+    stacked in file order), so the builder puts each field where its name says."""
+    import tomllib
+
+    path = os.path.join(ROOT, "tests", "data", "bsk", "wheels_slew_record.toml")
+    with open(path, "rb") as f:
+        d = tomllib.load(f)
+    s = jh.load_scenario(path)
+    hub, panels, wheels = s.spacecraft.hub, s.spacecraft.panels, s.spacecraft.wheels
+    for name in ("mHub", "IHubPntBc_B", "r_BcB_B"):
+        np.testing.assert_array_equal(np.asarray(getattr(hub, name)), np.asarray(d["hub"][name]), err_msg=name)
+    np.testing.assert_array_equal(np.asarray(s.initial.omega_BN_BInit), d["hub"]["omega_BN_BInit"])
+    for name in ("mass", "IPntS_S", "d", "k", "c", "r_HB_B", "dcm_HB"):
+        np.testing.assert_array_equal(np.asarray(getattr(panels, name)), np.asarray([p[name] for p in d["panels"]]),
+                                      err_msg=name)
+    for name in ("thetaInit", "thetaDotInit"):
+        np.testing.assert_array_equal(np.asarray(getattr(s.initial, name)), [p[name] for p in d["panels"]])
+    assert panels.names == tuple(p["name"] for p in d["panels"])
+    for name in ("gsHat_B", "Js", "u_max"):
+        np.testing.assert_array_equal(np.asarray(getattr(wheels, name)), np.asarray([w[name] for w in d["wheels"]]),
+                                      err_msg=name)
+    np.testing.assert_array_equal(np.asarray(s.initial.OmegaInit), [w["Omega"] for w in d["wheels"]])
+    assert wheels.names == tuple(w["name"] for w in d["wheels"])
+
+
+# The fitted fields (docs/parameters.md, "fitted as"), written out here: (owner, field).
+FITTED = {
+    ("hub", "mHub"), ("hub", "IHubPntBc_B"), ("hub", "r_BcB_B"), ("hub", "r_CN_NInit"), ("hub", "v_CN_NInit"),
+    ("hub", "sigma_BNInit"), ("hub", "omega_BN_BInit"),
+    ("panel", "mass"), ("panel", "IPntS_S"), ("panel", "d"), ("panel", "k"), ("panel", "c"), ("panel", "l"),
+    ("panel", "r_HB_B"), ("panel", "dcm_HB"), ("panel", "thetaInit"), ("panel", "thetaDotInit"),
+    ("panel", "thetaRef"), ("panel", "thetaDotRef"), ("panel", "motorTorque"),
+    ("wheel", "Js"), ("wheel", "Omega"), ("wheel", "u"), ("wheel", "u_max"), ("wheel", "cViscous"),
+    ("wheel", "fCoulomb"),
+    ("control", "sigma_R0N"), ("control", "K"), ("control", "P"), ("control", "Ki"), ("control", "integralLimit"),
+    ("control", "ISCPntB_B"), ("control", "knownTorquePntB_B"), ("control", "control_dt"),
+    ("record", "time_offset"), ("sensor", "bias"), ("sensor", "scale"),
+}
 
 
 def test_registry_is_the_schema():
-    """The parameter registry holds exactly the schema's fitted fields (the recorded inputs' apart), and its value
-    rules are the schema's: `k` (>= 0) is fitted in log, `mass` must be > 0, `thetaRef` is linear and unbounded."""
+    """The parameter registry holds exactly the fitted fields listed above, as does the schema (the recorded
+    inputs' apart); a registered name writes its value into the model leaf of that name and no other (the Basilisk
+    wheel slew, three names of three owners); its value rules: `k` (>= 0) is fitted in log, `mass` must be > 0,
+    `thetaRef` is linear and unbounded."""
     fitted = {(f.owner, f.name) for f in _schema.SCHEMA if f.fit is not None and f.owner != "input"}
     registry = {(f.owner, f.name) for f in jh.FIELDS.values()}
     # (the recorded inputs' time_offset shares its name with the telemetry record's: it is in INPUT_FIELDS)
-    assert registry == fitted
+    assert registry == FITTED
+    assert fitted == FITTED
+    s = jh.load_scenario(os.path.join(ROOT, "tests", "data", "bsk", "wheels_slew_record.toml"))
+    s2 = jh.apply_parameters(s, {"wing_mY.k": 123.0, "rw3.Js": 0.25, "hub.mHub": 999.0})
+    k, js = np.asarray(s.spacecraft.panels.k).copy(), np.asarray(s.spacecraft.wheels.Js).copy()
+    k[1], js[2] = 123.0, 0.25
+    np.testing.assert_array_equal(np.asarray(s2.spacecraft.panels.k), k)
+    np.testing.assert_array_equal(np.asarray(s2.spacecraft.wheels.Js), js)
+    assert float(s2.spacecraft.hub.mHub) == 999.0
+    for name in ("c", "mass", "d"):  # the others untouched
+        np.testing.assert_array_equal(np.asarray(getattr(s2.spacecraft.panels, name)),
+                                      np.asarray(getattr(s.spacecraft.panels, name)))
     assert jh.FIELDS["k"].positive and jh.FIELDS["k"].allowed() == "must be >= 0"
     assert jh.FIELDS["mass"].allowed() == "must be > 0" and not jh.FIELDS["mass"].admits(0.0)
     assert not jh.FIELDS["thetaRef"].positive and jh.FIELDS["thetaRef"].allowed() == "any finite value"

@@ -167,11 +167,12 @@ def test_adaptive_default_within_tolerance_of_converged_reference():
     ref = jh.simulate(sc.with_simulation(integrator="dopri8", rtol=1e-13, atol=1e-15))
     run = jh.simulate(sc.with_simulation(integrator="tsit5", rtol=1e-10, atol=1e-12))
     assert bool(ref.success) and bool(run.success)
-    for name in ("theta", "omega_BN_B", "sigma_BN"):
+    # max |tsit5 - dopri8| / max |dopri8|: the global error of a 1e-10 local tolerance over a few hundred steps,
+    # measured (2026-11-28, x86-64) theta 7.4e-10, omega_BN_B 1.0e-11, sigma_BN 2.5e-13; bounds ~10x
+    for name, bound in (("theta", 1e-8), ("omega_BN_B", 1e-10), ("sigma_BN", 3e-12)):
         a, b = np.asarray(getattr(run, name)), np.asarray(getattr(ref, name))
         err = np.abs(a - b).max() / np.abs(b).max()
-        # global error of a 1e-10 local tolerance over a few hundred steps
-        assert err < 1e-8, (name, err)
+        assert err < bound, (name, err)
 
 
 def test_time_function_loads_equal_constant_and_pulse_loads():

@@ -5,11 +5,21 @@ Columns (docs/scenario-files.md): `extForce_B_1..3`, `extForce_N_1..3`, `extTorq
 (first sample at or before 0, last at or after `t_end`); every value a finite number. Lines starting with `#` and
 blank lines are skipped. Errors are one line naming the file, the line, the value and the rule (`ScenarioError`).
 
-A record that does not fit the run in time, as one whose `t` is in milliseconds, is refused: one that spans more
-than `SPAN_MAX` runs, or of which only one sample falls in the run while more follow its end. Doubts that do not
-stop the run are notes (`notes`, issued by the scenario checker's caller as `JaxhingeNote`): with `hold = "zoh"`, a
-sample held over more than `HOLD_NOTE` of the run; with the `rk4` integrator, samples that fall between two step
-starts and so never act.
+A record longer than the run is legitimate (the first 6 s of a 60 s record): only the samples up to the first at
+or after `t_end` act, the rest are read and checked but never used. A record whose `t` is in milliseconds is
+refused, on two pieces of evidence together, as both its span and its sample spacing are 1000x what they are in
+seconds: (1) its span: read as milliseconds (`t / MS`) it still covers the run, i.e. its last sample is at or after
+`MS * t_end`; and (2) its sampling: no sample falls inside the run, the one acting at t = 0 is held to `t_end` or past
+it (its spacing is at least the run). A record with only one of the two is run as written. The refusal names both
+and tells to divide a millisecond column by 1000; it suggests nothing that would make the millisecond record fit the
+run as seconds (such as keeping the rows of the run). Not caught: a millisecond record sampled finer than the run
+(then it cannot be told from a long record in seconds, and runs on its first `t_end` milliseconds).
+
+Doubts that do not stop the run are notes (`notes`, issued by the scenario checker's caller as `JaxhingeNote`): with
+`hold = "zoh"`, a sample held over more than `HOLD_NOTE` of the run while the record ends within one sample of the
+run's end (a record that goes on past the run with two samples or more is a longer record, its samples after
+`t_end` are meant not to act: no note); with the `rk4` integrator, samples that fall between two step starts and so
+never act.
 """
 
 import csv
@@ -25,7 +35,7 @@ from .._model._loads import rk4_unsampled
 __all__ = ["read_inputs"]
 
 TIME_RTOL = 1e-9  # a sample within this fraction of t_end (at least 1e-9 s) of 0 or t_end counts as there
-SPAN_MAX = 100.0  # the longest record accepted, in run lengths (a time column in ms spans 1000 or more)
+MS = 1000.0  # a time column in milliseconds: t / MS in seconds (its span and spacing are MS times too large)
 HOLD_NOTE = 0.9  # zoh: a note when one sample is held over more than this share of the run
 
 
@@ -116,15 +126,13 @@ def _time_problem(t: np.ndarray, t_end: float) -> str | None:
     span = f"t = {_fmt(t[0])} .. {_fmt(t[-1])} s"
     if t[0] > tol or t[-1] < t_end - tol:
         return f"{span}: the record must cover {_run(t_end)}: first t <= 0, last t >= {_fmt(t_end)}"
-    if t[-1] - t[0] > SPAN_MAX * t_end:
-        return (f"{span}: the record spans {(t[-1] - t[0]) / t_end:.0f}x {_run(t_end)}, at most {SPAN_MAX:.0f}x: "
-                "t is in seconds (a time column in ms?); of a longer record keep the rows of the run")
     i0, i1 = _first(t, t_end)
-    after = int(np.count_nonzero(t > t_end + tol))
-    if i1 == i0 + 1 and after >= 2:  # no sample inside the run, more than one after its end
-        return (f"{span}: only the sample at t = {_fmt(t[i0])} acts in {_run(t_end)}, the {len(t) - i0 - 1} after it "
-                f"reach t = {_fmt(t[-1])}: t is in seconds (a time column in ms?); a constant input needs two rows, "
-                f"t = 0 and t = {_fmt(t_end)}")
+    if t[-1] >= MS * (t_end - tol) and i1 == i0 + 1:  # the span and the sampling of a time column in ms
+        inside = int(np.count_nonzero((t / MS > tol) & (t / MS < t_end - tol)))
+        return (f"{span}: the record spans {(t[-1] - t[0]) / t_end:.0f}x {_run(t_end)} and only its sample at "
+                f"t = {_fmt(t[i0])} acts in it (the next is at t = {_fmt(t[i1])}); as milliseconds, t / {MS:.0f} "
+                f"covers the run with {inside} samples inside it: t must be in seconds (a time column in ms? "
+                f"divide it by {MS:.0f})")
     return None
 
 
@@ -138,7 +146,8 @@ def _time_notes(t: np.ndarray, values: np.ndarray, t_end: float, dt: float | Non
     stop = np.minimum(t[i0 + 1:i1 + 1], t_end)  # sample i acts on [t_i, t_i+1) within the run
     j = int(np.argmax(stop - start))
     share = (stop[j] - start[j]) / t_end
-    if share > HOLD_NOTE and np.ptp(values, axis=0).any():
+    longer = np.count_nonzero(t > t_end + TIME_RTOL * max(1.0, t_end)) >= 2  # a longer record: the rest not meant
+    if share > HOLD_NOTE and np.ptp(values, axis=0).any() and not longer:
         out.append(f"t: the sample at t = {_fmt(t[i0 + j])} is held over {share:.0%} of {_run(t_end)} (the next is at "
                    f"t = {_fmt(t[i0 + j + 1])}): the rest of the record barely acts; is t in seconds?")
     if dt is not None and i1 > i0 + 1:

@@ -50,15 +50,22 @@ def identify_json(result, spec=None) -> dict[str, Any]:
 
 def _shooting_json(info: dict) -> dict[str, Any]:
     """result.json's `shooting` block: the method and, for multiple shooting, its segments, steps per phase and
-    continuity defects at the solution (absolute per state component, and the largest relative to its sigma)."""
-    return {k: ([_num(x) for x in v] if isinstance(v, list) and k != "horizon" else
+    continuity defects at the solution (absolute per state component, and the largest relative to its sigma);
+    after a fall-back, `fallback` (`from`, `reason` and the abandoned run's own block, `multiple`)."""
+    return {k: (_shooting_json(v) if isinstance(v, dict) and k != "steps" else
+                [_num(x) for x in v] if isinstance(v, list) and k != "horizon" else
                 _num(v) if isinstance(v, float) else v) for k, v in info.items()}
 
 
 def shooting_line(info: dict) -> str:
-    """One line on how a telemetry fit integrated its record (console report)."""
+    """One line on how a telemetry fit integrated its record (console report); a second after a fall-back."""
     if info.get("method") != "multiple":
-        return f"shooting            single (horizon {', '.join(f'{h:g}' for h in info.get('horizon', [1.0]))})"
+        line = f"shooting            single (horizon {', '.join(f'{h:g}' for h in info.get('horizon', [1.0]))})"
+        fb = info.get("fallback")
+        if fb:
+            line += (f"\n                    after multiple shooting ended worse than its start ({fb['reason']}): "
+                     "the fall-back")
+        return line
     st = info["steps"]
     return (f"shooting            multiple: {info['segments']} segments of {info['segment_s']:g} s, "
             f"{st['penalty']} + {st['condensed']} steps (penalty, condensed), largest continuity defect "

@@ -1,8 +1,8 @@
 """`simulate`: integrate a scenario and return Basilisk-named output arrays.
 
-Two integration paths, one per kind of integrator: the fixed-step `rk4` (Basilisk's `svIntegratorRK4`) is a
-nested `lax.scan` over a flat state vector, with dense output at arbitrary times; the adaptive `tsit5` and
-`dopri8` are diffrax solvers wrapped in `MRPSwitch`.
+Two integration paths, one per kind of integrator: the fixed-step `rk4` (Basilisk's `svIntegratorRK4`) steps
+the model with `propagate` (`_propagate.py`, the one fixed-step loop of the package), with dense output at
+arbitrary times; the adaptive `tsit5` and `dopri8` are diffrax solvers wrapped in `MRPSwitch`.
 """
 
 from collections.abc import Sequence
@@ -15,18 +15,27 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._dynamics._backsub import state_derivative, state_derivative_held, wheel_torques
+from .._dynamics._backsub import state_derivative_held, wheel_torques
 from .._dynamics._energy import diagnostics, initial_state
 from .._errors import ConfigError, ScenarioError
 from .._math import mrp_near, mrp_shadow, sub_mrp
-from .._model._control import Control, ControlState, control_update, initial_control_state
+from .._model._control import ControlState, control_update, initial_control_state
 from .._model._loads import rk4_silent_pulse
 from .._model._rules import model_ok, model_problems
 from .._model._scenario import Scenario, SimulationConfig, compile_key
 from .._model._spacecraft import State
 from .._runtime._programs import program
 from ._memory import check_memory, sample_counts, save_times, step_times
-from ._solver import MRPSwitch
+from ._propagate import (
+    adaptive_parts,
+    flat_state,
+    flight_software,
+    propagate,
+    propagate_adaptive,
+    state_layout,
+    unflat_state,
+    with_command,
+)
 from ._trajectory import (
     INVALID_MODEL,
     Trajectory,
@@ -51,67 +60,6 @@ def _save_blocks(cfg: SimulationConfig) -> tuple[int, int, int]:
     return K, round(cfg.save_dt / cfg.dt), n
 
 
-_RK4_A = (0.5, 0.5, 1.0, 0.0)  # next stage input: y + a_i h k_i (Basilisk's tableau)
-_RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
-
-
-def flat_state(y: State) -> Float[Array, "*batch state"]:  # state = 12 + 2N (+ W wheel speeds)
-    parts = [y.r_BN_N, y.v_BN_N, y.sigma_BN, y.omega_BN_B, y.theta, y.thetaDot]
-    return jnp.concatenate(parts if y.Omega is None else [*parts, y.Omega], -1)
-
-
-def unflat_state(v: Float[Array, "*batch state"], n: int, wheels: bool = False) -> State:
-    """The `State` of a flat state vector of `n` panels (and, with `wheels`, the wheel speeds after them)."""
-    return State(v[..., 0:3], v[..., 3:6], v[..., 6:9], v[..., 9:12], v[..., 12 : 12 + n], v[..., 12 + n : 12 + 2 * n],
-                 v[..., 12 + 2 * n :] if wheels else None)
-
-
-def state_layout(spacecraft) -> tuple[int, bool]:
-    """`(panels, has wheels)`: how a flat state vector of this model splits (`unflat_state`)."""
-    return spacecraft.panels.count, spacecraft.wheels is not None
-
-
-def with_command(loads_t0, control: Control | None, cs: ControlState | None):
-    """The loads of a step plus the controller's held command (a hub torque or wheel torques)."""
-    if control is None:
-        return loads_t0
-    f_b, f_n, tq, u, u_w = loads_t0
-    if control.actuator == "torque":
-        return f_b, f_n, tq + cs.Lr, u, u_w
-    return f_b, f_n, tq, u, u_w + cs.u
-
-
-def _is_sample(control: Control, j, dt: float):
-    """Whether the rk4 step j (starting at j dt) starts on a control sample, k `control_dt` (a whole multiple of
-    `dt`: the file layer checks it). Traced: `control_dt` stays an array leaf (sweeps and batches over it)."""
-    periods = j * dt / control.control_dt
-    return jnp.abs(periods - jnp.round(periods)) < 1e-6
-
-
-def rk4_step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " state"]:
-    """One Basilisk RK4 step of the flat state `y` with loads held at the step start, then the MRP shadow
-    switch: `y1 = y + h (k1/6 + k2/3 + k3/3 + k4/6)`, stage inputs `y + h/2 k1`, `y + h/2 k2`, `y + h k3`.
-
-    The four stages run in a `fori_loop` so the vector field is compiled once, not four times (XLA's compile
-    time grows with the number of kernels), and the state is one flat vector so each update is one kernel."""
-    f_b, f_n, tq, u, u_w = loads_t0
-    a, b = jnp.asarray(_RK4_A, y.dtype), jnp.asarray(_RK4_B, y.dtype)
-
-    # checkpointed: reverse mode stores each stage's input and recomputes the vector field, instead of
-    # stacking its hundreds of small intermediates (faster gradients, shorter compile)
-    def vf(v):
-        return flat_state(state_derivative_held(spacecraft, unflat_state(v, *state_layout(spacecraft)), f_b, f_n, tq, u, u_w))
-
-    def stage(i, carry):
-        ys, acc = carry
-        k = jax.checkpoint(vf)(ys)
-        return y + (a[i] * h) * k, acc + b[i] * k
-
-    _, acc = jax.lax.fori_loop(0, 4, stage, (y, jnp.zeros_like(y)))
-    y1 = y + h * acc
-    return y1.at[6:9].set(mrp_shadow(y1[6:9]))
-
-
 def stores_steps(adjoint: diffrax.AbstractAdjoint | None, cfg: SimulationConfig) -> bool:
     """Whether reverse mode through rk4 keeps every step's stage inputs: asked for by
     `diffrax.RecursiveCheckpointAdjoint(checkpoints=c)` with `c` at least the number of steps (diffrax's meaning:
@@ -123,57 +71,25 @@ def stores_steps(adjoint: diffrax.AbstractAdjoint | None, cfg: SimulationConfig)
 
 def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: bool = False, t_stop=None
                     ) -> _Solution:
-    """Fixed-step rk4 as nested `lax.scan`s (outer: save intervals, checkpointed for reverse mode unless `store`
-    (`stores_steps`); inner: the m steps of one interval). Same grid and semantics as the diffrax path: steps
-    between exact multiples of dt, the last one ending at t_end; loads zero-order held; MRP switch after each
-    step. With a controller, the flight software runs at the start of every step that starts on a control
-    sample (every `control_dt`), from the state there, and its command is held over the steps until the next.
-    `t_stop` (traced, optional): the steps that start at or after it are skipped (`lax.cond`: not computed; the
-    state is held), so a fit of the first part of a record integrates only that part."""
+    """Fixed-step rk4 on the save grid: `propagate` from the initial state over the K save intervals of m steps
+    (each interval checkpointed for reverse mode unless `store`: `stores_steps`). Same grid and semantics as the
+    diffrax path: steps between exact multiples of dt, the last one ending at t_end; loads zero-order held; MRP
+    switch after each step; with a controller, the flight software at every step that starts on a control sample,
+    its command held to the next. (Steps after the last save time change no output: none is taken.) `t_stop`
+    (traced, optional): the steps that start at or after it are skipped."""
     cfg = scenario.simulation
-    sc, loads, ctrl = scenario.spacecraft, scenario.loads, scenario.control
+    sc, ctrl = scenario.spacecraft, scenario.control
     K, m, n = blocks
-    dt, t_end = cfg.dt, cfg.t_end
     y0 = flat_state(initial_state(sc, scenario.initial))
     cs0 = None if ctrl is None else initial_control_state(0 if sc.wheels is None else sc.wheels.count, y0.dtype)
-
-    def fsw(y, cs, j):
-        """The controller's state after the flight software's call at step j's start (when it is a sample)."""
-        st = unflat_state(y, *state_layout(sc))
-        new = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
-        return jax.tree.map(lambda a, b: jnp.where(_is_sample(ctrl, j, dt), a, b), new, cs)
-
-    def advance(carry, j):
-        y, cs = carry
-        jf = j.astype(y.dtype)
-        t0 = jf * dt
-        t1 = jnp.where(j + 1 == n, t_end, (jf + 1.0) * dt)
-        if ctrl is not None:
-            cs = fsw(y, cs, j)
-        return rk4_step(sc, y, t1 - t0, with_command(loads.at(t0), ctrl, cs)), cs
-
-    def step(carry, j):
-        if t_stop is None:
-            return advance(carry, j), None
-        return jax.lax.cond(j.astype(carry[0].dtype) * dt < t_stop, advance, lambda c, _: c, carry, j), None
-
-    def block(carry, i):
-        carry, _ = jax.lax.scan(step, carry, i * m + jnp.arange(m))
-        return carry, carry
-
-    carry0 = (y0, cs0)
-    end, (ys, css) = jax.lax.scan(block if store else jax.checkpoint(block), carry0, jnp.arange(K))
-    if n > K * m:  # steps after the last save time (they change no output, but are part of the run)
-        end, _ = jax.lax.scan(step, end, jnp.arange(K * m, n))
-    del end
+    out = propagate(scenario, y0, 0.0, K, m, cs0=cs0, t_stop=t_stop, checkpoint=not store)
     held = None
     if ctrl is not None:  # the command held from each save time on: the call made there, if it is a sample
-        css = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), cs0, css)
-        yy = jnp.concatenate([y0[None], ys])
-        held = jax.vmap(fsw)(yy, css, jnp.arange(K + 1) * m)
+        held = jax.vmap(lambda y, cs, j: flight_software(scenario, y, cs, j, cfg.dt))(
+            out.ys, out.control, jnp.arange(K + 1) * m)
     return _Solution(
         jnp.asarray(save_times(cfg)),
-        unflat_state(jnp.concatenate([y0[None], ys]), *state_layout(sc)),
+        unflat_state(out.ys, *state_layout(sc)),
         jnp.asarray(diffrax.RESULTS.successful._value),
         jnp.asarray(n),
         held,
@@ -240,43 +156,14 @@ def _solve(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None,
     )
 
 
-def _adaptive_parts(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None):
-    """`(solver, step-size controller, adjoint kwargs)` of the adaptive integrators: Tsit5/Dopri8 in `MRPSwitch`,
-    PID control with `rtol`/`atol` (traced after `compile_key`), the loads' jump times as step boundaries."""
-    cfg = scenario.simulation
-    # forward-mode AD needs plain lax loops in the Runge-Kutta stages (diffrax sets this itself for bare
-    # solvers; our wrapper sets it on the inner solver)
-    scan_kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
-    inner = cfg.integrator.solver(scan_kind)
-    tol = scenario.adaptive_settings
-    controller = diffrax.PIDController(rtol=tol.rtol, atol=tol.atol)
-    jumps = scenario.loads.jump_times
-    if jumps is not None:
-        controller = diffrax.ClipStepSizeController(controller, jump_ts=jumps)
-    return MRPSwitch(inner), controller, ({} if adjoint is None else {"adjoint": adjoint})
-
-
 def _solve_diffrax(scenario: Scenario, adjoint: diffrax.AbstractAdjoint | None, ts=None):
+    """The adaptive integrators from the initial state over the run, saving at `ts` (default the save grid):
+    `propagate_adaptive`."""
     cfg = scenario.simulation
-    sc, loads = scenario.spacecraft, scenario.loads
-    y0 = initial_state(sc, scenario.initial)
     # `ts`: optional output times in [0, t_end] (non-decreasing), from the solver's dense interpolation
     ts = jnp.asarray(save_times(cfg)) if ts is None else jnp.asarray(ts, dtype=float)
-    solver, controller, kwargs = _adaptive_parts(scenario, adjoint)
-    return diffrax.diffeqsolve(
-        diffrax.ODETerm(state_derivative),
-        solver,
-        t0=0.0,
-        t1=cfg.t_end,
-        dt0=scenario.adaptive_settings.dt0,
-        y0=y0,
-        args=(sc, loads),
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=controller,
-        max_steps=cfg.max_steps,
-        throw=False,
-        **kwargs,
-    )
+    return propagate_adaptive(scenario, initial_state(scenario.spacecraft, scenario.initial), 0.0, ts,
+                              t1=cfg.t_end, adjoint=adjoint)
 
 
 def _held_field(t, y: State, args) -> State:
@@ -306,7 +193,7 @@ def _solve_diffrax_control(scenario: Scenario, adjoint: diffrax.AbstractAdjoint 
     y0 = initial_state(sc, scenario.initial)
     dtype = y0.sigma_BN.dtype
     cs0 = initial_control_state(0 if sc.wheels is None else sc.wheels.count, dtype)
-    solver, controller, kwargs = _adaptive_parts(scenario, adjoint)
+    solver, controller, kwargs = adaptive_parts(scenario, adjoint)
     t_end, cdt = jnp.asarray(cfg.t_end, dtype), ctrl.control_dt
     eps = 1e-9 * jnp.maximum(cdt, cfg.save_dt)
 

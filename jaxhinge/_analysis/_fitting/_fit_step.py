@@ -21,7 +21,7 @@ import numpy as np
 
 from ..._errors import ConfigError, FitError
 from ..._format import fmt_value as _fmt
-from ._shooting import mode_range
+from ._segments import mode_range
 
 __all__ = ["TOLERANCE", "candidate_steps", "richardson"]
 

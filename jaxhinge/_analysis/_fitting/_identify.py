@@ -43,7 +43,6 @@ $\chi^2$ kept.
 """
 
 import dataclasses
-import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -61,18 +60,25 @@ from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
 from ..._simulation._telemetry import Telemetry, model_outputs, output_names
 from ..._simulation._trajectory import Trajectory
-from .._linear._modes import modes
 from ._fit_options import Acceptance, RandomStarts
 from ._fit_step import richardson
 from ._lsq_analysis import LeastSquaresResult, analyse, common_fields
 from ._lsq_coords import Coordinate, Coordinates, apply_coordinates
 from ._lsq_solver import FAIL, AbstractResiduals, solve
 from ._records import parse_records
-from ._shooting import MultipleShooting, SingleShooting, as_shooting, choose_shooting, shooting_problem
-from ._shooting_solve import solve_multiple
+from ._shooting import (
+    FitRun,
+    MultipleShooting,
+    SingleShooting,
+    as_shooting,
+    auto_horizon,
+    check_horizon,
+    choose_shooting,
+    worse_than_start,
+)
 from ._solvers import AbstractFitSolver, LevenbergMarquardt, as_solver, solvers_of
 
-__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify"]
+__all__ = ["SOLVERS", "IdentifyResult", "auto_horizon", "check_identify", "identify", "worse_than_start"]
 
 SOLVERS = solvers_of("telemetry")
 DEFAULTS = {"rtol": 1e-8, "atol": 1e-8, "max_steps": 100, "max_step": 0.5}  # the solver settings left None
@@ -235,31 +241,6 @@ class IdentifyResult(LeastSquaresResult):
 # identify
 # ------------------------------------------------------------------------------------------------------------
 
-_CYCLES = 1.5  # the first horizon spans this many periods of the fastest flexible mode
-_MIN_SAMPLES = 10  # ... and at least this many samples
-
-
-def auto_horizon(scenario: Scenario, t: np.ndarray) -> list[float]:
-    """The default growing horizon for a record sampled at times `t` [s]: the first stage spans
-    `_CYCLES` = 1.5 periods of the fastest flexible mode of the initial guess (`jaxhinge.modes`, free hub; at
-    least `_MIN_SAMPLES` samples), each later stage twice the previous, the last the whole record. A
-    frequency 15 % off (k 30 % off) slips a quarter period after ~1.7 periods, so the first stage stays in the
-    data's basin; each fitted stage predicts the next one's phase. A record shorter than that: `[1.0]`."""
-    t = np.asarray(t, dtype=float)
-    span = float(t[-1] - t[0])
-    f = np.asarray(modes(scenario).frequency_hz, dtype=float)
-    f = f[np.isfinite(f) & (f > 0)]
-    if span <= 0 or not f.size:
-        return [1.0]
-    first = max(_CYCLES / float(f.max()), float(t[min(_MIN_SAMPLES, t.size) - 1] - t[0])) / span
-    out = []
-    while first < 0.75:
-        out.append(round(first, 6))
-        first *= 2.0
-    return out + [1.0]
-
-
-
 def check_identify(
     scenario: Scenario | Sequence[Scenario],
     telemetry: Telemetry | Sequence[Telemetry],
@@ -371,65 +352,24 @@ def identify(
     ident_rtol, warn_rtol = acceptance.ident_rtol, acceptance.warn_rtol
     max_steps, rtol, atol = solver.max_steps, solver.rtol, solver.atol
     max_step = solver.max_step if isinstance(solver, LevenbergMarquardt) else DEFAULTS["max_step"]
-    if isinstance(horizon, str) and horizon != "auto":
-        raise FitError(f"horizon = {horizon!r}: must be \"auto\" or increasing fractions in (0, 1] ending "
-                       "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
-    hz = horizon if isinstance(horizon, str) else list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
-    if not isinstance(hz, str) and (
-            not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1 for h in hz) or
-            any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1):
-        raise FitError(f"horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
-                       "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
+    hz = check_horizon(horizon)
     scens, tels, coords, parts = check_identify(scenario, telemetry, free, sensors=sensors,
                                                 estimate_initial_state=estimate_initial_state, shooting=shooting)
     P = len(coords)
-    shoot = choose_shooting(shooting, scens, tels, parts)
-    if isinstance(shoot, MultipleShooting):
-        hz = [1.0]  # (no horizon: the segments take the record at once)
-    elif hz == "auto":  # the most cautious schedule of the records (each applies it to its own span)
-        hz = min((auto_horizon(sc, tel.t) for sc, tel in zip(scens, tels)), key=lambda x: -len(x))
+    shoot = choose_shooting(shooting, scens, tels, parts, solver)
     say = progress or (lambda s: None)
     base = _JointResiduals(tuple(
         _record_problem(scens[k], tels[k], mc, idx, fx, sc_) for k, (idx, mc, fx, sc_) in enumerate(parts)))
-    w_full = [rec.weight for rec in base.records]
-    t_rel = [tel.t - tel.t[0] for tel in tels]
     # bias and scale enter linearly: their steps are bounded only by the trust region's shrinking
     slv = solver.optimiser(trust=tuple(1e3 if c.field in ("bias", "scale") else 1.0 for c in coords))
     starts, spread, seed = starts.count, starts.spread, starts.seed
     rng = np.random.default_rng(seed)
     u_starts = [np.zeros(P)] + [rng.uniform(-spread, spread, P) for _ in range(starts - 1)]
-    runs, solve_s = [], 0.0
-    if isinstance(shoot, MultipleShooting):
-        sp = shooting_problem(scens[0], tels[0], base.records[0], shoot, u_starts[0])
-    for si, u0 in enumerate(u_starts):
-        if isinstance(shoot, MultipleShooting):
-            sol, info = solve_multiple(sp, u0, rtol=rtol, atol=atol, progress=say)
-            solve_s += sol.wall_s
-            runs.append({"sol": sol, "r_init": sol.initial_residuals, "steps": sol.steps, "u0": u0,
-                         "history": sol.history, "shooting": info})
-            continue
-        u, history, steps, r_init = u0, [], 0, None
-        for h in hz:
-            masks = [(tr <= h * max(tr[-1], 1e-300) * (1 + 1e-12))[:, None] for tr in t_rel]
-            # no step after the stage's last sample: a stage integrates only the data it weighs
-            stops = [jnp.asarray(np.inf if h == 1 else float(tel.t[np.flatnonzero(m[:, 0])[-1]]))
-                     for tel, m in zip(tels, masks)]
-            prob = eqx.tree_at(lambda p: tuple(x for rec in p.records for x in (rec.weight, rec.t_stop)), base,
-                               tuple(x for m, w, st in zip(masks, w_full, stops)
-                                     for x in (jnp.where(jnp.asarray(m), w, 0.0), st)))
-            stage = f"identify: start {si + 1}/{starts}, horizon {h:g}"
-            sol = solve(prob, u, slv, max_steps=max_steps,
-                        progress=lambda s, stage=stage: say(f"{stage}: {s}"))
-            if h == 1 and steps == 0:
-                r_init = sol.initial_residuals
-            u = sol.u
-            history.append(sol.history)
-            steps += sol.steps
-            solve_s += sol.wall_s
-            say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({sum(int(m.sum()) for m in masks)} samples), "
-                f"{sol.status}")
-        runs.append({"sol": sol, "r_init": r_init, "steps": steps, "u0": u0,
-                     "history": np.concatenate(history), "shooting": {"method": "single", "horizon": list(hz)}})
+    fit = FitRun(scens, tels, base, coords, slv, max_steps, rtol, atol, max_step, hz, starts, say)
+    prepared = shoot.prepare(fit, u_starts[0])
+    hz = prepared if isinstance(shoot, SingleShooting) else [1.0]  # (multiple: the segments take it at once)
+    runs = [shoot.run(fit, prepared, si, u0) for si, u0 in enumerate(u_starts)]
+    solve_s = sum(run["wall"] for run in runs)
     finite = [r for r in runs if np.isfinite(r["sol"].chi2)]
     best = min(finite or runs, key=lambda r: r["sol"].chi2)
     sol = best["sol"]  # its last stage fits the whole record: the residuals and Jacobian at the solution
@@ -441,7 +381,7 @@ def identify(
     ok = not np.all(r == FAIL)
     per_record = []
     at = 0
-    for tel, w in zip(tels, w_full):
+    for tel, w in zip(tels, [rec.weight for rec in base.records]):
         n = tel.values.size
         shape = tel.values.shape
         fitted, fitted0 = (tel.values + np.where(x[at:at + n] == FAIL, np.nan, x[at:at + n]).reshape(shape)
@@ -457,6 +397,10 @@ def identify(
     elif not converged:
         notes.append(f"the solver stopped without converging ({sol.status}); raise max_steps or try "
                      "starts > 1 / a growing horizon")
+    fb = best["shooting"].get("fallback")
+    if fb:
+        notes.append(f"multiple shooting ended worse than its start ({fb['reason']}): this is single shooting's "
+                     "fit from the same start (the fall-back)")
     if a.undetermined:
         notes.append("not identifiable from these data: " + "; ".join(d["description"] for d in a.undetermined))
     if a.poorly_determined:

@@ -22,7 +22,7 @@ from ..._errors import FitError, ParameterError
 from ..._model._params import Parameter, anonymous, apply_resolved, expand, nominal
 from ..._model._scenario import Scenario
 
-_LOG_CLIP = 30.0  # log-ratio coordinates are clipped to [-30, 30] (a factor e^30) before exponentiation
+LOG_CLIP = 30.0  # log-ratio coordinates are clipped to [-30, 30] (a factor e^30) before exponentiation
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ class Coordinate:
 
     def value(self, u):
         """The parameter value [unit] at coordinate `u` (traceable)."""
-        return self.x0 * jnp.exp(jnp.clip(u, -_LOG_CLIP, _LOG_CLIP)) if self.log else self.x0 + self.scale * u
+        return self.x0 * jnp.exp(jnp.clip(u, -LOG_CLIP, LOG_CLIP)) if self.log else self.x0 + self.scale * u
 
     def coordinate(self, value) -> float:
         """The coordinate $u$ of a parameter value [unit] (the inverse of `value`)."""
@@ -159,7 +159,7 @@ class Coordinates(eqx.Module):
         lin = self.x0 + self.scale * u
         if not any(self.log):
             return lin
-        return jnp.where(np.asarray(self.log), self.x0 * jnp.exp(jnp.clip(u, -_LOG_CLIP, _LOG_CLIP)), lin)
+        return jnp.where(np.asarray(self.log), self.x0 * jnp.exp(jnp.clip(u, -LOG_CLIP, LOG_CLIP)), lin)
 
     def apply(self, scenario: Scenario, u: Float[Array, " P"]) -> Scenario:
         """`scenario` with the coordinates `u` applied (traceable)."""

@@ -155,6 +155,24 @@ def _quiet(**kwargs) -> None:
     """optimistix's `verbose` hook: print nothing (a module-level function: equal across solver instances)."""
 
 
+class AbstractStructuredSolver(optx.AbstractLeastSquaresSolver):
+    """A least-squares method that exploits its problem's structure (multiple shooting's block-tridiagonal normal
+    equations, Bock's condensing): it evaluates and linearises its problem itself (`args`: the problem; `y`: the
+    flat vector of every unknown) instead of through a residual function, and is run by the same driver as the
+    optimistix solvers (`solve`: the compiled chunks of steps, the host's progress, history and statuses).
+    `cost(state)`: $\\tfrac12\\sum r^2$ at the accepted point (the driver's history); `terminate` owns its stopping
+    rule (the driver adds none)."""
+
+    @abc.abstractmethod
+    def cost(self, state) -> Float[Array, ""]:
+        """$\\tfrac12\\sum r^2$ of the accepted point of `state`."""
+
+    @abc.abstractmethod
+    def report(self, state) -> PyTree:
+        """What the solver hands back at the end of a run (arrays: `Solution.extra`), e.g. its last
+        linearisation, from which its caller composes the residuals and Jacobian it reports."""
+
+
 def _residual_fn(u, problem):
     return _residuals_lm(u, problem), None
 
@@ -168,13 +186,17 @@ _CHUNK = 64  # most solver steps per compiled call
 
 
 def _iteration(solver, u, problem):
-    """What the solver iterates: the residuals (Gauss-Newton family, forward-mode Jacobian) or the cost
-    $\\tfrac12\\sum r^2$ (optax minimisers), its options, and its initial state as a function of nothing."""
+    """What the solver iterates: the residuals (Gauss-Newton family, forward-mode Jacobian), the cost
+    $\\tfrac12\\sum r^2$ (optax minimisers) or its own problem (`AbstractStructuredSolver`: no function), its
+    options, its initial state as a function of nothing, and its kind (`"gauss_newton"`, `"minimiser"`,
+    `"structured"`)."""
+    if isinstance(solver, AbstractStructuredSolver):
+        return None, {}, lambda: solver.init(None, u, problem, {}, None, None, frozenset()), "structured"
     gauss_newton = isinstance(solver, optx.AbstractGaussNewton)
     fn, options = (_residual_fn, {"jac": "fwd"}) if gauss_newton else (_cost_fn, {})
     f_struct = jax.eval_shape(lambda: fn(u, problem)[0])
     init = lambda: solver.init(fn, u, problem, options, f_struct, None, frozenset())
-    return fn, options, init, gauss_newton
+    return fn, options, init, "gauss_newton" if gauss_newton else "minimiser"
 
 
 def _gauss_newton_converged(solver, u, f_info) -> Bool[Array, ""]:
@@ -206,7 +228,7 @@ def _advance(solver, u, problem, dynamic, n):
     Jacobian at the new point (Gauss-Newton family: from the solver state; optax: `None`, `solve` evaluates
     them at the end). Only arrays cross between calls: the static part of the state is rebuilt from its shape.
     No host callback inside, so the program goes into JAX's persistent compilation cache."""
-    fn, options, init, gauss_newton = _iteration(solver, u, problem)
+    fn, options, init, kind = _iteration(solver, u, problem)
     static = eqx.filter(eqx.filter_eval_shape(init), lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
     tags = frozenset()
 
@@ -218,17 +240,20 @@ def _advance(solver, u, problem, dynamic, n):
         u, dynamic, k, _, _, costs = carry
         u, state, _ = solver.step(fn, u, problem, options, eqx.combine(dynamic, static), tags)
         done, result = solver.terminate(fn, u, problem, options, state, tags)
-        if gauss_newton:
+        if kind == "gauss_newton":
             done = done | _gauss_newton_converged(solver, u, state.f_info)
         finite = jnp.all(jnp.isfinite(u))
         result = optx.RESULTS.where(finite, result, optx.RESULTS.nonfinite)
-        cost = 0.5 * jnp.sum(state.f_info.residual ** 2) if gauss_newton else state.f
+        cost = {"gauss_newton": lambda: 0.5 * jnp.sum(state.f_info.residual ** 2), "minimiser": lambda: state.f,
+                "structured": lambda: solver.cost(state)}[kind]()
         return u, eqx.filter(state, eqx.is_array), k + 1, done, result, costs.at[k].set(cost)
 
     carry = (u, dynamic, jnp.array(0), jnp.array(False), optx.RESULTS.successful,
              jnp.full(_CHUNK, jnp.nan, dtype=u.dtype))
     u, dynamic, k, done, result, costs = jax.lax.while_loop(cond, body, carry)
-    if not gauss_newton:
+    if kind == "structured":
+        return u, dynamic, k, done, result, costs, solver.report(eqx.combine(dynamic, static)), None
+    if kind != "gauss_newton":
         return u, dynamic, k, done, result, costs, None, None
     f_info = eqx.combine(dynamic, static).f_info  # of the last accepted point, which is `u`
     return u, dynamic, k, done, result, costs, f_info.residual, f_info.jac.as_matrix()
@@ -263,7 +288,8 @@ class Solution:
     """One solver run: the final coordinates `u`, `status` (`result_name`), `steps`, the `residuals` and
     `jacobian` at `u` (all `FAIL` and 0 where the model evaluation failed), `history` (the cost
     $\\tfrac12\\sum r^2$ of the accepted point after each solver step), `wall_s` (compilation included) and
-    `initial_residuals` (at `u0`; Gauss-Newton family, whose first step evaluates there, else `None`)."""
+    `initial_residuals` (at `u0`; Gauss-Newton family, whose first step evaluates there, else `None`);
+    `extra`: what a structured solver reports at its end (`AbstractStructuredSolver.report`), else `None`."""
 
     u: np.ndarray
     status: str
@@ -273,6 +299,7 @@ class Solution:
     history: np.ndarray
     wall_s: float
     initial_residuals: np.ndarray | None = None
+    extra: Any = None
 
     @property
     def chi2(self) -> float:
@@ -286,7 +313,7 @@ class Solution:
 
 
 def solve(
-    problem: AbstractResiduals,
+    problem: AbstractResiduals | eqx.Module,
     u0: Float[ArrayLike, " P"],
     solver: Any,
     *,
@@ -294,7 +321,8 @@ def solve(
     progress: Callable[[str], None] | None = None,
     every: float = 1.0,
 ) -> Solution:
-    """Minimise $\\sum r(u)^2$ from `u0` with `solver` (an optimistix solver: `AbstractFitSolver.optimiser`) in at most `max_steps` steps.
+    """Minimise $\\sum r(u)^2$ from `u0` with `solver` (an optimistix solver: `AbstractFitSolver.optimiser`, on the
+    `AbstractResiduals` `problem`; or an `AbstractStructuredSolver` on its own `problem`) in at most `max_steps` steps.
     `progress` receives lines `"step N, cost C"` (at most one per `every` seconds). A failure is reported in
     the `Solution`'s `status`, never raised.
 
@@ -344,7 +372,7 @@ def _drive(problem, U, solver, *, max_steps: int, progress, every: float, batche
         U, dynamic, k, done, result, costs, r, J = advance(solver, U, problem, dynamic, jnp.asarray(n))
         k, costs = col(k), np.asarray(costs).reshape(S, -1)
         for i in range(S):
-            if total == 0 and k[i] == 1 and r is not None:  # the first step accepts the start: the residuals there
+            if total == 0 and k[i] == 1 and r is not None and J is not None:  # the first step accepts the start
                 r0[i] = row(r, i)
             history[i].extend(costs[i, :k[i]].tolist())
         steps += k
@@ -362,15 +390,20 @@ def _drive(problem, U, solver, *, max_steps: int, progress, every: float, batche
                 progress(f"step {total}, cost {history[0][-1]:.6e}")
     still = running(done, result)
     wall = time.perf_counter() - t0
+    structured = isinstance(solver, AbstractStructuredSolver)
     out = []
     for i in range(S):
         u = row(U, i)
-        if r is None:  # optax minimisers (or no step taken): evaluate at the final point
+        extra = None
+        if structured:  # its residuals are its caller's to compose, from its report
+            ri, Ji = np.zeros(0), np.zeros((0, u.size))
+            extra = jax.tree.map(lambda a, i=i: row(a, i), r) if r is not None else None
+        elif r is None:  # optax minimisers (or no step taken): evaluate at the final point
             ev = evaluate(jnp.asarray(u), problem)
             ri, Ji = np.asarray(ev.residuals), np.asarray(ev.jacobian)
         else:
             ri, Ji = row(r, i), row(J, i)
         status = "nonlinear_max_steps_reached" if still[i] else result_name(result, i if batched else None)
         out.append(Solution(u=u, status=status, steps=int(steps[i]), residuals=ri, jacobian=Ji,
-                            history=np.asarray(history[i]), wall_s=wall, initial_residuals=r0[i]))
+                            history=np.asarray(history[i]), wall_s=wall, initial_residuals=r0[i], extra=extra))
     return out

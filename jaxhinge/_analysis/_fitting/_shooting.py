@@ -1,90 +1,163 @@
-r"""Multiple shooting for telemetry fits of long records (`identify(shooting=...)`, docs/telemetry.md).
-
-**Why.** Single shooting integrates the whole record from the initial state at every solver step: a long record
-of a lightly damped structure is a strongly nonlinear function of the stiffness (a 15 % frequency error slips the
-phase by a quarter period after 1.7 periods), so it needs a growing horizon and hundreds of steps, each one
-integrating all the samples. Multiple shooting (Bock 1981) cuts the record into segments integrated side by side,
-each from its own initial state, with continuity between them as residuals: far less nonlinear, and parallel.
-
-**Unknowns and residuals.** The record (uniform samples every `m` rk4 steps) is cut into `S` segments of `K`
-sample intervals. Segment `s` starts from its own state $z_s$: the flat state after the hub's position and
-velocity (hub attitude MRP and rate, hinge angles and rates, wheel speeds), which no other output or
-derivative depends on (the position and velocity at each segment start are those of the initial guess's run).
-The unknowns are the fit's coordinates $u$ and every $z_s$. The residuals are the data's, segment by segment,
-$r_s(z_s, u)$, and the continuity defects
-
-$$e_s = \big(\Phi_{s-1}(z_{s-1}, u) - z_s\big) / c, \qquad \Phi_{-1} = x_0(u)$$
-
-($\Phi_s$: the state at the end of segment $s$, on the MRP set nearer $z_{s+1}$; $x_0$: the scenario's initial
-state, known or estimated through $u$). $c$ (per state component) is `continuity_rtol` (default 0.03) times
-the range of that component over the initial guess's run: the stated weight.
-
-**Two phases.**
-
-1. *Levenberg-Marquardt on every residual* (data and weighted defects; Nielsen's damping update, steps bounded
-   to 0.5 in every fitted coordinate) from the segment states of the initial guess's run (continuous: the defects
-   start at zero; the solver opens them where that fits the data better; taking the measured states from the data
-   instead started with large defects and took more steps: 13 against 8 on tests/test_shooting.py's record). The
-   normal equations are block tridiagonal in the $z_s$ with a border in $u$: they are solved by eliminating the
-   segments one by one (a scan of $S$ factorisations of $n \times n$ blocks) and then the $P \times P$ reduced
-   system in $u$; nothing is dense over all the unknowns. The phase ends when a step lowers the cost by less
-   than 1 %.
-2. *Condensed Gauss-Newton* (Bock's condensing): continuity as constraints, linearised, $\delta z_0 = x_0 -
-   z_0 + X_0\,\delta u$, $\delta z_{s+1} = \Phi_s - z_{s+1} + G_s\,\delta z_s + H_s\,\delta u$, so every
-   $\delta z_s = a_s + S_s\,\delta u$ and the step is a least-squares problem in $u$ alone with Jacobian
-   $\hat J_s = A_s S_s + B_s$ (single shooting's where the defects are zero). It ends when a step would move no
-   coordinate by 1e-3 of its sigma; the segments are then put on single shooting's trajectory at $u$ (`chain`):
-   the defects are at round-off and the residuals, Jacobian, covariance, sigmas and identifiability are single
-   shooting's.
-
-One forward-mode pass per step gives every block: each segment's residuals and end state differentiated in its
-$n$ state directions and the $P$ coordinate directions ($A_s, G_s$ and $B_s, H_s$), all segments in one vmapped
-program. A step integrates the record once, in $n + P$ directions, only the samples it weighs.
+r"""The shooting methods of a telemetry fit, as strategy objects (`identify(shooting=...)`, docs/telemetry.md):
+`SingleShooting(horizon=...)` integrates the whole record from the initial state at every solver step, through a
+growing horizon; `MultipleShooting(segment=..., continuity_rtol=...)` cuts it into segments integrated side by side
+(`_segments`: the problem; `_shooting_solve`: its structured solver). Each owns its residuals and runs itself from
+a start (`run`), with the fits' one driver (`_lsq_solver.solve`). `choose_shooting` picks one for `"auto"` and
+refuses, by name, a record multiple shooting cannot cut (`why_not_multiple`). Files and the command line name them
+`"single"`, `"multiple"` (`SHOOTING`).
 """
 
 import dataclasses
+import itertools
 import math
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
 
-from ..._dynamics._energy import initial_state
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
-from ..._math import mrp_near
-from ..._runtime._programs import program
-from ..._simulation._simulate import flat_state, rk4_step, state_layout, trajectory_of, unflat_state
 from ..._simulation._telemetry import Telemetry
+from ._lsq_coords import LOG_CLIP
+from ._lsq_solver import FAIL, Solution, solve
+from ._segments import grid, point_step, segment_length, shooting_problem
+from ._shooting_solve import solve_multiple
+from ._solvers import LevenbergMarquardt
 
-__all__ = ["ROTATIONAL", "SHOOTING", "Linearisation", "MultipleShooting", "ShootingProblem", "SingleShooting",
-           "as_shooting", "chain", "choose_shooting", "evaluate", "jacobian_factor", "linearise", "mode_range",
-           "segment_length", "shooting_problem", "why_not_multiple"]
+__all__ = ["SHOOTING", "FitRun", "MultipleShooting", "SingleShooting", "as_shooting", "auto_horizon", "check_horizon",
+           "choose_shooting", "why_not_multiple", "worse_than_start"]
 
-ROTATIONAL = 6  # the flat state's first 6 entries (hub position, velocity) are not shooting unknowns
-_MIN_INTERVALS = 10  # a segment spans at least this many sample intervals
 _MIN_SEGMENTS = 4  # "auto" shoots multiple segments when the record holds at least this many
+
+@dataclasses.dataclass(frozen=True)
+class FitRun:
+    """What a shooting method needs to fit from a start: the scenarios and telemetries (one per record), the
+    records' joint residuals at full weight `base` (`_identify._JointResiduals`), the fitted coordinates, the
+    optimistix solver `optimiser` and the fit's settings (`max_steps` per stage, `rtol`, `atol`, `max_step`), the
+    `horizon` given to `identify` (the default of `SingleShooting`), the number of `starts` and the progress
+    callable `say`."""
+
+    scens: Sequence
+    tels: Sequence[Telemetry]
+    base: eqx.Module
+    coords: Sequence
+    optimiser: object
+    max_steps: int
+    rtol: float
+    atol: float
+    max_step: float
+    horizon: Sequence[float] | str
+    starts: int
+    say: Callable[[str], None]
+
+
+_CYCLES = 1.5  # the first horizon spans this many periods of the fastest flexible mode
+_MIN_SAMPLES = 10  # ... and at least this many samples
+
+
+def auto_horizon(scenario, t: np.ndarray) -> list[float]:
+    """The default growing horizon for a record sampled at times `t` [s]: the first stage spans
+    `_CYCLES` = 1.5 periods of the fastest flexible mode of the initial guess (`jaxhinge.modes`, free hub; at
+    least `_MIN_SAMPLES` samples), each later stage twice the previous, the last the whole record. A
+    frequency 15 % off (k 30 % off) slips a quarter period after ~1.7 periods, so the first stage stays in the
+    data's basin; each fitted stage predicts the next one's phase. A record shorter than that: `[1.0]`."""
+    from .._linear._modes import modes
+
+    t = np.asarray(t, dtype=float)
+    span = float(t[-1] - t[0])
+    f = np.asarray(modes(scenario).frequency_hz, dtype=float)
+    f = f[np.isfinite(f) & (f > 0)]
+    if span <= 0 or not f.size:
+        return [1.0]
+    first = max(_CYCLES / float(f.max()), float(t[min(_MIN_SAMPLES, t.size) - 1] - t[0])) / span
+    out = []
+    while first < 0.75:
+        out.append(round(first, 6))
+        first *= 2.0
+    return out + [1.0]
+
+
+def check_horizon(horizon) -> list[float] | str:
+    """`horizon` as `"auto"` or a list of increasing fractions in (0, 1] ending with 1; else a `FitError`."""
+    if isinstance(horizon, str):
+        if horizon == "auto":
+            return horizon
+        hz = None
+    else:
+        hz = list(horizon) if not isinstance(horizon, (int, float)) else [horizon]
+    if hz is None or not hz or any(isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1
+                                   for h in hz) or any(b <= a for a, b in itertools.pairwise(hz)) or hz[-1] != 1:
+        raise FitError(f"horizon = {_fmt(horizon)}: must be \"auto\" or increasing fractions in (0, 1] ending "
+                       "with 1, e.g. [0.25, 0.5, 1.0]", field="horizon")
+    return hz
 
 
 @dataclasses.dataclass(frozen=True)
 class SingleShooting:
-    """Integrate the whole record from the initial state at every solver step (with the growing horizon,
-    `identify(horizon=...)`): for records short compared with the slowest mode (`SHOOTING["single"]`)."""
+    """Integrate the whole record from the initial state at every solver step, through a growing horizon: for
+    records short compared with the slowest mode (`SHOOTING["single"]`).
 
+    - `horizon`: fractions of the record fitted one after the other, increasing, the last 1.0: each stage fits
+      the samples with $t \\le h\\,t_{last}$ from the previous stage's solution (one compiled solver: later samples
+      get weight 0, and no step is integrated after the stage's last sample); `"auto"` (default): the fit's
+      `horizon` (`identify(horizon=...)`), whose own default is `auto_horizon` of the records."""
+
+    horizon: Sequence[float] | str = "auto"
     name = "single"
+
+    def __post_init__(self):
+        object.__setattr__(self, "horizon", check_horizon(self.horizon))
+
+    def prepare(self, fit: FitRun, u0) -> list[float]:
+        """The horizon of this fit: its own, the fit's, or the most cautious `auto_horizon` of the records."""
+        hz = self.horizon if self.horizon != "auto" else fit.horizon
+        if hz == "auto":
+            return min((auto_horizon(sc, tel.t) for sc, tel in zip(fit.scens, fit.tels)), key=lambda x: -len(x))
+        return list(hz)
+
+    def run(self, fit: FitRun, hz: list[float], si: int, u0) -> dict:
+        """Fit from the coordinates `u0` (start `si`) through the horizon `hz` (`prepare`): `{"sol" (the last
+        stage's `Solution`), "r_init" (residuals at `u0` on the whole record, when a stage evaluated them),
+        "steps", "u0", "history", "shooting" (result.json's block), "wall"}`."""
+        u, history, steps, r_init, wall = u0, [], 0, None, 0.0
+        t_rel = [tel.t - tel.t[0] for tel in fit.tels]
+        w_full = [rec.weight for rec in fit.base.records]
+        for h in hz:
+            masks = [(tr <= h * max(tr[-1], 1e-300) * (1 + 1e-12))[:, None] for tr in t_rel]
+            # no step after the stage's last sample: a stage integrates only the data it weighs
+            stops = [jnp.asarray(np.inf if h == 1 else float(tel.t[np.flatnonzero(m[:, 0])[-1]]))
+                     for tel, m in zip(fit.tels, masks)]
+            prob = eqx.tree_at(lambda p: tuple(x for rec in p.records for x in (rec.weight, rec.t_stop)), fit.base,
+                               tuple(x for m, w, st in zip(masks, w_full, stops)
+                                     for x in (jnp.where(jnp.asarray(m), w, 0.0), st)))
+            stage = f"identify: start {si + 1}/{fit.starts}, horizon {h:g}"
+            sol = solve(prob, u, fit.optimiser, max_steps=fit.max_steps,
+                        progress=lambda s, stage=stage: fit.say(f"{stage}: {s}"))
+            if h == 1 and steps == 0:
+                r_init = sol.initial_residuals
+            u = sol.u
+            history.append(sol.history)
+            steps += sol.steps
+            wall += sol.wall_s
+            fit.say(f"{stage}: {sol.steps} steps, chi2 {sol.chi2:.6g} ({sum(int(m.sum()) for m in masks)} samples), "
+                    f"{sol.status}")
+        return {"sol": sol, "r_init": r_init, "steps": steps, "u0": u0, "history": np.concatenate(history),
+                "shooting": {"method": "single", "horizon": list(hz)}, "wall": wall}
 
 
 @dataclasses.dataclass(frozen=True)
 class MultipleShooting:
-    """Multiple shooting (module docstring; `SHOOTING["multiple"]`).
+    """Multiple shooting (`_segments`' module docstring; `SHOOTING["multiple"]`).
 
     - `segment`: the segment length [s], rounded to whole sample intervals (at least 10); `"auto"`: one period of
       the initial model's slowest flexible mode (`segment_length`).
     - `continuity_rtol`: the continuity defects' sigma, relative to each state component's range over the
       initial guess's run (the defects' weight in the first phase).
-    - `max_steps`: the most steps of each phase."""
+    - `max_steps`: the most steps of each phase.
+
+    A fit that ends worse than it started (`worse_than_start`) falls back to single shooting from the same start,
+    reported (the stopgap until the first phase is globalised)."""
 
     segment: float | str = "auto"
     continuity_rtol: float = 3e-2
@@ -102,6 +175,44 @@ class MultipleShooting:
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
             raise FitError.bad(None, "max_steps", self.max_steps, "must be an integer >= 1")
 
+    def prepare(self, fit: FitRun, u0):
+        """The record cut into segments (`shooting_problem`), from the run at `u0`."""
+        return shooting_problem(fit.scens[0], fit.tels[0], fit.base.records[0], self, u0)
+
+    def run(self, fit: FitRun, sp, si: int, u0) -> dict:
+        """Fit from `u0` (start `si`) on the segments `sp` (`prepare`): as `SingleShooting.run`; after a
+        fall-back, single shooting's run with `shooting["fallback"]`: `from`, `reason`, `multiple` (the abandoned
+        run's block)."""
+        sol, info = solve_multiple(sp, u0, rtol=fit.rtol, atol=fit.atol, max_step=fit.max_step, progress=fit.say)
+        why = worse_than_start(sol, fit.coords)
+        if why is None:
+            return {"sol": sol, "r_init": sol.initial_residuals, "steps": sol.steps, "u0": u0,
+                    "history": sol.history, "shooting": info, "wall": sol.wall_s}
+        fit.say(f"identify: start {si + 1}/{fit.starts}: multiple shooting ended worse than its start ({why}); "
+                "falling back to single shooting")
+        single = SingleShooting()
+        fb = single.run(fit, single.prepare(fit, u0), si, u0)
+        fb["steps"] += sol.steps
+        fb["wall"] += sol.wall_s
+        fb["r_init"] = sol.initial_residuals if sol.initial_residuals is not None else fb["r_init"]
+        fb["shooting"] = {**fb["shooting"], "fallback": {"from": "multiple", "reason": why, "multiple": info}}
+        return fb
+
+
+def worse_than_start(sol: Solution, coords) -> str | None:
+    """Why a fit's solution is worse than its start, in words (`None`: it is not): its model does not simulate
+    (non-finite), a log-ratio coordinate sits at its bound (`LOG_CLIP`: the parameter e^30 times its guess or
+    1/e^30 of it: a bound reached, not a minimum), or its chi2 is above the start's."""
+    if np.all(sol.residuals == FAIL) or not np.isfinite(sol.chi2):
+        return "the model at its solution does not simulate (non-finite)"
+    at = [c.name for c, u in zip(coords, np.asarray(sol.u)) if c.log and abs(u) >= LOG_CLIP * (1 - 1e-12)]
+    if at:
+        return f"{at[0]} reached its bound, a factor e^{LOG_CLIP:g} from its guess"
+    r0 = sol.initial_residuals
+    if r0 is not None and np.all(np.isfinite(r0)) and not np.all(r0 == FAIL) and sol.chi2 > float(r0 @ r0):
+        return f"chi2 rose from {float(r0 @ r0):.6g} to {sol.chi2:.6g}"
+    return None
+
 
 SHOOTING = {"single": SingleShooting, "multiple": MultipleShooting}  # the file and CLI names; also "auto"
 
@@ -116,94 +227,59 @@ def as_shooting(x) -> SingleShooting | MultipleShooting | str:
                        "MultipleShooting(...)")
 
 
+
 # ------------------------------------------------------------------------------------------------------------
-# Which records can be shot in segments, and how long a segment is
+# Which records can be shot in segments
 # ------------------------------------------------------------------------------------------------------------
 
 
 def why_not_multiple(scenario, telemetry: Telemetry, time_offset: bool) -> str | None:
-    """Why this record cannot be fitted by multiple shooting (None: it can): the fixed-step rk4 integrator,
-    uniform samples on its step grid, no controller in the loop (its state is not a shooting unknown), no time
-    offset (`time_offset`: one is fitted or set), no hub position or velocity measured."""
+    """Why this record cannot be fitted by multiple shooting (None: it can): at least 3 samples, uniform on the
+    integrator's grid (rk4: its step `dt`; the adaptive integrators: any uniform sampling), every sample a whole
+    number of sample intervals after t = 0 (the segments start from the scenario's initial state there), no time
+    offset (`time_offset`: one is fitted or set: the samples would move off the grid), no controller in the loop
+    with an adaptive integrator (`simulate` solves that loop period by period). Where the hub's position or
+    velocity is measured, they join each segment's unknowns; a controller's integral state joins them too, and
+    every segment then starts on a control sample."""
     cfg = scenario.simulation
-    if not cfg.integrator.fixed_step:
-        return f'integrator = "{cfg.integrator.name}": multiple shooting steps with rk4'
-    if scenario.control is not None:
-        return "a controller is in the loop (its held command is not a segment state)"
     if time_offset:
         return "a sensor time offset is fitted or set (the samples move off the step grid)"
-    bad = [c for c in telemetry.columns if c.startswith(("r_", "v_"))]
-    if bad:
-        return f"column {bad[0]} measures a position or velocity (not a segment state)"
     if telemetry.samples < 3:
         return "fewer than 3 samples"
-    return None if _grid(cfg.dt, telemetry.t) is not None else (
-        f"the samples are not uniform on the rk4 grid (dt = {_fmt(cfg.dt)} s)")
+    if not cfg.integrator.fixed_step and scenario.control is not None:
+        return (f'integrator = "{cfg.integrator.name}" with a controller in the loop (solved period by period: '
+                'use integrator "rk4")')
+    step = point_step(scenario, telemetry.t)
+    on = grid(step, telemetry.t)
+    if on is None:
+        return f"the samples are not uniform on the rk4 grid (dt = {_fmt(cfg.dt)} s)"
+    if on[0] % on[1]:  # the segments start from the scenario's initial state at t = 0, on the samples' grid
+        return (f"the first sample (t = {_fmt(float(telemetry.t[0]))} s) is not a whole number of sample intervals "
+                "after t = 0")
+    return None
 
 
-def _grid(dt: float, t: np.ndarray) -> tuple[int, int] | None:
-    """`(first sample's step index, steps per sample interval)` when the samples are uniform on the `dt` grid."""
-    t = np.asarray(t, dtype=float)
-    step = (t[-1] - t[0]) / (t.size - 1)
-    m = round(step / dt)
-    i0 = round(t[0] / dt)
-    tol = 1e-9 * max(1.0, abs(t[-1]))
-    if m < 1 or abs(t[0] - i0 * dt) > tol or np.max(np.abs(t - (i0 + m * np.arange(t.size)) * dt)) > tol:
-        return None
-    return i0, m
-
-
-def mode_range(scenario) -> tuple[float, float]:
-    """`(slowest, fastest)` flexible mode frequency [Hz] of the model (free hub; `jaxhinge.modes`); `(inf, 0)`
-    without a flexible mode."""
-    from .._linear._modes import modes
-
-    f = np.asarray(modes(scenario).frequency_hz, dtype=float)
-    f = f[np.isfinite(f) & (f > 0)]
-    return (float(f.min()), float(f.max())) if f.size else (math.inf, 0.0)
-
-
-def segment_length(scenario, frequencies: tuple[float, float] | None = None) -> float:
-    """The default segment length [s]: one period of the initial model's slowest flexible mode (`mode_range`).
-    Long enough that a segment's samples determine its state, short enough that a 30 % error in stiffness slips
-    the fastest mode's phase by about a quarter period at most within it. Infinite without a flexible mode."""
-    slowest = (frequencies or mode_range(scenario))[0]
-    return 1.0 / slowest if math.isfinite(slowest) and slowest > 0 else math.inf
-
-
-_JACOBIAN_STEP = 0.05  # the derivatives' rk4 step times the fastest mode's angular frequency, at most
-
-
-def jacobian_factor(dt: float, m: int, fastest_hz: float) -> int:
-    """How many of the fit's rk4 steps one step of the derivatives' pass spans: the largest divisor `f` of the
-    steps per sample interval `m` with `2 pi f_max f dt <= 0.05` (rk4's relative error in a derivative is then
-    about (0.05)^4 / 120 per radian of the fastest mode: 5e-8), at least 1. The residuals and continuity defects
-    are always evaluated at the fit's own `dt`; only the Jacobian blocks use the longer step (the covariance
-    and sigmas too: a relative error of ~1e-7 in them; the fitted values solve the fit's residuals at `dt`, moved
-    by the Jacobian's error times the residuals' gradient, far below their sigmas)."""
-    if fastest_hz <= 0:
-        return m
-    h_max = _JACOBIAN_STEP / (2 * math.pi * fastest_hz)
-    return max([f for f in range(1, m + 1) if m % f == 0 and f * dt <= h_max * (1 + 1e-12)] or [1])
-
-
-def choose_shooting(shooting, scens, tels, parts) -> SingleShooting | MultipleShooting:
+def choose_shooting(shooting, scens, tels, parts, solver=None) -> SingleShooting | MultipleShooting:
     """The shooting of a fit: `shooting` as given (`MultipleShooting` refused, naming why, where a record cannot be
     cut into segments: `why_not_multiple`), or for `"auto"` multiple shooting where the one record spans at
     least `_MIN_SEGMENTS` = 4 periods of the initial model's slowest flexible mode and can be cut, else single.
-    `parts`: `check_identify`'s records."""
+    `parts`: `check_identify`'s records; `solver`: the fit's solver object (multiple shooting's phases are
+    Levenberg-Marquardt's: another solver is refused by name with `"multiple"`, and `"auto"` shoots single)."""
     shooting = as_shooting(shooting)
     if isinstance(shooting, SingleShooting):
         return shooting
-    if len(tels) > 1:
+    if solver is not None and not isinstance(solver, LevenbergMarquardt):
+        why = (f"solver = {solver.name!r}: multiple shooting's phases are Levenberg-Marquardt's (then Bock's condensed "
+               'Gauss-Newton); use solver = "lm"')
+    elif len(tels) > 1:
         why = "several records are fitted together"
     else:
         _, _, fixed, free_sensors = parts[0]
         offset = fixed.get(("time_offset", None), 0.0) != 0.0 or any(x.kind == "time_offset"
                                                                       for _, _, x in free_sensors)
         why = why_not_multiple(scens[0], tels[0], offset)
-    if shooting == "auto":
-        if why is not None:
+    if shooting == "auto":  # (measured with rk4: the adaptive integrators shoot multiple when asked)
+        if why is not None or not scens[0].simulation.integrator.fixed_step:
             return SingleShooting()
         span = float(tels[0].t[-1] - tels[0].t[0])
         return MultipleShooting() if span >= _MIN_SEGMENTS * segment_length(scens[0]) else SingleShooting()
@@ -212,197 +288,3 @@ def choose_shooting(shooting, scens, tels, parts) -> SingleShooting | MultipleSh
     return shooting
 
 
-# ------------------------------------------------------------------------------------------------------------
-# The problem (a pytree: one compiled program per model structure and segment shape)
-# ------------------------------------------------------------------------------------------------------------
-
-
-class Segments(eqx.Module):
-    """A record cut into `S` segments of `K` sample intervals of `m` rk4 steps. `record`: the record's
-    `_TelemetryResiduals` (its model, coordinates and sensor model); `data`, `weight` (S, K + 1, C): the samples at
-    each segment's K + 1 points (weight 0 where a point is past the record or is the next segment's first);
-    `start` (S,): each segment's start time [s] (a whole number of steps `dt`); `base` (S, 6): the hub position and velocity there; `c` (n,):
-    the continuity sigma per state component."""
-
-    record: eqx.Module
-    data: Float[Array, "S K1 C"]
-    weight: Float[Array, "S K1 C"]
-    start: Float[Array, " S"]
-    base: Float[Array, "S 6"]
-    c: Float[Array, " n"]
-    K: int = eqx.field(static=True)
-    m: int = eqx.field(static=True)
-    dt: float = eqx.field(static=True)
-
-    def coarser(self, f: int) -> "Segments":
-        """The same segments integrated with steps `f` times longer (`f` divides `m`): the derivatives' pass."""
-        return Segments(self.record, self.data, self.weight, self.start, self.base, self.c, self.K, self.m // f,
-                        self.dt * f)
-
-
-def _propagate(sc, y0, t_start, K: int, m: int, dt: float):
-    """rk4 from the flat state `y0` at time `t_start` (a whole number of steps `dt`) over K sample intervals of m
-    steps (the steps, loads and MRP switch of `simulate`'s scan): the states at the K + 1 points (K + 1, state)."""
-    start = jnp.round(t_start / dt).astype(int)
-
-    def step(y, j):
-        jf = j.astype(y.dtype)
-        t0 = jf * dt
-        return rk4_step(sc.spacecraft, y, (jf + 1.0) * dt - t0, sc.loads.at(t0)), None
-
-    def interval(y, k):
-        y, _ = jax.lax.scan(step, y, start + k * m + jnp.arange(m))
-        return y, y
-
-    _, ys = jax.lax.scan(interval, y0, jnp.arange(K))
-    return jnp.concatenate([y0[None], ys])
-
-
-def _outputs(prob: Segments, sc, u, ys, start, data, weight):
-    """The weighted residuals (K + 1, C) of one segment's states `ys` and whether they are valid."""
-    rec = prob.record
-    gain, bias, _ = rec.sensors(u)
-    ts = start + jnp.arange(prob.K + 1) * (prob.m * prob.dt)
-    traj = trajectory_of(sc, ts, unflat_state(ys, *state_layout(sc.spacecraft)), jnp.asarray(0),
-                         jnp.asarray(prob.K * prob.m))
-    y = rec.outputs(traj, gain, bias, data, weight)
-    return jnp.where(weight > 0, (y - data) * weight, 0.0), traj.success
-
-
-def _segment(prob: Segments, z, u, start, base, data, weight, ref):
-    """One segment from its state `z`: `((residuals (M,), end state (n,) on the MRP set nearer `ref`), ok)`."""
-    sc = prob.record.model(u)
-    ys = _propagate(sc, jnp.concatenate([base, z]), start, prob.K, prob.m, prob.dt)
-    r, ok = _outputs(prob, sc, u, ys, start, data, weight)
-    end = ys[-1, ROTATIONAL:]
-    end = end.at[:3].set(mrp_near(end[:3], ref))
-    return (r.reshape(-1), end), ok & jnp.all(jnp.isfinite(end))
-
-
-def _initial(prob: Segments, u, ref):
-    """The scenario's initial state (the shooting part, MRP set nearer `ref`) at the coordinates `u`."""
-    sc = prob.record.model(u)
-    y = flat_state(initial_state(sc.spacecraft, sc.initial))[ROTATIONAL:]
-    return y.at[:3].set(mrp_near(y[:3], ref))
-
-
-class Linearisation(eqx.Module):
-    """Every segment's residuals `r` (S, M), end state `phi` (S, n), `ok` (S,) and their derivatives in its
-    state (`A` (S, M, n), `G` (S, n, n)) and in the coordinates (`B` (S, M, P), `H` (S, n, P)); the initial state
-    `x0` (n,) and its derivative `X0` (n, P)."""
-
-    r: Float[Array, "S M"]
-    phi: Float[Array, "S n"]
-    ok: Bool[Array, " S"]
-    A: Float[Array, "S M n"]
-    G: Float[Array, "S n n"]
-    B: Float[Array, "S M P"]
-    H: Float[Array, "S n P"]
-    x0: Float[Array, " n"]
-    X0: Float[Array, "n P"]
-
-
-def _refs(Z):
-    """The MRP each segment's end is compared with: the next segment's start (the last: its own)."""
-    return jnp.concatenate([Z[1:, :3], Z[-1:, :3]])
-
-
-@program
-def linearise(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments) -> Linearisation:
-    """Residuals, end states and all their derivatives at `(Z, u)`: one forward-mode pass per segment in its n
-    state and P coordinate directions, the segments vmapped (side by side)."""
-    n, P = Z.shape[1], u.shape[0]
-
-    def one(z, start, base, data, weight, ref):
-        def tangent(t):
-            f = lambda v: _segment(prob, v[:n], v[n:], start, base, data, weight, ref)
-            (r, end), (dr, dend), ok = jax.jvp(f, (jnp.concatenate([z, u]),), (t,), has_aux=True)
-            return r, end, ok, dr, dend
-
-        return jax.vmap(tangent, out_axes=(None, None, None, 1, 1))(jnp.eye(n + P, dtype=Z.dtype))
-
-    r, phi, ok, dR, dE = jax.vmap(one)(Z, prob.start, prob.base, prob.data, prob.weight, _refs(Z))
-    x0 = _initial(prob, u, Z[0, :3])
-    X0 = jax.jacfwd(lambda v: _initial(prob, v, Z[0, :3]))(u)
-    return Linearisation(r, phi, ok, dR[..., :n], dE[..., :n], dR[..., n:], dE[..., n:], x0, X0)
-
-
-@program
-def evaluate(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments):
-    """`(residuals (S, M), end states (S, n), ok (S,), initial state (n,))` at `(Z, u)`, no derivatives."""
-    (r, phi), ok = jax.vmap(lambda z, *a: _segment(prob, z, u, *a))(Z, prob.start, prob.base, prob.data,
-                                                                    prob.weight, _refs(Z))
-    return r, phi, ok, _initial(prob, u, Z[0, :3])
-
-
-@program
-def chain(u: Float[Array, " P"], prob: Segments):
-    """Single shooting through the segments: the whole record integrated from the initial state, one segment
-    after the other (a scan: memory for the samples, not the steps). Returns every segment's start state (S,
-    state), the residuals (S, M) and whether every segment succeeded."""
-    sc = prob.record.model(u)
-    y0 = flat_state(initial_state(sc.spacecraft, sc.initial))
-
-    def body(y, s):
-        ys = _propagate(sc, y, prob.start[s], prob.K, prob.m, prob.dt)
-        r, ok = _outputs(prob, sc, u, ys, prob.start[s], prob.data[s], prob.weight[s])
-        return ys[-1], (y, r.reshape(-1), ok)
-
-    _, (starts, r, ok) = jax.lax.scan(body, y0, jnp.arange(prob.start.shape[0]))
-    return starts, r, jnp.all(ok)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Building the problem
-# ------------------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class ShootingProblem:
-    """A record cut into segments (`shooting_problem`): the compiled problem `prob` (and `coarse`, the same at the
-    derivatives' step: `jacobian_factor`), the samples' places `(seg, point)` (T,), the segment length
-    `segment_s` [s], and the options."""
-
-    prob: Segments
-    coarse: Segments
-    seg: np.ndarray
-    point: np.ndarray
-    segment_s: float
-    options: MultipleShooting
-    columns: tuple[str, ...]
-
-
-def shooting_problem(scenario, telemetry: Telemetry, record, options: MultipleShooting, u0) -> ShootingProblem:
-    """Cut `telemetry` into segments for `record` (a `_TelemetryResiduals`; `why_not_multiple` says it can be).
-    The segment states' position and velocity and the continuity sigmas come from the run at `u0`."""
-    dt = scenario.simulation.dt
-    i0, m = _grid(dt, telemetry.t)
-    T = telemetry.samples
-    step_s = m * dt
-    freqs = mode_range(scenario)
-    seg_s = segment_length(scenario, freqs) if options.segment == "auto" else float(options.segment)
-    K = max(_MIN_INTERVALS, round(seg_s / step_s)) if math.isfinite(seg_s) else T - 1
-    K = min(K, T - 1)
-    S = -(-(T - 1) // K)
-    j = np.arange(T)
-    seg = np.minimum(j // K, S - 1)
-    point = j - seg * K
-    values, w = np.asarray(telemetry.values), np.asarray(record.weight)
-    C = values.shape[1]
-    data = np.zeros((S, K + 1, C))
-    weight = np.zeros((S, K + 1, C))
-    data[seg, point] = values
-    weight[seg, point] = w
-    start = (i0 + m * K * np.arange(S)) * dt
-    n = flat_state(initial_state(scenario.spacecraft, scenario.initial)).shape[0] - ROTATIONAL
-    prob = Segments(record=record, data=jnp.asarray(data), weight=jnp.asarray(weight), start=jnp.asarray(start),
-                    base=jnp.zeros((S, ROTATIONAL)), c=jnp.ones(n), K=K, m=m, dt=float(dt))
-    starts, _, _ = chain(jnp.asarray(u0, dtype=float), prob)
-    starts = np.asarray(starts)
-    span = np.ptp(starts[:, ROTATIONAL:], axis=0)
-    floor = 1e-6 * np.maximum(1.0, np.max(np.abs(starts[:, ROTATIONAL:]), axis=0))
-    c = options.continuity_rtol * np.maximum(span, floor)
-    prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :ROTATIONAL]), jnp.asarray(c)))
-    f = jacobian_factor(dt, m, freqs[1])
-    coarse = prob if f == 1 else prob.coarser(f)
-    return ShootingProblem(prob, coarse, seg, point, K * step_s, options, tuple(telemetry.columns))

@@ -1,25 +1,29 @@
-r"""Multiple shooting's solver (`_shooting` sets the problem up; the method: its module docstring): the
+r"""Multiple shooting's solver (`_segments` sets the problem up; the method: its module docstring): the
 Levenberg-Marquardt step of the data and weighted continuity defects by block elimination (`penalty_step`),
-Bock's condensing (`condensed`), and the two phases driven from the host with progress (`solve_multiple`)."""
+Bock's condensing (`condensed`), both phases one structured solver (`MultipleShootingSolver`) run by the fits' one
+driver (`_lsq_solver.solve`: compiled chunks of steps, progress, history, statuses), and the result composed as
+single shooting's at the solution (`solve_multiple`)."""
 
-import math
 import time
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
+import optimistix as optx
+from jaxtyping import Array, Bool, Float, Int
 
 from ..._runtime._programs import program
-from ._lsq_solver import FAIL, Solution
-from ._shooting import ROTATIONAL, Linearisation, ShootingProblem, chain, evaluate, linearise
+from ._lsq_solver import FAIL, AbstractStructuredSolver, Solution, solve
+from ._segments import Linearisation, Segments, ShootingProblem, chain, evaluate, linearise
 
-__all__ = ["condensed", "penalty_step", "solve_multiple"]
+__all__ = ["MultipleShootingSolver", "condensed", "penalty_step", "solve_multiple"]
 
 _SWITCH = 1e-2  # the first phase ends when a step lowers the cost by less than this fraction of it
 _SIGMA_TOL = 1e-3  # the second ends when a step moves no coordinate by more than this many of its sigmas
-_MAX_STEP = 0.5  # the most a first-phase step moves any fitted coordinate
+_DAMPING_MAX = 1e10  # the first phase also ends when its damping grows past this (no step lowers the cost)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -110,160 +114,211 @@ def condensed(lin: Linearisation, Z):
 
 
 
+class ShootingArgs(eqx.Module):
+    """The solver's problem: the segments at the fit's step (`prob`) and at the derivatives' (`coarse`, the same
+    when `same`: `jacobian_factor`)."""
+
+    prob: Segments
+    coarse: Segments
+    same: bool = eqx.field(static=True)
+
+
+def _lin_at(args: ShootingArgs, Z, u) -> Linearisation:
+    """The linearisation at `(Z, u)`: residuals, end states and initial state at the fit's step, their derivatives
+    from the derivatives' pass (`jacobian_factor`)."""
+    if args.same:
+        return linearise(Z, u, args.prob)
+    r, phi, ok, x0 = evaluate(Z, u, args.prob)
+    d = linearise(Z, u, args.coarse)
+    return Linearisation(r, phi, ok & d.ok, d.A, d.G, d.B, d.H, x0, d.X0)
+
+
+def _merit(r, phi, ok, x0, Z, c):
+    """The first phase's cost $\\sum r^2 + \\sum e^2$ (data and weighted defects); inf where a segment failed."""
+    val = jnp.sum(r**2) + jnp.sum((_gaps(phi, x0, Z) / c) ** 2)
+    return jnp.where(jnp.all(ok) & jnp.isfinite(val), val, jnp.inf)
+
+
+class _State(eqx.Module):
+    """`phase`: 0 Levenberg-Marquardt on data and weighted defects, 1 condensed Gauss-Newton, 2 the segments put
+    on single shooting's trajectory (their linearisation there), 3 done; `stale`: `lin` is not at the current
+    point (the next step linearises there first); `merit`: the first phase's cost at the current point; `lam`,
+    `nu`: Nielsen's damping; `counts`: steps per phase (first, condensed); `result`: an optimistix result."""
+
+    phase: Int[Array, ""]
+    stale: Bool[Array, ""]
+    lin: Linearisation
+    merit: Float[Array, ""]
+    lam: Float[Array, ""]
+    nu: Float[Array, ""]
+    counts: Int[Array, "2"]
+    result: optx.RESULTS
+
+
+class MultipleShootingSolver(AbstractStructuredSolver):
+    """Multiple shooting's two phases (module docstring of `_shooting`) as one structured least-squares solver on
+    the flat vector of every unknown (the segment states `Z` (S, n), then the coordinates `u`), run by the fits'
+    driver. Each step first linearises at the current point when it moved (one forward-mode pass over every
+    segment), then:
+
+    - **first phase**: the Levenberg-Marquardt step by block elimination (`penalty_step`), bounded to `max_step` in
+      every fitted coordinate (0: unbounded), tried (`evaluate`) and kept when it lowers the cost (Nielsen's
+      damping update); the phase ends when a kept step lowers the cost by less than 1 %, the damping passes
+      1e10, or after `phase_steps` steps;
+    - **condensed phase**: Bock's condensing (`condensed`) and the full Gauss-Newton step in the coordinates, taken
+      unless (after the first) it would move no coordinate by more than `atol + rtol |u|` or 1e-3 of its sigma;
+      then the segments are put on single shooting's trajectory (`chain`) and linearised there (the end).
+
+    A segment that fails in the condensed phase ends the run (`nonfinite`); `phase_steps` condensed steps end it
+    unconverged."""
+
+    rtol: float
+    atol: float
+    max_step: float
+    phase_steps: int = eqx.field(static=True)
+    norm = staticmethod(optx.max_norm)  # (optimistix's field; the stopping rules are the phases' own)
+    S: int = eqx.field(static=True)
+    n: int = eqx.field(static=True)
+
+    def _split(self, y):
+        return y[: self.S * self.n].reshape(self.S, self.n), y[self.S * self.n :]
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        Z, u = self._split(y)
+        shape = jax.eval_shape(lambda: _lin_at(args, Z, u))  # a placeholder: the first step linearises
+        lin = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shape)
+        return _State(jnp.asarray(0), jnp.asarray(True), lin, jnp.asarray(jnp.inf, y.dtype),
+                      jnp.asarray(1e-3, y.dtype), jnp.asarray(2.0, y.dtype), jnp.zeros(2, int),
+                      optx.RESULTS.successful)
+
+    def step(self, fn, y, args, options, state, tags):
+        Z, u = self._split(y)
+        c = args.prob.c
+        lin = jax.lax.cond(state.stale, lambda: _lin_at(args, Z, u), lambda: state.lin)
+        merit = jnp.where(state.stale, _merit(lin.r, lin.phi, lin.ok, lin.x0, Z, c), state.merit)
+        state = eqx.tree_at(lambda s: (s.lin, s.merit, s.stale), state, (lin, merit, jnp.asarray(False)))
+
+        def first(state):
+            dZ, du, pred = penalty_step(state.lin, Z, c, state.lam)
+            big = jnp.max(jnp.abs(du))
+            scale = jnp.where((big > 0) & (self.max_step > 0), jnp.minimum(1.0, self.max_step / big), 1.0)
+            Zt, ut = Z + scale * dZ, u + scale * du
+            rt, phit, okt, x0t = evaluate(Zt, ut, args.prob)
+            new = _merit(rt, phit, okt, x0t, Zt, c)
+            keep = new < state.merit
+            rho = (state.merit - new) / jnp.maximum(scale * pred, 1e-300)
+            small = keep & (state.merit - new <= _SWITCH * state.merit)
+            lam = jnp.where(keep, state.lam * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3),
+                            state.lam * state.nu)
+            nu = jnp.where(keep, 2.0, state.nu * 2.0)
+            counts = state.counts.at[0].add(1)
+            end = small | (lam > _DAMPING_MAX) | (counts[0] >= self.phase_steps)
+            y1 = jnp.where(keep, jnp.concatenate([Zt.reshape(-1), ut]), y)
+            return y1, _State(jnp.where(end, 1, 0), keep, state.lin, jnp.where(keep, new, state.merit), lam, nu,
+                              counts, state.result)
+
+        def condensed_step(state):
+            failed = ~jnp.all(state.lin.ok)
+            a, Sm, du, small = self._gauss_newton(state.lin, Z, u)
+            done = (state.counts[1] > 0) & small
+            out_of_steps = ~done & (state.counts[1] >= self.phase_steps)
+
+            def finish():  # the segments on single shooting's trajectory at u
+                starts, _, _ = chain(u, args.prob)
+                return jnp.concatenate([starts[:, args.prob.lead:].reshape(-1), u])
+
+            def move():
+                return jnp.concatenate([(Z + a + jnp.einsum("snp,p->sn", Sm, du)).reshape(-1), u + du])
+
+            stop = failed | out_of_steps
+            y1 = jax.lax.cond(stop, lambda: y, lambda: jax.lax.cond(done, finish, move))
+            result = optx.RESULTS.where(failed, optx.RESULTS.nonfinite, optx.RESULTS.where(
+                out_of_steps, optx.RESULTS.nonlinear_max_steps_reached, state.result))
+            counts = state.counts.at[1].add(jnp.where(done | stop, 0, 1))
+            return y1, _State(jnp.where(done, 2, 1), ~stop, state.lin, state.merit, state.lam, state.nu, counts,
+                              result)
+
+        def last(state):  # linearised on single shooting's trajectory (above): done
+            return y, eqx.tree_at(lambda s: s.phase, state, jnp.asarray(3))
+
+        y1, state = jax.lax.switch(jnp.minimum(state.phase, 2), (first, condensed_step, last), state)
+        return y1, state, None
+
+    def _gauss_newton(self, lin, Z, u):
+        """The condensing at `(Z, u)` and its full Gauss-Newton step in the coordinates, and whether that step is
+        below the tolerance (`atol + rtol |u|` or `_SIGMA_TOL` of each coordinate's sigma)."""
+        a, Sm, rt, Jt = condensed(lin, Z)
+        rr = rt.reshape(-1)
+        JJ = Jt.reshape(rr.size, -1)
+        du = jnp.linalg.lstsq(JJ, -rr)[0]
+        dof = max(rr.size - du.size, 1)
+        cov = (rr @ rr) / dof * jnp.linalg.pinv(JJ.T @ JJ)
+        sigma_u = jnp.sqrt(jnp.clip(jnp.diag(cov), 0.0, None))
+        tol = jnp.maximum(self.atol + self.rtol * jnp.abs(u), _SIGMA_TOL * sigma_u)
+        return a, Sm, du, jnp.all(jnp.abs(du) < tol)
+
+    def terminate(self, fn, y, args, options, state, tags):
+        return (state.phase == 3) | (state.result != optx.RESULTS.successful), state.result
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        return y, aux, {}
+
+    def cost(self, state):
+        """The first phase's cost (data and weighted defects) there; the data's after."""
+        return 0.5 * jnp.where(state.phase == 0, state.merit, jnp.sum(state.lin.r**2))
+
+    def report(self, state):
+        return state.lin, state.counts
+
+
 def solve_multiple(
     sp: ShootingProblem,
     u0: np.ndarray,
     *,
     rtol: float,
     atol: float,
+    max_step: float,
     progress: Callable[[str], None] | None = None,
     every: float = 1.0,
 ) -> tuple[Solution, dict]:
-    """Fit by multiple shooting from the coordinates `u0` (module docstring). **Returns** `(Solution, info)`: the
-    solution's residuals and Jacobian are single shooting's at the fitted coordinates (in the record's sample
-    order), `info` the segments, steps per phase and the continuity defects (`max_defect`: the largest defect
-    relative to its component's sigma `c`; `max_defect_abs`: per state component)."""
+    """Fit by multiple shooting from the coordinates `u0` (`MultipleShootingSolver` run by the fits' driver).
+    **Returns** `(Solution, info)`: the solution's residuals and Jacobian are single shooting's at the fitted
+    coordinates (in the record's sample order), `info` the segments, steps per phase and the continuity defects
+    (`max_defect`: the largest defect relative to its component's sigma `c`; `max_defect_abs`: per state
+    component)."""
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
-    prob = sp.prob
-    opts = sp.options
+    prob, opts = sp.prob, sp.options
     u = jnp.asarray(u0, dtype=float)
     starts, r_init, ok0 = chain(u, prob)
-    Z = jnp.asarray(np.asarray(starts)[:, ROTATIONAL:])  # continuous at the start: the initial guess's run
-    c = prob.c
-    S = Z.shape[0]
-
-    def merit(r, phi, ok, x0, Z):
-        if not bool(np.all(np.asarray(ok))):
-            return math.inf
-        E = np.asarray(_gaps(phi, x0, Z) / c)
-        return float(np.sum(np.asarray(r) ** 2) + np.sum(E**2))
-
-    def lin_at(Z, u, fine=None):
-        """The linearisation at `(Z, u)`: residuals, end states and initial state at the fit's step (`fine`:
-        `evaluate`'s, when it has run there), their derivatives from the coarser pass (`jacobian_factor`)."""
-        r, phi, ok, x0 = evaluate(Z, u, prob) if fine is None else fine
-        if sp.coarse is prob:
-            return linearise(Z, u, prob)
-        d = linearise(Z, u, sp.coarse)
-        return Linearisation(r, phi, ok & d.ok, d.A, d.G, d.B, d.H, x0, d.X0)
-
-    history, last = [], t0
+    Z = jnp.asarray(np.asarray(starts)[:, prob.lead:])  # continuous at the start: the initial guess's run
+    S, n = Z.shape
     label = f"identify (multiple shooting, {S} segments of {sp.segment_s:g} s)"
-
-    def report(what: str, force: bool = False):
-        nonlocal last
-        now = time.perf_counter()
-        if force or now - last >= every:
-            last = now
-            say(f"{label}: {what}, {now - t0:.1f} s")
-
-    t_step = [t0]
-
-    def eta(remaining: float) -> str:
-        """`, N s per step, about M s to go`: the last step's time (compilation is in the first), times the
-        steps still expected."""
-        now = time.perf_counter()
-        per, t_step[0] = now - t_step[0], now
-        return f", {per:.1f} s per step, about {per * remaining:.0f} s to go" if math.isfinite(remaining) else ""
-
-    lam, nu, steps_a = 1e-3, 2.0, 0
-    lin = lin_at(Z, u)
-    cost = merit(lin.r, lin.phi, lin.ok, lin.x0, Z)
-    # at the solution the data's cost is about its degrees of freedom (residuals of the stated noise) and the
-    # defects' cost small: the excess over that, and how fast it falls, give the steps still to go (progress)
-    floor = float(np.sum(np.asarray(prob.weight) > 0) - u.size)
-    excess = max(cost - floor, 0.0)
-    status = "successful"
-    # phase 1: Levenberg-Marquardt on data and weighted defects (Nielsen's damping update)
-    while steps_a < opts.max_steps:
-        dZ, du, pred = penalty_step(lin, Z, c, jnp.asarray(lam))
-        # a bounded step, as single shooting's: no fitted coordinate moves by more than _MAX_STEP (a log-ratio 0.5:
-        # a factor 1.65), so an iterate never leaves the data's basin for a model the segments cannot follow
-        big = float(jnp.max(jnp.abs(du)))
-        scale = min(1.0, _MAX_STEP / big) if big > 0 else 1.0
-        dZ, du, pred = scale * dZ, scale * du, scale * float(pred)
-        Zt, ut = Z + dZ, u + du
-        rt, phit, okt, x0t = evaluate(Zt, ut, prob)
-        new = merit(rt, phit, okt, x0t, Zt)
-        steps_a += 1
-        rho = (cost - new) / max(float(pred), 1e-300)
-        if new < cost:
-            small = (cost - new) <= _SWITCH * cost
-            Z, u, cost = Zt, ut, new
-            lam, nu = lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), 2.0
-            lin = lin_at(Z, u, (rt, phit, okt, x0t))
-            history.append(0.5 * cost)
-            ratio, excess = max(cost - floor, 1e-300) / max(excess, 1e-300), max(cost - floor, 0.0)
-            # steps until one lowers the cost by less than _SWITCH of it, at this ratio; then ~3 condensed
-            togo = (math.log(_SWITCH * cost / max(excess * (1 - ratio), 1e-300)) / math.log(ratio)
-                    if 0 < ratio < 1 else math.inf)
-            report(f"step {steps_a}, cost {0.5 * cost:.6e}, damping {lam:.1e}"
-                   + eta(max(togo, 0.0) + 3.0))
-            if small:
-                break
-        else:
-            lam, nu = lam * nu, nu * 2.0
-            if lam > 1e10:
-                break
-    # phase 2: condensed Gauss-Newton (continuity as constraints) until a step moves no coordinate by 1e-3 sigma
-    steps_b, prev_big = 0, math.inf
-    while True:
-        a, Sm, rt, Jt = condensed(lin, Z)
-        rr = np.asarray(rt).reshape(-1)
-        JJ = np.asarray(Jt).reshape(rr.size, -1)
-        du = np.linalg.lstsq(JJ, -rr, rcond=None)[0]
-        dof = max(rr.size - du.size, 1)
-        cov = float(rr @ rr) / dof * np.linalg.pinv(JJ.T @ JJ)
-        sigma_u = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        tol = np.maximum(atol + rtol * np.abs(np.asarray(u)), _SIGMA_TOL * sigma_u)
-        if steps_b > 0 and np.all(np.abs(du) < tol):
-            break
-        if steps_b >= opts.max_steps:
-            status = "nonlinear_max_steps_reached"
-            break
-        Z = Z + a + jnp.einsum("snp,p->sn", Sm, jnp.asarray(du))
-        u = u + jnp.asarray(du)
-        lin = lin_at(Z, u)
-        steps_b += 1
-        if not bool(np.all(np.asarray(lin.ok))):
-            status = "nonfinite"
-            break
-        history.append(0.5 * float(np.sum(np.asarray(lin.r) ** 2)))
-        e = np.asarray(_gaps(lin.phi, lin.x0, Z))
-        big = float(np.max(np.abs(du) / np.where(sigma_u > 0, sigma_u, np.inf)))
-        rate = big / prev_big if steps_b > 1 and 0 < big < prev_big else math.nan
-        prev_big = big
-        togo = math.log(_SIGMA_TOL / big) / math.log(rate) if 0 < rate < 1 and big > _SIGMA_TOL else math.nan
-        report(f"condensed step {steps_b}, cost {history[-1]:.6e}, largest defect "
-               f"{np.max(np.abs(e) / np.asarray(c)):.1e} c, largest step {big:.1e} sigma"
-               + eta(togo + 1.0))
-    # the segments' states on single shooting's trajectory at u (continuous: the defects at round-off), and the
-    # residuals and Jacobian there
-    if status == "successful":
-        starts, _, _ = chain(u, prob)
-        Z = jnp.asarray(np.asarray(starts)[:, ROTATIONAL:])
-        lin = lin_at(Z, u)
+    solver = MultipleShootingSolver(rtol, atol, float(max_step), opts.max_steps, S, n)
+    run = solve(ShootingArgs(prob, sp.coarse, sp.coarse is prob), jnp.concatenate([Z.reshape(-1), u]), solver,
+                max_steps=2 * opts.max_steps + 2, progress=lambda s: say(f"{label}: {s}"), every=every)
+    Z, u = (jnp.asarray(x) for x in solver._split(jnp.asarray(run.u)))
+    lin, counts = run.extra
+    status = run.status
     e = np.asarray(_gaps(lin.phi, lin.x0, Z))
-    a, Sm, rt, Jt = condensed(lin, Z)
+    _, _, _, Jt = condensed(lin, Z)
     # single shooting's residuals and Jacobian at the solution, in the record's sample order
     seg, point = sp.seg, sp.point
     C = len(sp.columns)
-    r_seg = np.asarray(lin.r).reshape(S, prob.K + 1, C)
-    J_seg = np.asarray(Jt).reshape(S, prob.K + 1, C, -1)
-    r = r_seg[seg, point].reshape(-1)
-    J = J_seg[seg, point].reshape(r.size, -1)
+    r = np.asarray(lin.r).reshape(S, prob.K + 1, C)[seg, point].reshape(-1)
+    J = np.asarray(Jt).reshape(S, prob.K + 1, C, -1)[seg, point].reshape(r.size, -1)
     r0 = np.asarray(r_init).reshape(S, prob.K + 1, C)[seg, point].reshape(-1)
     if status != "successful" or not bool(np.all(np.asarray(lin.ok))):
         r, J = np.full_like(r, FAIL), np.zeros_like(J)
-    wall = time.perf_counter() - t0
+    counts = np.asarray(counts)
     info = {"method": "multiple", "segments": S, "segment_s": sp.segment_s, "continuity_rtol": opts.continuity_rtol,
             "jacobian_dt": sp.coarse.dt,
-            "steps": {"penalty": steps_a, "condensed": steps_b},
-            "max_defect": float(np.max(np.abs(e) / np.asarray(c))),
+            "steps": {"penalty": int(counts[0]), "condensed": int(counts[1])},
+            "max_defect": float(np.max(np.abs(e) / np.asarray(prob.c))),
             "max_defect_abs": np.max(np.abs(e), axis=0).tolist()}
-    say(f"{label}: {steps_a} + {steps_b} steps, chi2 {float(r @ r):.6g}, largest continuity defect "
+    say(f"{label}: {counts[0]} + {counts[1]} steps, chi2 {float(r @ r):.6g}, largest continuity defect "
         f"{info['max_defect']:.1e} of its sigma, {status}")
-    sol = Solution(u=np.asarray(u), status=status, steps=steps_a + steps_b, residuals=r, jacobian=J,
-                   history=np.asarray(history), wall_s=wall, initial_residuals=r0 if bool(ok0) else None)
+    sol = Solution(u=np.asarray(u), status=status, steps=int(counts.sum()), residuals=r, jacobian=J,
+                   history=run.history, wall_s=time.perf_counter() - t0,
+                   initial_residuals=r0 if bool(ok0) else None)
     return sol, info

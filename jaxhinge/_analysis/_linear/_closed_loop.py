@@ -54,10 +54,11 @@ from ..._dynamics._backsub import state_derivative_held
 from ..._errors import ScenarioError
 from ..._math import mrp_bmat, sub_mrp
 from ..._model._control import ControlState, control_update, initial_control_state
+from ..._model._loads import Loads
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
-from ..._simulation._simulate import flat_state, rk4_step, state_layout, unflat_state, with_command
+from ..._simulation._propagate import flat_state, propagate, state_layout, unflat_state, with_command
 from ._boundary import FreeFree
 from ._linearize import body_jacobians, mass_matrix, mode_labels, rest_spacecraft, structure, wheel_speeds
 from ._modes import as_point, eigenvalues, first_order_clusters, modes_unjitted, poles_first_order, relabel
@@ -144,21 +145,21 @@ def period_map(scenario: Scenario, shape: tuple[int, bool] | None = None):
     """`(f, x0, T)`: one control period of the sampled loop as a function of the rotational state vector, its
     equilibrium, and `control_dt` [s] (module docstring; `shape`: `loop_shape`, from the scenario's values when
     not given). The period is `steps` rk4 steps of `control_dt / steps` (the simulation's `dt` when `control_dt`
-    is a multiple of it), so derivatives with respect to `control_dt` are complete."""
+    is a multiple of it) by the simulator's own propagation (`propagate`: the flight software's call at the
+    period's start, its command held), so derivatives with respect to `control_dt` are complete."""
     steps, integral = loop_shape(scenario) if shape is None else shape
     sc, x0, layout = _parts(scenario, integral)
     ctrl = scenario.control
     dt = ctrl.control_dt / steps
     W = layout[1]
+    rest = eqx.tree_at(lambda s: (s.spacecraft, s.loads), scenario, (sc, Loads()))
 
     def f(x):
         st, int_sigma = _split(x, layout)
+        # a call after the first two (the integral accumulates), from the state at the period's start
         cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
-        cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
-        zero = jnp.zeros(3, x.dtype)
-        loads = with_command((zero, zero, zero, 0.0, 0.0), ctrl, cs)
-        y = jax.lax.fori_loop(0, steps, lambda i, y: rk4_step(sc, y, dt, loads), flat_state(st))
-        return _join(unflat_state(y, *state_layout(sc)), cs.int_sigma, layout)
+        out = propagate(rest, flat_state(st), 0.0, 1, steps, cs0=cs, dt=dt, rk4=True)
+        return _join(unflat_state(out.ys[-1], *state_layout(sc)), out.control.int_sigma[-1], layout)
 
     return f, x0, ctrl.control_dt
 
