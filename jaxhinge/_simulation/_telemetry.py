@@ -3,12 +3,10 @@
 
 import jax.numpy as jnp
 
-from .._model._telemetry import VECTOR_COLUMNS, WHEEL_OUTPUTS, Telemetry, output_names
+from .._model._telemetry import VECTOR_COLUMNS, WHEEL_OUTPUTS
 from ._trajectory import OUTPUT_UNITS
 
-# `Telemetry` and `output_names` are the data model's (`_model._telemetry`), named here too for the fits that
-# import them with the output matrix
-__all__ = ["Telemetry", "column_unit", "model_outputs", "output_names"]
+__all__ = ["column_unit", "model_outputs"]
 
 
 def column_unit(column: str) -> str:

@@ -56,9 +56,10 @@ from jaxtyping import Array, Float, Int
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
 from ..._model._scenario import Scenario, compile_key
+from ..._model._telemetry import Telemetry, output_names
 from ..._simulation._memory import check_memory
 from ..._simulation._simulate import simulate_unjitted
-from ..._simulation._telemetry import Telemetry, model_outputs, output_names
+from ..._simulation._telemetry import model_outputs
 from ..._simulation._trajectory import Trajectory
 from ._fit_options import Acceptance, RandomStarts
 from ._fit_step import richardson

@@ -57,10 +57,10 @@ from jaxtyping import Array, Bool, Float
 from ..._dynamics._energy import initial_state
 from ..._math import mrp_near
 from ..._model._control import ControlState, initial_control_state
+from ..._model._telemetry import Telemetry
 from ..._runtime._programs import program
 from ..._simulation._propagate import flat_state, flight_software, propagate, state_layout, unflat_state
 from ..._simulation._simulate import trajectory_of
-from ..._simulation._telemetry import Telemetry
 
 __all__ = ["CONTROL_STATES", "ROTATIONAL", "Linearisation", "Segments", "ShootingProblem", "chain", "control_steps",
            "evaluate", "grid", "jacobian_factor", "linearise", "mode_range", "point_step", "segment_length",

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
-from ..._simulation._telemetry import Telemetry
+from ..._model._telemetry import Telemetry
 from ._lsq_coords import LOG_CLIP
 from ._lsq_solver import FAIL, Solution, solve
 from ._segments import grid, point_step, segment_length, shooting_problem

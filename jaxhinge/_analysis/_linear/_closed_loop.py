@@ -53,13 +53,13 @@ from jaxtyping import Array, Bool, Complex, Float
 from ..._dynamics._backsub import state_derivative_held
 from ..._errors import ScenarioError
 from ..._math import mrp_bmat, sub_mrp
+from ..._model._boundary import FreeFree
 from ..._model._control import ControlState, control_update, initial_control_state
 from ..._model._loads import Loads
 from ..._model._scenario import Scenario
 from ..._model._spacecraft import State, strip_labels
 from ..._runtime._programs import program
 from ..._simulation._propagate import flat_state, propagate, state_layout, unflat_state, with_command
-from ._boundary import FreeFree
 from ._linearize import body_jacobians, mass_matrix, mode_labels, rest_spacecraft, structure, wheel_speeds
 from ._modes import as_point, eigenvalues, first_order_clusters, modes_unjitted, poles_first_order, relabel
 
