@@ -120,3 +120,27 @@ def _lsq():
 
 
 LSQ = _lsq()
+
+
+def single_shooting_agrees(guess, tel, free, res, atol=1e-7):
+    """Single shooting at a multiple-shooting solution (`simulate` through the whole record in forward mode: no
+    code shared with the segments but the one propagation): its residuals equal the solution's (`atol` sigma: rk4
+    repeats the same steps, 1e-7; an adaptive integrator takes other steps through the whole record than through
+    the segments, so its tolerance sets it), its own Gauss-Newton step from there is below 1e-3 sigma in every
+    coordinate (a single-shooting fit started there stays) and the sigmas from its Jacobian equal multiple
+    shooting's to 1e-6 relative."""
+    from jaxhinge._analysis._fitting import _identify as I
+    from jaxhinge._analysis._fitting._lsq_analysis import analyse
+    from jaxhinge._analysis._fitting._lsq_solver import evaluate
+
+    scens, tels, coords, parts = I.check_identify(guess, tel, free)
+    idx, mc, fx, sens = parts[0]
+    single = I._JointResiduals((I._record_problem(scens[0], tels[0], mc, idx, fx, sens),))
+    u = np.array([c.coordinate(v) for c, v in zip(coords, res.values)])
+    ev = evaluate(jnp.asarray(u), single)
+    J, r = np.asarray(ev.jacobian), np.asarray(ev.residuals)
+    assert np.allclose(r.reshape(res.residuals.shape), res.residuals, rtol=0, atol=atol)
+    a = analyse(J, r, coords)
+    step = np.linalg.lstsq(J, -r, rcond=None)[0]
+    assert np.all(np.abs(step) < 1e-3 * a.sigma_u), step / a.sigma_u
+    assert np.allclose(a.sigma(coords, res.values), res.sigma, rtol=1e-6, atol=0)

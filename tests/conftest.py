@@ -65,10 +65,9 @@ def pytest_unconfigure(config):
 # worker time of each, roughly, from `--durations` and compile logs) so no worker is left with a long group at the
 # end; a module not listed here runs after the listed ones. The order changes only the wall time, never a result.
 _LONGEST_FIRST = (
-    "test_identify.py", "test_chains.py", "test_basilisk_xla_default.py", "test_campaign.py", "test_closed_loop.py",
-    "test_wheels.py", "test_modes.py", "test_basilisk_reference.py", "08_wheels_flight_record.ipynb", "test_fit.py",
-    "test_simulate.py", "test_control.py", "test_fea_fit.py", "test_kane.py", "test_sensitivity.py",
-    "test_shooting.py", "test_batch.py", "test_cli.py", "09_closed_loop.ipynb", "03_identify_from_telemetry.ipynb",
+    "test_shooting_models.py", "test_identify.py", "test_chains.py", "test_basilisk_xla_default.py", "test_campaign.py", "test_closed_loop.py",
+    "test_wheels.py", "test_modes.py", "test_basilisk_reference.py", "08_wheels_flight_record.ipynb", "test_shooting.py", "test_fit.py",
+    "test_simulate.py", "test_control.py", "test_fea_fit.py", "test_kane.py", "test_sensitivity.py", "test_batch.py", "test_cli.py", "09_closed_loop.ipynb", "03_identify_from_telemetry.ipynb",
     "test_fea_shapes.py", "06_folding_array.ipynb", "02_fit_fea_frequencies.ipynb", "01_quickstart.ipynb",
     "04_sensitivity.ipynb", "test_rk4_scan.py", "05_monte_carlo.ipynb", "07_fea_modes.ipynb", "test_rules.py",
     "test_wheel_modes.py", "test_programs.py",
@@ -87,6 +86,37 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: file order within a group
+
+
+# Each worker's peak resident memory, reported at the end of a run (xdist workers send theirs to the controller;
+# a run in one process reports its own): the suite's memory is measured, not guessed.
+_PEAK_RSS_MB: dict[str, float] = {}
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kilobytes
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["peak_rss_mb"] = _peak_rss_mb()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    peak = getattr(node, "workeroutput", {}).get("peak_rss_mb")
+    if peak is not None:
+        _PEAK_RSS_MB[node.gateway.id] = peak
+
+
+def pytest_terminal_summary(terminalreporter):
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    peaks = _PEAK_RSS_MB or {"main": _peak_rss_mb()}
+    terminalreporter.write_line("peak resident memory: " + ", ".join(f"{k} {v:.0f} MB" for k, v in sorted(
+        peaks.items())))
 
 
 @pytest.fixture

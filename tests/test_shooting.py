@@ -13,6 +13,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _helpers import single_shooting_agrees
 from conftest import DATA
 
 import jaxhinge as jh
@@ -20,8 +21,6 @@ from jaxhinge._analysis._fitting import _identify as I
 from jaxhinge._analysis._fitting import _segments as SEG
 from jaxhinge._analysis._fitting import _shooting as MS
 from jaxhinge._analysis._fitting import _shooting_solve as MSS
-from jaxhinge._analysis._fitting._lsq_analysis import analyse
-from jaxhinge._analysis._fitting._lsq_solver import evaluate
 from jaxhinge._errors import FitError
 from jaxhinge._jobs._identify import identify_arguments, load_identify
 from jaxhinge._model._params import current_value
@@ -123,18 +122,7 @@ def test_multiple_shooting_recovers_the_parameters_and_equals_single_shooting_at
     assert info["segments"] == 7 and res.iterations <= 20, info  # measured 17 + 2 (5 of them rejected trials)
     assert info["max_defect"] < 1e-8, info
     assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
-    # single shooting at the solution
-    scens, tels, coords, parts = I.check_identify(guess, tel, FREE)
-    idx, mc, fx, sens = parts[0]
-    single = I._JointResiduals((I._record_problem(scens[0], tels[0], mc, idx, fx, sens),))
-    u = np.array([c.coordinate(v) for c, v in zip(coords, res.values)])
-    ev = evaluate(jnp.asarray(u), single)
-    J, r = np.asarray(ev.jacobian), np.asarray(ev.residuals)
-    assert np.allclose(r.reshape(res.residuals.shape), res.residuals, rtol=0, atol=1e-7)
-    a = analyse(J, r, coords)
-    step = np.linalg.lstsq(J, -r, rcond=None)[0]
-    assert np.all(np.abs(step) < 1e-3 * a.sigma_u), step / a.sigma_u
-    assert np.allclose(a.sigma(coords, res.values), res.sigma, rtol=1e-6, atol=0)
+    single_shooting_agrees(guess, tel, FREE, res)  # single shooting at the solution
 
 
 def test_multiple_shooting_is_refused_where_a_record_cannot_be_cut(record):
@@ -288,101 +276,3 @@ def test_multiple_shooting_that_ends_worse_than_its_start_falls_back_to_single_s
     block = json.loads(json.dumps(_shooting_json(res.shooting)))
     assert block["fallback"]["multiple"]["segments"] == fb["multiple"]["segments"] >= 4 and block["fallback"]["reason"] == fb["reason"]
     assert "the fall-back" in shooting_line(res.shooting)
-
-
-def _single_shooting_agrees(guess, tel, free, res, atol=1e-7):
-    """Single shooting at a multiple-shooting solution (`simulate` through the whole record in forward mode: no
-    code shared with the segments but the one propagation): its residuals equal the solution's (`atol` sigma: rk4
-    repeats the same steps, 1e-7; an adaptive integrator takes other steps through the whole record than through
-    the segments, so its tolerance sets it), its own Gauss-Newton step from there is below 1e-3 sigma in every
-    coordinate (a single-shooting fit started there stays) and the sigmas from its Jacobian equal multiple
-    shooting's to 1e-6 relative."""
-    scens, tels, coords, parts = I.check_identify(guess, tel, free)
-    idx, mc, fx, sens = parts[0]
-    single = I._JointResiduals((I._record_problem(scens[0], tels[0], mc, idx, fx, sens),))
-    u = np.array([c.coordinate(v) for c, v in zip(coords, res.values)])
-    ev = evaluate(jnp.asarray(u), single)
-    J, r = np.asarray(ev.jacobian), np.asarray(ev.residuals)
-    assert np.allclose(r.reshape(res.residuals.shape), res.residuals, rtol=0, atol=atol)
-    a = analyse(J, r, coords)
-    step = np.linalg.lstsq(J, -r, rcond=None)[0]
-    assert np.all(np.abs(step) < 1e-3 * a.sigma_u), step / a.sigma_u
-    assert np.allclose(a.sigma(coords, res.values), res.sigma, rtol=1e-6, atol=0)
-
-
-@pytest.mark.slow
-def test_multiple_shooting_with_an_adaptive_integrator():
-    """tsit5 (rtol 1e-10, atol 1e-12) steps each segment between the samples by itself (`propagate_adaptive`): a
-    12 s record of the random 3-D two-panel configuration, 4 segments of 3 s, from 25-30 % off: converged, the
-    truth within 3 sigma, and single shooting at the solution agrees (its residuals within 3e-6 sigma: measured
-    6.3e-7, the integrator's tolerance on motions ~1e-2 against sigmas of 1e-5)."""
-    sc = jh.load_scenario(os.path.join(DATA, "telemetry", "random3d_2p.toml"))
-    sc = dataclasses.replace(sc, simulation=dataclasses.replace(sc.simulation, t_end=12.0, save_dt=0.05))
-    sc = sc.with_simulation(integrator=jh.Tsit5(rtol=1e-10, atol=1e-12))
-    traj = jh.simulate(sc)
-    v = np.concatenate([np.asarray(traj.omega_BN_B), np.asarray(traj.theta)], axis=1)
-    tel = jh.telemetry_from_arrays(np.asarray(traj.t), v + np.random.default_rng(7).normal(size=v.shape) * SIGMA,
-                                   COLS, SIGMA, sc)
-    truth = np.array([float(jnp.asarray(current_value(sc, n))) for n in FREE])
-    guess = jh.apply_parameters(sc, dict(zip(FREE, truth * np.array([1.25, 0.72, 0.7, 1.3]))))
-    res = jh.identify(guess, tel, FREE, shooting=jh.MultipleShooting(segment=3.0))
-    info = res.shooting
-    assert res.converged and info["method"] == "multiple" and info["segments"] == 4, (res.message, info)
-    assert info["max_defect"] < 1e-8, info
-    assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
-    _single_shooting_agrees(guess, tel, FREE, res, atol=3e-6)
-
-
-@pytest.mark.slow
-def test_multiple_shooting_fits_a_basilisk_closed_loop_record_with_the_controller_in_the_model():
-    """Basilisk 2.12.1's closed loop with an integral term (tests/data/bsk/control_integral: mrpFeedback with
-    Ki = 0.02 onto four wheels every 0.1 s, two single panels and a two-panel chain), its first 10 s, gyro and
-    hinge encoders every 0.1 s with seeded noise: the two single panels' k and c from 25-30 % off by multiple
-    shooting with the controller in the model (its integral state a segment unknown; 5 segments of 2 s, each
-    starting on a control sample; rk4 at 10 ms: rk4's error there, ~1e-9 of the motion, is far below the
-    noise). Converged with the continuity defects at round-off, the truth within 3 sigma (measured 0.09-1.45),
-    and single shooting at the solution agrees."""
-    sc = jh.load_scenario(os.path.join(DATA, "bsk", "control_integral.toml"))
-    sc = dataclasses.replace(sc, simulation=dataclasses.replace(sc.simulation, t_end=10.0, dt=0.01))
-    d = np.load(os.path.join(DATA, "bsk", "control_integral.npz"))
-    keep = d["t"] <= 10.0 + 1e-9
-    names = sc.spacecraft.panels.labels
-    cols = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3"] + [f"theta_{p}" for p in names]
-    sig = np.array([1e-5] * 3 + [1e-4] * len(names))
-    v = np.concatenate([d["omega_BN_B"][keep], d["theta"][keep]], axis=1)
-    tel = jh.telemetry_from_arrays(d["t"][keep], v + np.random.default_rng(3).normal(size=v.shape) * sig, cols,
-                                   sig, sc)
-    free = ["boom.k", "wing.k", "boom.c", "wing.c"]
-    truth = np.array([float(jnp.asarray(current_value(sc, f))) for f in free])
-    guess = jh.apply_parameters(sc, dict(zip(free, truth * np.array([1.25, 0.72, 0.7, 1.3]))))
-    res = jh.identify(guess, tel, free, shooting=jh.MultipleShooting(segment=2.0))
-    info = res.shooting
-    assert res.converged and info["method"] == "multiple" and info["segments"] == 5, (res.message, info)
-    assert info["max_defect"] < 1e-8 and len(info["max_defect_abs"]) == 6 + 2 * 4 + 4 + 3, info
-    assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
-    _single_shooting_agrees(guess, tel, free, res)
-
-
-@pytest.mark.slow
-def test_multiple_shooting_with_hub_position_and_velocity_measured():
-    """Where the hub's position and velocity are measured (`r_BN_N`, `v_BN_N` columns: the panels' swing moves
-    B about the fixed system CoM), they join each segment's unknowns (16 state components for two panels, not
-    10): a 12 s record of the random 3-D two-panel configuration, 4 segments of 3 s, from 25-30 % off, converged
-    with the defects at round-off, the truth within 3 sigma, and single shooting at the solution agrees."""
-    sc = jh.load_scenario(os.path.join(DATA, "telemetry", "random3d_2p.toml"))
-    sc = dataclasses.replace(sc, simulation=dataclasses.replace(sc.simulation, t_end=12.0, save_dt=0.05, dt=0.01))
-    traj = jh.simulate(sc)
-    cols = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3", "r_BN_N_1", "r_BN_N_2", "r_BN_N_3", "v_BN_N_1",
-            "v_BN_N_2", "v_BN_N_3"]
-    sig = np.array([1e-5] * 3 + [1e-5] * 3 + [1e-5] * 3)
-    v = np.concatenate([np.asarray(traj.omega_BN_B), np.asarray(traj.r_BN_N), np.asarray(traj.v_BN_N)], axis=1)
-    tel = jh.telemetry_from_arrays(np.asarray(traj.t), v + np.random.default_rng(5).normal(size=v.shape) * sig,
-                                   cols, sig, sc)
-    truth = np.array([float(jnp.asarray(current_value(sc, n))) for n in FREE])
-    guess = jh.apply_parameters(sc, dict(zip(FREE, truth * np.array([1.25, 0.72, 0.7, 1.3]))))
-    res = jh.identify(guess, tel, FREE, shooting=jh.MultipleShooting(segment=3.0))
-    info = res.shooting
-    assert res.converged and info["method"] == "multiple" and info["segments"] == 4, (res.message, info)
-    assert info["max_defect"] < 1e-8 and len(info["max_defect_abs"]) == 16, info
-    assert np.all(np.abs(res.values - truth) < 3 * res.sigma), (res.values - truth) / res.sigma
-    _single_shooting_agrees(guess, tel, FREE, res)
