@@ -22,6 +22,9 @@ _PUBLIC = {
     "Spacecraft": ("_model._spacecraft", "Spacecraft"),
     "Wheels": ("_model._spacecraft", "Wheels"),
     "Control": ("_model._control", "Control"),
+    "AbstractActuator": ("_model._actuators", "AbstractActuator"),
+    "WheelTorques": ("_model._actuators", "WheelTorques"),
+    "HubTorque": ("_model._actuators", "HubTorque"),
     "InitialState": ("_model._spacecraft", "InitialState"),
     "State": ("_model._spacecraft", "State"),
     "Loads": ("_model._loads", "Loads"),
@@ -196,6 +199,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference (mk
     from ._jobs._campaign import run_campaign as run_campaign
     from ._jobs._fit_files import load_fit_file as load_fit  # noqa: F401
     from ._jobs._sweep import load_sweep as load_sweep
+    from ._model._actuators import AbstractActuator as AbstractActuator
+    from ._model._actuators import HubTorque as HubTorque
+    from ._model._actuators import WheelTorques as WheelTorques
     from ._model._boundary import AbstractBoundary as AbstractBoundary
     from ._model._boundary import FreeFree as FreeFree
     from ._model._boundary import HubClamped as HubClamped

@@ -144,3 +144,16 @@ def single_shooting_agrees(guess, tel, free, res, atol=1e-7):
     step = np.linalg.lstsq(J, -r, rcond=None)[0]
     assert np.all(np.abs(step) < 1e-3 * a.sigma_u), step / a.sigma_u
     assert np.allclose(a.sigma(coords, res.values), res.sigma, rtol=1e-6, atol=0)
+
+
+def with_actuator(scenario, actuator):
+    """`scenario` with its controller's actuator replaced (an object or a file name), every other field as it is
+    (`jh.Control` built again: its converter maps a name to the object)."""
+    import dataclasses
+
+    import jaxhinge as jh
+
+    ctrl = scenario.control
+    kw = {f.name: getattr(ctrl, f.name) for f in dataclasses.fields(ctrl)} | {"actuator": actuator}
+    return jh.Scenario(spacecraft=scenario.spacecraft, initial=scenario.initial, loads=scenario.loads,
+                       simulation=scenario.simulation, control=jh.Control(**kw))

@@ -253,3 +253,22 @@ def test_fit_controller_gain_to_closed_loop_targets(tmp_path, capsys):
         assert main(["fit", str(fit)]) == 2
         errors = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
         assert len(errors) == 1 and msg in errors[0], errors
+
+
+@pytest.mark.parametrize("name, actuator", [("torque", jh.HubTorque()), ("wheels", jh.WheelTorques())])
+def test_actuator_by_name_or_object_is_one_program(name, actuator):
+    """Issue 44: the controller's actuator is static data, an object (`HubTorque()`, `WheelTorques()`) that files
+    name ("torque", "wheels"): the closed-loop poles of `_small` spelled either way are one compiled program and
+    equal to the last bit (eigenvalues, the commands per radian, the saturation angles)."""
+    from _helpers import with_actuator
+    from test_control import _small
+
+    from jaxhinge._analysis._linear._closed_loop import _closed_loop_jit
+
+    by_name = jh.scenario_from_dict(_small(actuator=name))
+    a = jh.closed_loop_poles(by_name)
+    programs = _closed_loop_jit.plain._cached._cache_size()
+    b = jh.closed_loop_poles(with_actuator(by_name, actuator))
+    assert _closed_loop_jit.plain._cached._cache_size() == programs
+    for k in ("eigenvalue", "command_per_rad", "saturation_angle", "margin"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, k)), np.asarray(getattr(b, k)), err_msg=k)

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from _helpers import with_actuator
 from conftest import DATA
 
 import jaxhinge as jh
@@ -51,6 +52,51 @@ def test_bad_control_tables_are_refused(change, match):
             d[key].update(value)
     with pytest.raises(jh.ScenarioError, match=r"^c\.toml: " + match):
         jh.scenario_from_dict(d, "c.toml")
+
+
+def test_actuators_are_objects_with_file_names():
+    """Issue 44: `Control.actuator` is an object, `WheelTorques()` (rwMotorTorque) or `HubTorque()`; files and the
+    command line name it ("wheels", "torque") through one table, `ACTUATORS`, whose names are the schema's choices.
+    Name -> object -> name round-trips, and a scenario written and read back keeps the name; `jh.Control` takes the
+    object or its name, the same controller. Equal actuators are equal and hash equal (static data): the scenario
+    spelled either way runs one compiled program, its outputs equal to the last bit. A bad name is refused
+    naming `control.actuator` and the allowed names; the wheels without [[wheels]] are refused before any compute
+    (by file: test_bad_control_tables_are_refused)."""
+    from jaxhinge._model._actuators import ACTUATORS, actuator_named
+    from jaxhinge._model._schema import field
+    from jaxhinge._simulation._simulate import _simulate_jit
+
+    assert tuple(ACTUATORS) == field("control", "actuator").choices == ("wheels", "torque")
+    assert ACTUATORS == {"wheels": jh.WheelTorques(), "torque": jh.HubTorque()}
+    for name, a in ACTUATORS.items():
+        assert isinstance(a, jh.AbstractActuator) and a.name == name
+        assert actuator_named(name) is a and actuator_named(a) is a
+    assert jh.WheelTorques() == jh.WheelTorques() and hash(jh.WheelTorques()) == hash(jh.WheelTorques())
+    assert jh.HubTorque() == jh.HubTorque() and hash(jh.HubTorque()) == hash(jh.HubTorque())
+    assert jh.HubTorque() != jh.WheelTorques()
+    by_name = jh.scenario_from_dict(_small(actuator="torque"))
+    assert by_name.control.actuator == jh.HubTorque() and jh.scenario_from_dict(_small()).control.actuator == (
+        jh.WheelTorques())
+    assert jh.scenario_to_dict(by_name)["control"]["actuator"] == "torque"
+    by_object = with_actuator(by_name, jh.HubTorque())
+    assert by_object.control.actuator == by_name.control.actuator  # equal objects, not the same one
+    assert by_object.control.actuator is not by_name.control.actuator
+    a = jh.simulate(by_name)
+    programs = _simulate_jit.plain._cached._cache_size()
+    b = jh.simulate(by_object)
+    assert _simulate_jit.plain._cached._cache_size() == programs  # no new program
+    for k in ("sigma_BN", "omega_BN_B", "theta", "Omega", "u_current", "Lr"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, k)), np.asarray(getattr(b, k)), err_msg=k)
+    with pytest.raises(jh.ConfigError, match=r'^control\.actuator = "thrusters": must be one of "wheels", "torque"$'):
+        with_actuator(by_name, "thrusters")
+    with pytest.raises(jh.ConfigError, match=r"control\.actuator = 3: must be one of"):
+        jh.Control(K=1.0, P=1.0, control_dt=0.1, ISCPntB_B=np.eye(3), actuator=3)
+    d = _small(actuator="torque")
+    d.pop("wheels")
+    bare = jh.scenario_from_dict(d)
+    with pytest.raises(jh.ScenarioError, match=r'^simulate: control\.actuator = "wheels": the spacecraft has no '
+                       r"\[\[wheels\]\]; use actuator = \"torque\""):
+        jh.simulate(with_actuator(bare, jh.WheelTorques()))
 
 
 def test_controller_parameters_and_file_round_trip(tmp_path):

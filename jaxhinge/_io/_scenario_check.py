@@ -20,6 +20,7 @@ from .._format import fmt_value as _fmt
 from .._format import kind as _kind
 from .._format import toml_str as _toml_str
 from .._format import unwrap as _unwrap
+from .._model._actuators import actuator_named
 from .._model._integrators import TICK_RTOL
 from .._model._loads import HOLDS, input_columns, rk4_silent_pulse
 from .._model._rules import UNIT_NOTE_TOL, UNIT_TOL, rigid_body_problem, value_problem
@@ -428,20 +429,12 @@ def _check_control(ck: _Checker, raw, sim: SimulationConfig, wheels, inputs, not
                                      plausible=False)
         if problem:
             raise ck.bad(problem[0], table[CONTROL_INERTIA], problem[2])
-    axes = out[axes_field.name]
-    raw_axes = table.get(axes_field.name, axes_field.default)
-    if out[act.name] == "wheels":
-        if wheels is None:
-            raise ck.bad(f"control.{act.name}", "wheels", "the spacecraft has no [[wheels]]; use actuator = "
-                         "\"torque\" (a hub torque) or add wheels")
-        cg = axes @ wheels[SPIN_AXIS].T
-        sv = np.linalg.svd(cg, compute_uv=False)
-        if sv.size < len(axes) or sv[-1] <= 1e-9 * max(sv[0], 1e-300):
-            raise ck.bad(f"control.{axes_field.name}", raw_axes, f"the wheels' spin axes do not span these "
-                         f"{len(axes)} control axes (rwMotorTorque could not realise a torque about each)")
-        if inputs is not None and any(c.startswith("u_") for c in inputs["columns"]):
-            raise ck.fail(f"control.{act.name}", "the controller commands the wheels; recorded wheel commands "
-                          "(u_<wheel> columns in [inputs]) would be added to its command")
+    # what the actuator needs of the spacecraft (the wheels it commands, spin axes spanning the control axes)
+    need = actuator_named(out[act.name]).problem(None if wheels is None else wheels[SPIN_AXIS],
+                                                out[axes_field.name], () if inputs is None else inputs["columns"])
+    if need is not None:
+        key, words = need
+        raise ck.bad(f"control.{key}", table.get(key, field("control", key).default), words)
     return out
 
 

@@ -175,8 +175,8 @@ def _value(scenario: Scenario, f: Field, count: int | None, where: str) -> Any:
     """A field's value as a file holds it (plain lists and floats, one element a panel or wheel: `count`), from
     the pytree that carries it (`Scenario.part`); a per-wheel initial condition not set (None) is 0."""
     x = getattr(scenario.part(f.model), f.attribute)
-    if f.static:
-        return x
+    if f.static:  # a strategy object (the controller's actuator): the file holds its name
+        return x.name
     if x is None:
         x = np.zeros((count, *f.shape))
     rank = np.ndim(x) - len(f.shape)

@@ -15,9 +15,10 @@ clipped to `integralLimit`, $z = \int\sigma + I\omega_{BR}$; $\Delta t = 0$ on t
 `priorTime` reads 0 at its first and second call), `control_dt` after. The torque requested on the hub is
 $-L_r$ (`cmdTorqueOutMsg.torqueRequestBody`): the output `Lr` of a trajectory is this request [N m, B].
 
-**`rwMotorTorque`**: the request projected on the `controlAxes_B` rows $C$ and realised by the minimum-norm
-wheel torques $u = (CG_s)^T (CG_s (CG_s)^T)^{-1} C L_r$ (a wheel's motor torque acts on the hub as
-$-u\,\hat g_s$), added to the wheels' other commands and clipped by their `u_max`.
+**The actuator** (`Control.actuator`, `_model/_actuators.py`) makes its command of $L_r$: `WheelTorques()`
+(`rwMotorTorque`: the request projected on the `controlAxes_B` rows $C$ and realised by the minimum-norm wheel
+torques $u = (CG_s)^T (CG_s (CG_s)^T)^{-1} C L_r$, added to the wheels' other commands and clipped by their
+`u_max`) or `HubTorque()` (the request on the hub as it is).
 """
 
 import equinox as eqx
@@ -25,10 +26,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._math import cross3, mv3, sub_mrp
-from ._schema import field
+from ._actuators import AbstractActuator, actuator_named
+from ._schema import ACTUATOR, field
 from ._spacecraft import fill_leaves, schema_leaves
-
-ACTUATORS = field("control", "actuator").choices  # ("wheels", "torque")
 
 
 class Control(eqx.Module):
@@ -40,12 +40,16 @@ class Control(eqx.Module):
     - `ISCPntB_B` (3, 3) [kg m^2]: the controller's inertia model; `knownTorquePntB_B` (3,) [N m].
     - `controlAxes_B` (A, 3): the axes `rwMotorTorque` controls (rows, 1 to 3 of them).
     - `control_dt` [s]: the flight-software period (a whole multiple of the rk4 `dt`).
-    - `actuator` (static): `"wheels"` (`rwMotorTorque` onto the `[[wheels]]`) or `"torque"` (a hub torque).
+    - `actuator` (static): what realises the torque, `WheelTorques()` (`rwMotorTorque` onto the `[[wheels]]`) or
+      `HubTorque()` (a hub torque), or its file name (`"wheels"`, `"torque"`; default `"wheels"`).
 
     Every number is an array leaf: the registry's `control.K`, `control.P`, ... (fits, sweeps, sensitivities).
     """
 
     __annotations__, _leaves = schema_leaves("control")
+    # the actuator is an object (`_model/_actuators.py`); a name is converted by the one table, `ACTUATORS`
+    __annotations__[ACTUATOR] = AbstractActuator
+    _leaves[ACTUATOR] = eqx.field(static=True, default=field("control", ACTUATOR).default, converter=actuator_named)
     locals().update(_leaves)
     del _leaves
 
@@ -97,9 +101,4 @@ def control_update(control: Control, wheels, sigma_BN, omega_BN_B, Omega, cs: Co
     Lr = (control.K * sigma_BR + control.P * omega_BR + control.P * Kiz - cross3(omega_RN + Kiz, h)
           + mv3(I, cross3(omega_BN_B, omega_RN) - domega_RN) + control.knownTorquePntB_B)
     request = -Lr
-    u = cs.u
-    if control.actuator == "wheels":
-        C = control.controlAxes_B
-        CG = C @ wheels.gsHat_B.T  # (axes, wheels)
-        u = CG.T @ jnp.linalg.solve(CG @ CG.T, C @ Lr)
-    return ControlState(int_sigma, cs.calls + 1.0, request, u)
+    return control.actuator.realise(control, wheels, Lr, ControlState(int_sigma, cs.calls + 1.0, request, cs.u))

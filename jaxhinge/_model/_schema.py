@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ._actuators import ACTUATORS  # the actuators' file names (`control.actuator`'s choices)
+
 
 class _Required:
     def __repr__(self) -> str:
@@ -247,7 +249,7 @@ SCHEMA: tuple[Field, ...] = (
     _f("control_dt", "control", (), "s", "flight-software period (a whole multiple of the rk4 dt)",
        rule="positive", default=REQUIRED, tables=("control",), model="control", fit="log"),
     _f("actuator", "control", (), "", "what realises the torque: the wheels or a hub torque", rule="choice",
-       default="wheels", choices=("wheels", "torque"), tables=("control",), model="control", static=True, fit=None, basilisk="-"),
+       default="wheels", choices=tuple(ACTUATORS), tables=("control",), model="control", static=True, fit=None, basilisk="-"),
     # -- gravity ([gravity]; Basilisk's point-mass gravity, applied at the system CoM)
     _f("mu", "gravity", (), "m^3/s^2", "gravitational parameter", rule="positive", default=REQUIRED,
        tables=("gravity",), model="gravity", fit=None, aliases=("gm",),

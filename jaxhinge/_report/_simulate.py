@@ -21,9 +21,8 @@ def simulate_header(path: str, scenario) -> str:
         parts.append(f"{sc.wheels.count} wheel(s)" + (
             f" (u_max {', '.join(f'{v:g}' for v in limits)} N m)" if limits else " (no torque limit)"))
     if ctrl is not None:
-        on = "the wheels" if ctrl.actuator == "wheels" else "a hub torque"
-        parts.append(f"attitude controller on {on} every {float(ctrl.control_dt):g} s (K = {float(ctrl.K):g}, "
-                     f"P = {float(ctrl.P):g})")
+        parts.append(f"attitude controller on {ctrl.actuator.words} every {float(ctrl.control_dt):g} s "
+                     f"(K = {float(ctrl.K):g}, P = {float(ctrl.P):g})")
     if loads.inputs is not None:
         src = os.path.basename(loads.inputs.source) if loads.inputs.source else "recorded"
         parts.append(f"inputs {src} ({len(loads.inputs.columns)} column(s), {loads.inputs.hold})")
@@ -55,7 +54,7 @@ def _wheel_lines(out: dict, wheels, ctrl) -> list[str]:
             line += f", at u_max = {u_max[j]:g} N m for {k.size * step:g} s ({k.size} of {len(t)} samples"
             line += f", t = {t[k[0]]:g} .. {t[k[-1]]:g} s)" if k.size else ")"
         lines.append(line + f"; Omega final {out['Omega'][-1, j]:.9g} rad/s")
-    if ctrl is not None and ctrl.actuator == "wheels" and sat.any():
+    if ctrl is not None and ctrl.actuator.saturates and sat.any():
         k = np.flatnonzero(sat.any(axis=1))
         lines.append(f"{'note':<20}saturated: a wheel at u_max for {k.size * step:g} s (t = {t[k[0]]:g} .. {t[k[-1]]:g} "
                      "s); the loop is not linear there: its closed-loop poles (modes --closed-loop) describe this run "

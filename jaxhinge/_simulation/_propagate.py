@@ -58,13 +58,10 @@ def state_layout(spacecraft) -> tuple[int, bool]:
 
 
 def with_command(loads_t0, control: Control | None, cs: ControlState | None):
-    """The loads of a step plus the controller's held command (a hub torque or wheel torques)."""
+    """The loads of a step plus the controller's held command (its actuator's: a hub torque or wheel torques)."""
     if control is None:
         return loads_t0
-    f_b, f_n, tq, u, u_w = loads_t0
-    if control.actuator == "torque":
-        return f_b, f_n, tq + cs.Lr, u, u_w
-    return f_b, f_n, tq, u, u_w + cs.u
+    return control.actuator.loads(loads_t0, cs)
 
 
 def is_sample(control: Control, j, dt):

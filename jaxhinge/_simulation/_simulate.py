@@ -243,10 +243,12 @@ def _wheel_outputs(scenario: Scenario, ts, ys: State, control: ControlState | No
     if wheels is None:
         empty = jnp.zeros((T, 0), ys.theta.dtype)
         return {"Omega": empty, "u_current": empty}
-    extra = jnp.zeros_like(ys.Omega)
-    if control is not None and scenario.control.actuator == "wheels":
-        extra = control.u
-    u, _ = jax.vmap(lambda t, Om, e: wheel_torques(wheels, Om, scenario.loads.at(t)[4] + e))(ts, ys.Omega, extra)
+    ctrl = scenario.control
+
+    def applied(t, Om, cs):  # the wheels' commands at t: the loads' and any the controller holds from t on
+        return wheel_torques(wheels, Om, with_command(scenario.loads.at(t), ctrl, cs)[4])[0]
+
+    u = jax.vmap(applied)(ts, ys.Omega, control)
     return {"Omega": ys.Omega, "u_current": u}
 
 
@@ -267,9 +269,10 @@ def refuse_invalid(scenario: Scenario, source: str) -> None:
     (`_model._rules.model_problems`; a batch: member by member): a `ScenarioError` naming the member, the field,
     the value and the rule. Traced scenarios are checked inside the program (`model_ok`, per member)."""
     sc, pulses = scenario.spacecraft, scenario.loads.pulses
-    if scenario.control is not None and scenario.control.actuator == "wheels" and sc.wheels is None:
-        raise ScenarioError.bad(source, "control.actuator", "wheels", "the spacecraft has no [[wheels]]; use "
-                                "actuator = \"torque\" (a hub torque) or add wheels")
+    actuator = None if scenario.control is None else scenario.control.actuator
+    problem = None if actuator is None else actuator.problem(None if sc.wheels is None else sc.wheels.gsHat_B)
+    if problem is not None:
+        raise ScenarioError.bad(source, f"control.{problem[0]}", actuator.name, problem[1])
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((sc, pulses))):
         return
     if pulses is not None and scenario.simulation.integrator.fixed_step and np.ndim(pulses.t_start) == 1:

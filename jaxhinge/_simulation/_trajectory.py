@@ -131,13 +131,13 @@ def conserved(scenario: Scenario) -> tuple[str, ...]:
     rotational momentum about C (springs, dampers, hinge and wheel motors and wheel friction act inside the
     spacecraft); the rotational energy (springs and wheels included) too when no hinge has damping (`c = 0`) or
     motor torque and no wheel has a motor torque or friction. With external loads (recorded ones included, and an
-    attitude controller that torques the hub, `control.actuator = "torque"`): none. A controller on the wheels
+    attitude controller that torques the hub, `HubTorque()`: its actuator is `external`): none. A controller on the wheels
     is a wheel motor torque (internal: the rotational energy is not conserved, the momenta are)."""
     L, p, w, ctrl = scenario.loads, scenario.spacecraft.panels, scenario.spacecraft.wheels, scenario.control
     vectors = (L.extForce_B, L.extForce_N, L.extTorquePntB_B) + (
         () if L.pulses is None else (L.pulses.extForce_B, L.pulses.extForce_N, L.pulses.extTorquePntB_B))
     loaded = L.inputs is not None and any(i >= 0 for idx in L.inputs.targets[:3] for i in idx)
-    torqued = ctrl is not None and ctrl.actuator == "torque"  # the controller's torque acts on the hub from outside
+    torqued = ctrl is not None and ctrl.actuator.external  # the controller's torque acts on the hub from outside
     if torqued or loaded or any(f is not None for f in (L.extForce_B_fn, L.extForce_N_fn, L.extTorquePntB_B_fn)) or any(
             np.any(np.asarray(v) != 0) for v in vectors):
         return ()

@@ -196,9 +196,8 @@ def period_matrix(scenario: Scenario, shape: tuple[int, bool] | None = None):
     h = ctrl.control_dt / steps
     zero = jnp.zeros(3, x0.dtype)
 
-    def held(cmd):
-        return ControlState(zero, jnp.asarray(2.0, x0.dtype), cmd if ctrl.actuator == "torque" else zero,
-                            cmd if ctrl.actuator == "wheels" else jnp.zeros(W, x0.dtype))
+    def held(cmd):  # the controller's state holding the command `cmd` (its actuator's: hub or wheel torques)
+        return ctrl.actuator.hold(ControlState(zero, jnp.asarray(2.0, x0.dtype), zero, jnp.zeros(W, x0.dtype)), cmd)
 
     def plant(z, cmd):
         st, _ = _split(jnp.concatenate([z, zero]) if integral else z, layout)
@@ -225,14 +224,14 @@ def period_matrix(scenario: Scenario, shape: tuple[int, bool] | None = None):
 
 def _law(ctrl, sc, layout):
     """The flight software's call (after its first two) as a function of the loop's state vector: `x ->
-    (command, new integral)`, the command being the hub torque (`torque`) or the wheel torques (`wheels`)."""
+    (command, new integral)`, the command being the actuator's (`command`: the hub torque or the wheel torques)."""
     W = layout[1]
 
     def law(x):
         st, int_sigma = _split(x, layout)
         cs = ControlState(int_sigma, jnp.asarray(2.0, x.dtype), jnp.zeros(3, x.dtype), jnp.zeros(W, x.dtype))
         cs = control_update(ctrl, sc.wheels, st.sigma_BN, st.omega_BN_B, st.Omega, cs)
-        return (cs.Lr if ctrl.actuator == "torque" else cs.u), cs.int_sigma
+        return ctrl.actuator.command(cs), cs.int_sigma
 
     return law
 
@@ -341,9 +340,7 @@ def closed_loop_unjitted(scenario: Scenario, shape: tuple[int, bool], sampled: b
     sc, x0, layout = _parts(scenario, shape[1])
     ctrl, wheels = scenario.control, scenario.spacecraft.wheels
     G = jax.jacfwd(lambda x: _law(ctrl, sc, layout)(x)[0])(x0)
-    headroom = jnp.full(3, jnp.inf, x0.dtype)  # a hub torque: no limit
-    if ctrl.actuator == "wheels":  # u_max less the motor torque that holds each wheel at the equilibrium
-        headroom = jnp.where(wheels.u_max > 0, jnp.abs(wheels.u_max) - jnp.abs(sc.wheels.u), jnp.inf)
+    headroom = ctrl.actuator.headroom(wheels, None if sc.wheels is None else sc.wheels.u, x0.dtype)
     if sampled:
         Phi, T = period_matrix(scenario, shape)
         return _poles(Phi, sc, layout, x0[:3], G, headroom, T)
@@ -359,7 +356,7 @@ def first_command(scenario: Scenario) -> float | None:
     initial state (the wheels' own `u` added): above 1 the run starts saturated, outside the linearisation. None
     for a hub torque or wheels without a limit. Host values (no compiled program)."""
     ctrl, wheels, init = scenario.control, scenario.spacecraft.wheels, scenario.initial
-    if ctrl is None or ctrl.actuator != "wheels" or not bool(jnp.any(wheels.u_max > 0)):
+    if ctrl is None or not ctrl.actuator.saturates or not bool(jnp.any(wheels.u_max > 0)):
         return None
     cs = control_update(ctrl, wheels, init.sigma_BNInit, init.omega_BN_BInit, init.OmegaInit,
                         initial_control_state(wheels.count, jnp.result_type(wheels.Js)))
