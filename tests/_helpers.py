@@ -133,13 +133,15 @@ def single_shooting_agrees(guess, tel, free, res, atol=1e-7):
     from jaxhinge._analysis._fitting._lsq_analysis import analyse
     from jaxhinge._analysis._fitting._lsq_solver import evaluate
 
-    scens, tels, coords, parts = I.check_identify(guess, tel, free)
-    idx, mc, fx, sens = parts[0]
-    single = I._JointResiduals((I._record_problem(scens[0], tels[0], mc, idx, fx, sens),))
+    scens, tels, coords, parts = I.check_identify(guess, tel, free)  # (several records: lists)
+    single = I._JointResiduals(tuple(I._record_problem(scens[k], tels[k], mc, idx, fx, sens)
+                                     for k, (idx, mc, fx, sens) in enumerate(parts)))
     u = np.array([c.coordinate(v) for c, v in zip(coords, res.values)])
     ev = evaluate(jnp.asarray(u), single)
     J, r = np.asarray(ev.jacobian), np.asarray(ev.residuals)
-    assert np.allclose(r.reshape(res.residuals.shape), res.residuals, rtol=0, atol=atol)
+    mine = np.concatenate([np.asarray(x["residuals"]).reshape(-1) for x in res.records] if len(tels) > 1
+                          else [np.asarray(res.residuals).reshape(-1)])
+    assert np.allclose(r, mine, rtol=0, atol=atol), np.abs(r - mine).max()
     a = analyse(J, r, coords)
     step = np.linalg.lstsq(J, -r, rcond=None)[0]
     assert np.all(np.abs(step) < 1e-3 * a.sigma_u), step / a.sigma_u

@@ -30,44 +30,49 @@ COLS = ["omega_BN_B_1", "omega_BN_B_2", "omega_BN_B_3", "theta_p0", "theta_p1"]
 SIGMA = np.array([1e-5, 1e-5, 1e-5, 1e-4, 1e-4])
 
 
-def _blocks(S=5, n=3, M=4, P=2, seed=0):
-    """A random linearisation of S segments (n states, M residuals, P coordinates) and its dense Jacobian of the
-    data and weighted-defect residuals over (z_0 .. z_{S-1}, u), with the residual vector."""
+def _blocks(S=5, n=3, M=4, P=2, seed=0, R=1):
+    """A random linearisation of R records of S segments each (n states, M residuals, P coordinates; the rows run
+    record after record) and its dense Jacobian of the data and weighted-defect residuals over (z_0 .. z_{RS-1},
+    u), with the residual vector: the defect into a record's first segment is from that record's initial state,
+    and no defect joins two records."""
     rng = np.random.default_rng(seed)
-    lin = SEG.Linearisation(r=jnp.asarray(rng.normal(size=(S, M))), phi=jnp.asarray(rng.normal(size=(S, n))),
-                          ok=jnp.ones(S, bool), A=jnp.asarray(rng.normal(size=(S, M, n))),
-                          G=jnp.asarray(np.eye(n) + 0.3 * rng.normal(size=(S, n, n))),
-                          B=jnp.asarray(rng.normal(size=(S, M, P))), H=jnp.asarray(rng.normal(size=(S, n, P))),
-                          x0=jnp.asarray(rng.normal(size=n)), X0=jnp.asarray(rng.normal(size=(n, P))))
-    Z = jnp.asarray(rng.normal(size=(S, n)))
+    T = R * S
+    lin = SEG.Linearisation(r=jnp.asarray(rng.normal(size=(T, M))), phi=jnp.asarray(rng.normal(size=(T, n))),
+                            ok=jnp.ones(T, bool), A=jnp.asarray(rng.normal(size=(T, M, n))),
+                            G=jnp.asarray(np.eye(n) + 0.3 * rng.normal(size=(T, n, n))),
+                            B=jnp.asarray(rng.normal(size=(T, M, P))), H=jnp.asarray(rng.normal(size=(T, n, P))),
+                            x0=jnp.asarray(rng.normal(size=(R, n))), X0=jnp.asarray(rng.normal(size=(R, n, P))))
+    Z = jnp.asarray(rng.normal(size=(T, n)))
     c = jnp.asarray(rng.uniform(0.1, 2.0, size=n))
-    N = S * n + P
+    N = T * n + P
     J, r = [], []
-    for s in range(S):  # data residuals of segment s
+    for s in range(T):  # data residuals of segment s
         row = np.zeros((M, N))
         row[:, s * n:(s + 1) * n] = lin.A[s]
-        row[:, S * n:] = lin.B[s]
+        row[:, T * n:] = lin.B[s]
         J.append(row)
         r.append(np.asarray(lin.r[s]))
-    for s in range(S):  # the defect into segment s: (Phi_{s-1} - z_s) / c, Phi_{-1} = x0
+    for s in range(T):  # the defect into segment s: (Phi_{s-1} - z_s) / c, or (x0 of its record - z_s) / c
         row = np.zeros((n, N))
         row[:, s * n:(s + 1) * n] = -np.eye(n)
-        if s == 0:
-            row[:, S * n:] = lin.X0
-            e = lin.x0 - Z[0]
+        if s % S == 0:
+            row[:, T * n:] = lin.X0[s // S]
+            e = lin.x0[s // S] - Z[s]
         else:
             row[:, (s - 1) * n:s * n] = lin.G[s - 1]
-            row[:, S * n:] = lin.H[s - 1]
+            row[:, T * n:] = lin.H[s - 1]
             e = lin.phi[s - 1] - Z[s]
         J.append(row / np.asarray(c)[:, None])
         r.append(np.asarray(e / c))
     return lin, Z, c, np.concatenate(J), np.concatenate(r)
 
 
-def test_block_elimination_equals_the_dense_normal_equations():
+@pytest.mark.parametrize("R", [1, 3])
+def test_block_elimination_equals_the_dense_normal_equations(R):
     """The Levenberg-Marquardt step by block elimination (`penalty_step`) is the dense solve of
-    (J^T J + lam diag(J^T J)) delta = -J^T r over every unknown, to round-off."""
-    lin, Z, c, J, r = _blocks()
+    (J^T J + lam diag(J^T J)) delta = -J^T r over every unknown, to round-off, for one record and for three
+    shot together."""
+    lin, Z, c, J, r = _blocks(R=R)
     for lam in (0.0, 1e-3, 10.0):
         dZ, du, _ = MSS.penalty_step(lin, Z, c, jnp.asarray(lam))
         Nm = J.T @ J
@@ -76,16 +81,23 @@ def test_block_elimination_equals_the_dense_normal_equations():
         assert np.allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max()), np.abs(got - want).max()
 
 
-def test_condensing_equals_the_chain_rule():
+@pytest.mark.parametrize("R", [1, 3])
+def test_condensing_equals_the_chain_rule(R):
     """Condensing (continuity as linearised constraints): every delta z_s = a_s + S_s delta u, with S_s the product
-    of the segments' transition matrices (the chain rule: single shooting's sensitivities) and a_s the defects
-    carried forward; the data residuals' Jacobian in u alone is A_s S_s + B_s."""
-    lin, Z, _, _, _ = _blocks(seed=1)
+    of the segments' transition matrices (the chain rule: single shooting's sensitivities), restarting from each
+    record's initial state, and a_s the defects carried forward; the data residuals' Jacobian in u alone is
+    A_s S_s + B_s."""
+    S = 5
+    lin, Z, _, _, _ = _blocks(S=S, seed=1, R=R)
     a, Sm, rt, Jt = (np.asarray(x) for x in MSS.condensed(lin, Z))
-    S_want, a_want = [np.asarray(lin.X0)], [np.asarray(lin.x0 - Z[0])]
-    for s in range(1, Z.shape[0]):
-        S_want.append(np.asarray(lin.G[s - 1]) @ S_want[-1] + np.asarray(lin.H[s - 1]))
-        a_want.append(np.asarray(lin.phi[s - 1] - Z[s]) + np.asarray(lin.G[s - 1]) @ a_want[-1])
+    S_want, a_want = [], []
+    for s in range(Z.shape[0]):
+        if s % S == 0:
+            S_want.append(np.asarray(lin.X0[s // S]))
+            a_want.append(np.asarray(lin.x0[s // S] - Z[s]))
+        else:
+            S_want.append(np.asarray(lin.G[s - 1]) @ S_want[-1] + np.asarray(lin.H[s - 1]))
+            a_want.append(np.asarray(lin.phi[s - 1] - Z[s]) + np.asarray(lin.G[s - 1]) @ a_want[-1])
     assert np.allclose(Sm, S_want, rtol=1e-12, atol=1e-12) and np.allclose(a, a_want, rtol=1e-12, atol=1e-12)
     assert np.allclose(Jt, np.einsum("smn,snp->smp", lin.A, S_want) + lin.B, rtol=1e-12, atol=1e-12)
     assert np.allclose(rt, lin.r + np.einsum("smn,sn->sm", lin.A, a_want), rtol=1e-12, atol=1e-12)
@@ -126,16 +138,18 @@ def test_multiple_shooting_recovers_the_parameters_and_equals_single_shooting_at
 
 
 def test_multiple_shooting_is_refused_where_a_record_cannot_be_cut(record):
-    """`shooting = "multiple"` where the samples are not uniform on the rk4 grid, or several records are fitted
-    together: a FitError naming why, before any compute; `"auto"` falls back to single shooting there."""
+    """`shooting = "multiple"` where the samples are not uniform on the rk4 grid, or several records fitted
+    together differ in their sample times: a FitError naming why, before any compute; `"auto"` falls back to single shooting there."""
     guess, tel, _ = record
     t = np.asarray(tel.t).copy()
     t[5] += 0.013
     odd = jh.telemetry_from_arrays(t, tel.values, COLS, SIGMA, guess)
     with pytest.raises(FitError, match="not uniform on the rk4 grid"):
         I.check_identify(guess, odd, FREE, shooting="multiple")
-    with pytest.raises(FitError, match="several records"):
-        I.check_identify(guess, [tel, tel], FREE, shooting="multiple")
+    short = jh.telemetry_from_arrays(np.asarray(tel.t)[:200], tel.values[:200], COLS, SIGMA, guess)
+    with pytest.raises(FitError, match="records 1 and 2 differ in their sample times or columns"):
+        I.check_identify(guess, [tel, short], FREE, shooting="multiple")
+    I.check_identify(guess, [tel, tel], FREE, shooting="multiple")  # records sharing their times: taken
     with pytest.raises(FitError, match="shooting"):
         jh.identify(guess, tel, FREE, shooting="segments")
     with pytest.raises(FitError, match="continuity_rtol"):

@@ -4,7 +4,7 @@ each refused before any compute, in one line naming the key or the reason and th
 References: the rules as documented (docs/telemetry.md; `jh.MultipleShooting`'s docstring: `continuity_rtol` in
 (0, 1), `dt` only "auto"; multiple shooting needs samples uniform on its grid from t = 0, no sensor time offset, no
 controller in the loop with an adaptive integrator, one record, at least 3 samples). The
-non-uniform samples and several records are refused in tests/test_shooting.py
+non-uniform samples and several records that differ in their sample times are refused in tests/test_shooting.py
 (`test_multiple_shooting_is_refused_where_a_record_cannot_be_cut`), with `continuity_rtol = 2.0`; the others here.
 A short synthetic record (values 0: nothing is fitted) of Basilisk's random two-panel configuration,
 tests/data/telemetry/random3d_2p.toml (rk4 at 10 ms, samples every 50 ms)."""

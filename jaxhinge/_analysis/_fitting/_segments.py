@@ -57,7 +57,6 @@ from jaxtyping import Array, Bool, Float
 from ..._dynamics._energy import initial_state
 from ..._math import mrp_near
 from ..._model._control import ControlState, initial_control_state
-from ..._model._telemetry import Telemetry
 from ..._runtime._programs import program
 from ..._simulation._propagate import flat_state, flight_software, propagate, state_layout, unflat_state
 from ..._simulation._simulate import trajectory_of
@@ -141,15 +140,17 @@ class Segments(eqx.Module):
     """A record cut into `S` segments of `K` sample intervals of `m` rk4 steps. `record`: the record's
     `_TelemetryResiduals` (its model, coordinates and sensor model); `data`, `weight` (S, K + 1, C): the samples at
     each segment's K + 1 points (weight 0 where a point is past the record or is the next segment's first);
-    `start` (S,): each segment's start time [s] (a whole number of steps `dt`); `base` (S, 6): the hub position and velocity there; `c` (n,):
-    the continuity sigma per state component."""
+    `start` (S,): each segment's start time [s] (a whole number of steps `dt`); `base` (S, lead): the hub position
+    and velocity there (when they are not unknowns); `c` (n,): the continuity sigma per state component. The
+    problem a fit solves stacks its records' `Segments` (every array with a leading record axis R: records of one
+    structure; `linearise`, `evaluate` and `chain` vmap over it)."""
 
     record: eqx.Module
-    data: Float[Array, "S K1 C"]
-    weight: Float[Array, "S K1 C"]
-    start: Float[Array, " S"]
-    base: Float[Array, "S lead"]
-    c: Float[Array, " n"]
+    data: Float[Array, "*R S K1 C"]
+    weight: Float[Array, "*R S K1 C"]
+    start: Float[Array, "*R S"]
+    base: Float[Array, "*R S lead"]
+    c: Float[Array, "*R n"]
     K: int = eqx.field(static=True)
     m: int = eqx.field(static=True)
     dt: float = eqx.field(static=True)
@@ -225,8 +226,9 @@ def _initial(prob: Segments, u, ref):
 
 class Linearisation(eqx.Module):
     """Every segment's residuals `r` (S, M), end state `phi` (S, n), `ok` (S,) and their derivatives in its
-    state (`A` (S, M, n), `G` (S, n, n)) and in the coordinates (`B` (S, M, P), `H` (S, n, P)); the initial state
-    `x0` (n,) and its derivative `X0` (n, P)."""
+    state (`A` (S, M, n), `G` (S, n, n)) and in the coordinates (`B` (S, M, P), `H` (S, n, P)); each record's
+    initial state `x0` (R, n) and its derivative `X0` (R, n, P). The segments run record after record (S of
+    them in all; one record's alone inside `linearise`'s per-record pass, with `x0` (n,), `X0` (n, P))."""
 
     r: Float[Array, "S M"]
     phi: Float[Array, "S n"]
@@ -235,8 +237,8 @@ class Linearisation(eqx.Module):
     G: Float[Array, "S n n"]
     B: Float[Array, "S M P"]
     H: Float[Array, "S n P"]
-    x0: Float[Array, " n"]
-    X0: Float[Array, "n P"]
+    x0: Float[Array, "*R n"]
+    X0: Float[Array, "*R n P"]
 
 
 def _refs(Z, prob: Segments):
@@ -244,10 +246,19 @@ def _refs(Z, prob: Segments):
     return jnp.concatenate([Z[1:, prob.mrp], Z[-1:, prob.mrp]])
 
 
-@program
-def linearise(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments) -> Linearisation:
-    """Residuals, end states and all their derivatives at `(Z, u)`: one forward-mode pass per segment in its n
-    state and P coordinate directions, the segments vmapped (side by side)."""
+def _per_record(fn, Z, u, prob: Segments):
+    """`fn(Z_r, u, prob_r)` for every record r (the problem's leading axis, `prob.start` (R, S)), vmapped: one
+    compiled copy of the model for every record of one structure. `Z`: (R S, n)."""
+    R, S = prob.start.shape
+    return eqx.filter_vmap(fn, in_axes=(0, None, eqx.if_array(0)))(Z.reshape(R, S, -1), u, prob)
+
+
+def _flat(x):
+    """(R, S, ...) -> (R S, ...): the records' segments one after the other."""
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
+
+def _linearise_record(Z, u, prob: Segments) -> Linearisation:
     n, P = Z.shape[1], u.shape[0]
 
     def one(z, start, base, data, weight, ref):
@@ -265,19 +276,29 @@ def linearise(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments) -> 
 
 
 @program
-def evaluate(Z: Float[Array, "S n"], u: Float[Array, " P"], prob: Segments):
-    """`(residuals (S, M), end states (S, n), ok (S,), initial state (n,))` at `(Z, u)`, no derivatives."""
+def linearise(Z: Float[Array, "RS n"], u: Float[Array, " P"], prob: Segments) -> Linearisation:
+    """Residuals, end states and all their derivatives at `(Z, u)`: one forward-mode pass per segment in its n
+    state and P coordinate directions, the segments (of every record) vmapped side by side. The segments' rows
+    (R S) run record after record; `x0` (R, n) and `X0` (R, n, P) are each record's initial state."""
+    lin = _per_record(_linearise_record, Z, u, prob)
+    return Linearisation(*(_flat(getattr(lin, f)) for f in ("r", "phi", "ok", "A", "G", "B", "H")), lin.x0, lin.X0)
+
+
+def _evaluate_record(Z, u, prob: Segments):
     (r, phi), ok = jax.vmap(lambda z, *a: _segment(prob, z, u, *a))(Z, prob.start, prob.base, prob.data,
                                                                     prob.weight, _refs(Z, prob))
     return r, phi, ok, _initial(prob, u, Z[0, prob.mrp])
 
 
 @program
-def chain(u: Float[Array, " P"], prob: Segments):
-    """Single shooting through the segments: the whole record integrated from the initial state, one segment
-    after the other (a scan: memory for the samples, not the steps). Returns every segment's start state (S,
-    state, and with a controller its integral state after it), the residuals (S, M) and whether every segment
-    succeeded."""
+def evaluate(Z: Float[Array, "RS n"], u: Float[Array, " P"], prob: Segments):
+    """`(residuals (R S, M), end states (R S, n), ok (R S,), initial states (R, n))` at `(Z, u)`, no
+    derivatives."""
+    r, phi, ok, x0 = _per_record(_evaluate_record, Z, u, prob)
+    return _flat(r), _flat(phi), _flat(ok), x0
+
+
+def _chain_record(u, prob: Segments):
     sc = prob.record.model(u)
     y0 = flat_state(initial_state(sc.spacecraft, sc.initial))
     ctrl = sc.control
@@ -296,6 +317,16 @@ def chain(u: Float[Array, " P"], prob: Segments):
     return starts, r, jnp.all(ok)
 
 
+@program
+def chain(u: Float[Array, " P"], prob: Segments):
+    """Single shooting through the segments: each record integrated from its initial state, one segment after
+    the other (a scan: memory for the samples, not the steps; the records vmapped). Returns every segment's
+    start state (R S, state, and with a controller its integral state after it), the residuals (R S, M) and
+    whether every segment succeeded."""
+    starts, r, ok = eqx.filter_vmap(_chain_record, in_axes=(None, eqx.if_array(0)))(u, prob)
+    return _flat(starts), _flat(r), jnp.all(ok)
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Building the problem
 # ------------------------------------------------------------------------------------------------------------
@@ -303,9 +334,10 @@ def chain(u: Float[Array, " P"], prob: Segments):
 
 @dataclasses.dataclass(frozen=True)
 class ShootingProblem:
-    """A record cut into segments (`shooting_problem`): the compiled problem `prob` (and `coarse`, the same at the
-    derivatives' step: `jacobian_factor`), the samples' places `(seg, point)` (T,), the segment length
-    `segment_s` [s], and the options."""
+    """Records cut into segments (`shooting_problem`): the compiled problem `prob` (its arrays with a leading
+    record axis R; `coarse`, the same at the derivatives' step: `jacobian_factor`), the samples' places
+    `(seg, point)` (T,) in every record (records share their sample times), the segment length `segment_s` [s],
+    and the options."""
 
     prob: Segments
     coarse: Segments
@@ -315,10 +347,17 @@ class ShootingProblem:
     options: Any  # the `MultipleShooting` it was cut for
     columns: tuple[str, ...]
 
+    @property
+    def records(self) -> int:
+        return int(self.prob.start.shape[0])
 
-def shooting_problem(scenario, telemetry: Telemetry, record, options, u0) -> ShootingProblem:
-    """Cut `telemetry` into segments for `record` (a `_TelemetryResiduals`; `why_not_multiple` says it can be).
-    The segment states' position and velocity and the continuity sigmas come from the run at `u0`."""
+
+def shooting_problem(scenarios, telemetries, records, options, u0) -> ShootingProblem:
+    """Cut the `telemetries` (one or several records with the same sample times and columns; one scenario and
+    `_TelemetryResiduals` each, `records`; `why_not_multiple` says they can be) into segments, the segment length
+    from the first scenario's modes. The segment states' position and velocity and the continuity sigmas (one
+    per state component, the largest of the records') come from the run at `u0`."""
+    scenario, telemetry = scenarios[0], telemetries[0]
     dt = point_step(scenario, telemetry.t)
     i0, m = grid(dt, telemetry.t)
     T = telemetry.samples
@@ -336,25 +375,30 @@ def shooting_problem(scenario, telemetry: Telemetry, record, options, u0) -> Sho
     j = p0 + np.arange(T)
     seg = np.minimum(j // K, S - 1)
     point = j - seg * K
-    values, w = np.asarray(telemetry.values), np.asarray(record.weight)
-    C = values.shape[1]
-    data = np.zeros((S, K + 1, C))
-    weight = np.zeros((S, K + 1, C))
-    data[seg, point] = values
-    weight[seg, point] = w
+    C = len(telemetry.columns)
     start = m * K * np.arange(S) * dt
     y0 = flat_state(initial_state(scenario.spacecraft, scenario.initial))
     # the hub's position and velocity are segment unknowns only where they are measured
     lead = 0 if any(c.startswith(("r_", "v_")) for c in telemetry.columns) else ROTATIONAL
     n = y0.shape[0] - lead + (0 if scenario.control is None else CONTROL_STATES)
-    prob = Segments(record=record, data=jnp.asarray(data), weight=jnp.asarray(weight), start=jnp.asarray(start),
-                    base=jnp.zeros((S, lead)), c=jnp.ones(n), K=K, m=m, dt=float(dt), lead=lead)
+    parts = []
+    for tel, record in zip(telemetries, records):
+        data = np.zeros((S, K + 1, C))
+        weight = np.zeros((S, K + 1, C))
+        data[seg, point] = np.asarray(tel.values)
+        weight[seg, point] = np.asarray(record.weight)
+        parts.append(Segments(record=record, data=jnp.asarray(data), weight=jnp.asarray(weight),
+                              start=jnp.asarray(start), base=jnp.zeros((S, lead)), c=jnp.ones(n), K=K, m=m,
+                              dt=float(dt), lead=lead))
+    prob = jax.tree.map(lambda *xs: jnp.stack(xs), *parts)  # records of one structure: a leading record axis
     starts, _, _ = chain(jnp.asarray(u0, dtype=float), prob)
     starts = np.asarray(starts)
-    span = np.ptp(starts[:, lead:], axis=0)
+    span = np.ptp(starts[:, lead:].reshape(len(parts), S, -1), axis=1).max(axis=0)
     floor = 1e-6 * np.maximum(1.0, np.max(np.abs(starts[:, lead:]), axis=0))
     c = options.continuity_rtol * np.maximum(span, floor)
-    prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :lead]), jnp.asarray(c)))
+    R = len(parts)
+    prob = eqx.tree_at(lambda p: (p.base, p.c), prob, (jnp.asarray(starts[:, :lead].reshape(R, S, lead)),
+                                                       jnp.asarray(np.broadcast_to(c, (R, n)))))
     f = jacobian_factor(dt, math.gcd(m, control_steps(scenario)) if scenario.control is not None else m, freqs[1])
     f = f if scenario.simulation.integrator.fixed_step else 1  # (the adaptive integrators choose their own steps)
     coarse = prob if f == 1 else prob.coarser(f)

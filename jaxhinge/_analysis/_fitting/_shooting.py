@@ -177,7 +177,7 @@ class MultipleShooting:
 
     def prepare(self, fit: FitRun, u0):
         """The record cut into segments (`shooting_problem`), from the run at `u0`."""
-        return shooting_problem(fit.scens[0], fit.tels[0], fit.base.records[0], self, u0)
+        return shooting_problem(fit.scens, fit.tels, fit.base.records, self, u0)
 
     def run(self, fit: FitRun, sp, si: int, u0) -> dict:
         """Fit from `u0` (start `si`) on the segments `sp` (`prepare`): as `SingleShooting.run`; after a
@@ -259,6 +259,29 @@ def why_not_multiple(scenario, telemetry: Telemetry, time_offset: bool) -> str |
     return None
 
 
+def _why_not_together(scens, tels, parts) -> str | None:
+    """Why several records cannot be shot together (None: they can, or there is one): their segments run side by
+    side as one vmapped program, so the records must share their sample times, columns, model structure (the
+    same panels, wheels, controller, loads kinds: their values may differ) and sensor models."""
+    import jax
+
+    from ..._model._scenario import compile_key
+
+    if len(tels) < 2:
+        return None
+    shape = lambda sc: (jax.tree.structure(compile_key(sc)),
+                        [np.shape(x) for x in jax.tree.leaves(eqx.filter(compile_key(sc), eqx.is_array))])
+    sensors = lambda part: (len(part[0]), [c.name for c in part[1]], sorted(k for k in part[2]),
+                            sorted((x.kind, x.column) for _, _, x in part[3]))
+    for k in range(1, len(tels)):
+        if tels[k].columns != tels[0].columns or not np.array_equal(tels[k].t, tels[0].t):
+            return f"records 1 and {k + 1} differ in their sample times or columns (records shot together share them)"
+        if shape(scens[k]) != shape(scens[0]) or sensors(parts[k]) != sensors(parts[0]):
+            return (f"records 1 and {k + 1} differ in their model's structure, free parameters or sensor models "
+                    "(records shot together share them)")
+    return None
+
+
 def choose_shooting(shooting, scens, tels, parts, solver=None) -> SingleShooting | MultipleShooting:
     """The shooting of a fit: `shooting` as given (`MultipleShooting` refused, naming why, where a record cannot be
     cut into segments: `why_not_multiple`), or for `"auto"` multiple shooting where the one record spans at
@@ -271,13 +294,12 @@ def choose_shooting(shooting, scens, tels, parts, solver=None) -> SingleShooting
     if solver is not None and not isinstance(solver, LevenbergMarquardt):
         why = (f"solver = {solver.name!r}: multiple shooting's phases are Levenberg-Marquardt's (then Bock's condensed "
                'Gauss-Newton); use solver = "lm"')
-    elif len(tels) > 1:
-        why = "several records are fitted together"
     else:
-        _, _, fixed, free_sensors = parts[0]
-        offset = fixed.get(("time_offset", None), 0.0) != 0.0 or any(x.kind == "time_offset"
-                                                                      for _, _, x in free_sensors)
-        why = why_not_multiple(scens[0], tels[0], offset)
+        why = _why_not_together(scens, tels, parts)
+        for sc, tel, (_, _, fixed, free_sensors) in zip(scens, tels, parts):
+            offset = fixed.get(("time_offset", None), 0.0) != 0.0 or any(x.kind == "time_offset"
+                                                                          for _, _, x in free_sensors)
+            why = why or why_not_multiple(sc, tel, offset)
     if shooting == "auto":  # (measured with rk4: the adaptive integrators shoot multiple when asked)
         if why is not None or not scens[0].simulation.integrator.fixed_step:
             return SingleShooting()

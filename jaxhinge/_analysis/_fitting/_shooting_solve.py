@@ -29,10 +29,20 @@ _DAMPING_MAX = 1e10  # the first phase also ends when its damping grows past thi
 # ------------------------------------------------------------------------------------------------------------
 
 
+def _layout(x0, Z):
+    """`(first (R S,), record (R S,))`: whether each segment row starts its record, and its record's index (the
+    rows run record after record, S each; `x0` (R, n) holds each record's initial state)."""
+    R, RS = x0.shape[0], Z.shape[0]
+    i = jnp.arange(RS)
+    return i % (RS // R) == 0, i // (RS // R)
+
+
 def _gaps(phi, x0, Z):
-    """The continuity defects (S, n): row s is $\\Phi_{s-1} - z_s$, $\\Phi_{-1} = x_0$ (divided by `c`: the
-    weighted residuals)."""
-    return jnp.concatenate([x0[None], phi[:-1]]) - Z
+    """The continuity defects (R S, n): row s is $\\Phi_{s-1} - z_s$, and for a record's first segment
+    $x_0 - z_s$ with that record's initial state (divided by `c`: the weighted residuals)."""
+    first, rec = _layout(x0, Z)
+    prev = jnp.concatenate([x0[:1], phi[:-1]])
+    return jnp.where(first[:, None], x0[rec], prev) - Z
 
 
 @program
@@ -44,14 +54,17 @@ def penalty_step(lin: Linearisation, Z, c, lam):
     $U$). A scan eliminates the segments (Cholesky of each pivot block), then the $P \\times P$ Schur complement
     gives $\\delta u$ and a backward scan every $\\delta z_s$."""
     n = Z.shape[1]
+    first, rec = _layout(lin.x0, Z)
+    last = jnp.concatenate([first[1:], jnp.ones(1, bool)])  # the row ends its record: no defect after it
     E = _gaps(lin.phi, lin.x0, Z) / c
     ic = 1.0 / c
     Gh = lin.G * ic[None, :, None]  # rows scaled: the defect e_{s+1}'s derivative in z_s
     Hh = lin.H * ic[None, :, None]
-    Hprev = jnp.concatenate([(lin.X0 * ic[:, None])[None], Hh[:-1]])  # e_s's derivative in u
-    zero = jnp.zeros((1, n, n), Z.dtype)
-    Gnext = jnp.concatenate([Gh[:-1], zero])  # e_{s+1}'s derivative in z_s (none after the last segment)
-    Enext = jnp.concatenate([E[1:], jnp.zeros((1, n), Z.dtype)])
+    # e_s's derivative in u: its record's initial state's for a first segment, else the previous segment's
+    Hprev = jnp.where(first[:, None, None], (lin.X0 * ic[None, :, None])[rec],
+                      jnp.concatenate([Hh[:1], Hh[:-1]]))
+    Gnext = jnp.where(last[:, None, None], 0.0, Gh)  # e_{s+1}'s derivative in z_s (none after a record's last)
+    Enext = jnp.where(last[:, None], 0.0, jnp.concatenate([E[1:], E[:1]]))
     At = jnp.swapaxes(lin.A, 1, 2)
     Gt = jnp.swapaxes(Gnext, 1, 2)
     D = At @ lin.A + jnp.diag(ic**2)[None] + Gt @ Gnext
@@ -99,14 +112,19 @@ def condensed(lin: Linearisation, Z):
     linearisation in $\\delta u$ alone, $\\tilde r_s + \\tilde J_s\\,\\delta u$ ($\\tilde J$ is single shooting's
     Jacobian where the defects are zero)."""
     e = _gaps(lin.phi, lin.x0, Z)  # unweighted defects into each segment
+    first, rec = _layout(lin.x0, Z)
+    nxt = jnp.concatenate([first[1:], jnp.ones(1, bool)])  # the next row starts a record (or there is none)
 
     def body(carry, x):
         a, Sm = carry
-        es, Gs, Hs = x  # the defect into the next segment, this segment's derivatives
-        return (es + Gs @ a, Gs @ Sm + Hs), (a, Sm)
+        es, Gs, Hs, restart, X0s = x  # the defect into the next segment, this segment's derivatives
+        a1 = jnp.where(restart, es, es + Gs @ a)  # a record's first segment: its own initial state's
+        S1 = jnp.where(restart, X0s, Gs @ Sm + Hs)
+        return (a1, S1), (a, Sm)
 
-    a0, S0 = e[0], lin.X0
-    _, (a, Sm) = jax.lax.scan(body, (a0, S0), (jnp.concatenate([e[1:], e[:1]]), lin.G, lin.H))
+    a0, S0 = e[0], lin.X0[0]
+    rolled = lambda x: jnp.concatenate([x[1:], x[:1]])
+    _, (a, Sm) = jax.lax.scan(body, (a0, S0), (rolled(e), lin.G, lin.H, nxt, rolled(lin.X0[rec])))
     rt = lin.r + jnp.einsum("smn,sn->sm", lin.A, a)
     Jt = jnp.einsum("smn,snp->smp", lin.A, Sm) + lin.B
     return a, Sm, rt, Jt
@@ -193,7 +211,7 @@ class MultipleShootingSolver(AbstractStructuredSolver):
 
     def step(self, fn, y, args, options, state, tags):
         Z, u = self._split(y)
-        c = args.prob.c
+        c = args.prob.c[0]  # (one sigma per state component, for every record)
         lin = jax.lax.cond(state.stale, lambda: _lin_at(args, Z, u), lambda: state.lin)
         merit = jnp.where(state.stale, _merit(lin.r, lin.phi, lin.ok, lin.x0, Z, c), state.merit)
         state = eqx.tree_at(lambda s: (s.lin, s.merit, s.stale), state, (lin, merit, jnp.asarray(False)))
@@ -292,8 +310,10 @@ def solve_multiple(
     u = jnp.asarray(u0, dtype=float)
     starts, r_init, ok0 = chain(u, prob)
     Z = jnp.asarray(np.asarray(starts)[:, prob.lead:])  # continuous at the start: the initial guess's run
-    S, n = Z.shape
-    label = f"identify (multiple shooting, {S} segments of {sp.segment_s:g} s)"
+    S, n = Z.shape  # every record's segments, record after record
+    R = sp.records
+    label = (f"identify (multiple shooting, {S // R} segments of {sp.segment_s:g} s"
+             + (f" in each of {R} records)" if R > 1 else ")"))
     solver = MultipleShootingSolver(rtol, atol, float(max_step), opts.max_steps, S, n)
     run = solve(ShootingArgs(prob, sp.coarse, sp.coarse is prob), jnp.concatenate([Z.reshape(-1), u]), solver,
                 max_steps=2 * opts.max_steps + 2, progress=lambda s: say(f"{label}: {s}"), every=every)
@@ -305,16 +325,16 @@ def solve_multiple(
     # single shooting's residuals and Jacobian at the solution, in the record's sample order
     seg, point = sp.seg, sp.point
     C = len(sp.columns)
-    r = np.asarray(lin.r).reshape(S, prob.K + 1, C)[seg, point].reshape(-1)
-    J = np.asarray(Jt).reshape(S, prob.K + 1, C, -1)[seg, point].reshape(r.size, -1)
-    r0 = np.asarray(r_init).reshape(S, prob.K + 1, C)[seg, point].reshape(-1)
+    r = np.asarray(lin.r).reshape(R, S // R, prob.K + 1, C)[:, seg, point].reshape(-1)
+    J = np.asarray(Jt).reshape(R, S // R, prob.K + 1, C, -1)[:, seg, point].reshape(r.size, -1)
+    r0 = np.asarray(r_init).reshape(R, S // R, prob.K + 1, C)[:, seg, point].reshape(-1)
     if status != "successful" or not bool(np.all(np.asarray(lin.ok))):
         r, J = np.full_like(r, FAIL), np.zeros_like(J)
     counts = np.asarray(counts)
-    info = {"method": "multiple", "segments": S, "segment_s": sp.segment_s, "continuity_rtol": opts.continuity_rtol,
-            "jacobian_dt": sp.coarse.dt,
+    info = {"method": "multiple", "segments": S // R, "segment_s": sp.segment_s,
+            "continuity_rtol": opts.continuity_rtol, "jacobian_dt": sp.coarse.dt, **({"records": R} if R > 1 else {}),
             "steps": {"penalty": int(counts[0]), "condensed": int(counts[1])},
-            "max_defect": float(np.max(np.abs(e) / np.asarray(prob.c))),
+            "max_defect": float(np.max(np.abs(e) / np.asarray(prob.c[0]))),
             "max_defect_abs": np.max(np.abs(e), axis=0).tolist()}
     say(f"{label}: {counts[0]} + {counts[1]} steps, chi2 {float(r @ r):.6g}, largest continuity defect "
         f"{info['max_defect']:.1e} of its sigma, {status}")
