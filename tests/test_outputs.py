@@ -99,3 +99,25 @@ def test_a_new_metric_is_one_declaration(tmp_path):
     run = subprocess.run([sys.executable, "-c", _SCRIPT, str(pkg)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=600, check=False)
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
+
+
+def test_wheel_metrics_reduce_the_wheel_speed_history():
+    """`final_Omega` and `peak_abs_Omega` are the last row and the largest |.| of the `Omega` history computed in
+    the same run (numpy here), one per wheel, labelled by the wheels' names; the wheels' store axis is `wheel`."""
+    import numpy as np
+
+    import jaxhinge as jh
+    from jaxhinge._analysis._studies._sensitivity import output_blocks, parse_outputs
+    from jaxhinge._jobs._campaign_chunks import metric_layout
+
+    s = jh.load_scenario(jh.example_path("wheels_slew"))
+    res = jh.sensitivity(s, ["final_Omega", "peak_abs_Omega", "Omega"], ["hub.mHub"], mode="forward")
+    history = res.output("Omega")[0]
+    wheels = s.spacecraft.wheels.labels
+    for name, expected in (("final_Omega", history[-1]), ("peak_abs_Omega", np.abs(history).max(axis=0))):
+        b = res.block(name)
+        assert b.labels == wheels and b.axis == "wheel" and b.unit == "rad/s"
+        assert np.array_equal(res.output(name)[0], expected)
+    meta, coords = metric_layout(s, output_blocks(s, parse_outputs(s, ["final_Omega", "peak_abs_theta"])))
+    assert meta["final_Omega"][0] == ("wheel",) and coords["wheel"] == wheels
+    assert meta["peak_abs_theta"][0] == ("panel",) and coords["panel"] == s.spacecraft.panels.labels
