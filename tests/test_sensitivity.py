@@ -18,7 +18,7 @@ import pytest
 
 import jaxhinge as jh
 from jaxhinge import example_path
-from jaxhinge._analysis._studies._sensitivity import attitude_error, settling_time
+from jaxhinge._analysis._studies._outputs import attitude_error, settling_time
 from jaxhinge._cli import main
 from jaxhinge._errors import ConfigError
 from jaxhinge._jobs._sensitivity import load_study

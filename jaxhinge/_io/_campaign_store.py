@@ -24,6 +24,7 @@ renamed into place, so a store that exists always has its whole layout.
 """
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -46,8 +47,8 @@ from ._campaign_format import (
     bucket_values,
 )
 
-__all__ = ["FORMAT", "HISTORIES", "STORE", "CampaignStore", "checkpoint_path", "file_digest", "input_digests", "read_checkpoint",
-           "remove_checkpoint", "sweep_sources", "write_checkpoint"]
+__all__ = ["FORMAT", "HISTORIES", "STORE", "CampaignStore", "StoreLayout", "checkpoint_path", "file_digest",
+           "input_digests", "read_checkpoint", "remove_checkpoint", "sweep_sources", "write_checkpoint"]
 
 STORE = "campaign.zarr"  # the store's name in a campaign's output folder
 
@@ -73,6 +74,30 @@ def input_digests(sweep) -> dict[str, str]:
     return {os.path.relpath(f, folder): file_digest(f) for f in files}
 
 
+@dataclasses.dataclass(frozen=True)
+class StoreLayout:
+    """What a new store holds (`CampaignStore.create`): `members` in chunks of `chunk_size`, the save `times` [s]
+    and the `panels`' names; `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing
+    dimensions, unit, description)}`, each dimension's labels in `coords` (`wheel`, `mode`, ...); `kept`:
+    `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`); `bands`: the histories whose
+    percentile bands are sketched (`sketch_<name>`), about `centre[name]` (`(band_time, ...)`, the history at every
+    `band_stride(len(times))`-th time: `sketch_centre_<name>`; `centre_note` says what it is, in the
+    `sketch_centre` attribute)."""
+
+    members: int
+    chunk_size: int
+    times: np.ndarray
+    panels: Sequence[str]
+    params: Mapping[str, tuple[tuple[int, ...], str]]
+    metrics: Mapping[str, tuple[tuple[str, ...], str, str]]
+    coords: Mapping[str, Sequence[str]]
+    kept: np.ndarray
+    outputs: Sequence[str] = ()
+    bands: Sequence[str] = ()
+    centre: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    centre_note: str = ""
+
+
 class CampaignStore:
     """An open `campaign.zarr` (`create` or `open`)."""
 
@@ -83,33 +108,14 @@ class CampaignStore:
     # -- creation and opening ------------------------------------------------------------------------------
 
     @classmethod
-    def create(
-        cls,
-        path: str,
-        *,
-        members: int,
-        chunk_size: int,
-        times: np.ndarray,
-        panels: Sequence[str],
-        params: Mapping[str, tuple[tuple[int, ...], str]],
-        metrics: Mapping[str, tuple[tuple[str, ...], str, str]],
-        coords: Mapping[str, Sequence[str]],
-        kept: np.ndarray,
-        outputs: Sequence[str],
-        bands: Sequence[str],
-        attrs: Mapping,
-        centre: Mapping[str, np.ndarray],
-        centre_note: str,
-    ) -> "CampaignStore":
-        """A new, empty store at `path` (an existing one is replaced, only once the new one is complete).
-        `params`: `{name: (per-member shape, unit)}`; `metrics`: `{name: (trailing dimensions, unit,
-        description)}`, each dimension's labels in `coords` (`wheel`, `mode`, ...); `kept`: `(members,)` whose histories are kept, of the `outputs` (names of `HISTORIES`);
-        `bands`: the histories whose percentile bands are sketched (`sketch_<name>`), about `centre[name]`
-        (`(band_time, ...)`, the history at every `band_stride(len(times))`-th time: `sketch_centre_<name>`;
-        `centre_note` says what it is, in the `sketch_centre` attribute); `attrs`: the group attributes (JSON
-        values)."""
+    def create(cls, path: str, layout: "StoreLayout", attrs: Mapping) -> "CampaignStore":
+        """A new, empty store at `path` (an existing one is replaced, only once the new one is complete), with the
+        arrays of `layout` and the group attributes `attrs` (JSON values)."""
         import zarr
 
+        members, chunk_size, times, panels = layout.members, layout.chunk_size, layout.times, layout.panels
+        params, metrics, coords, kept = layout.params, layout.metrics, layout.coords, layout.kept
+        outputs, bands, centre, centre_note = layout.outputs, layout.bands, layout.centre, layout.centre_note
         path = os.path.abspath(path)
         tmp = f"{path}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)

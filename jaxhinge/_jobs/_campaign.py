@@ -29,7 +29,14 @@ from .._analysis._studies._stats import Moments, merge_all, sketch_quantiles
 from .._errors import OutputError, SweepError
 from .._io import _interrupt
 from .._io._campaign_format import ALPHA, CEIL, FLOOR, band_stride
-from .._io._campaign_store import STORE, CampaignStore, input_digests, remove_checkpoint, sweep_sources
+from .._io._campaign_store import (
+    STORE,
+    CampaignStore,
+    StoreLayout,
+    input_digests,
+    remove_checkpoint,
+    sweep_sources,
+)
 from .._io._sweep_file import Retain
 from .._io._writers import write_json, write_output_files
 from .._model._params import FIELDS, resolve
@@ -180,17 +187,18 @@ def run_plan(plan: CampaignPlan, progress: Callable[[int, int], None] | None = N
             with open(sweep.source, encoding="utf-8") as fh:
                 text = fh.read()
             retain, names = plan.retain, plan.names
-            store = CampaignStore.create(
-                path, members=sweep.members, chunk_size=size,
-                times=_times(sc), panels=sc.spacecraft.panels.labels,
+            layout = StoreLayout(
+                members=sweep.members, chunk_size=size, times=_times(sc), panels=sc.spacecraft.panels.labels,
                 params={n: (FIELDS[resolve(sc, n).field.name].param_shape, resolve(sc, n).unit) for n in names},
                 metrics=metric_meta, coords=coords, kept=retain.kept(sweep.members),
                 outputs=retain.outputs if sweep.simulates else (), bands=ENVELOPES if sweep.simulates else (),
+                centre=centre, centre_note=centre_note)
+            store = CampaignStore.create(
+                path, layout,
                 attrs={"sweep": os.path.basename(sweep.source), "sweep_text": text, "sources": sweep_sources(sweep),
                        "input_files": sources, "jaxhinge_source": _programs.source_digest(),
                        "seed": sweep.seed, "parameters": names, "every": retain.every,
-                       "scenario": os.path.basename(sweep.scenario_path)},
-                centre=centre, centre_note=centre_note)
+                       "scenario": os.path.basename(sweep.scenario_path)})
         done = store.done()
         todo = [c for c in range(store.chunks) if not done[c]]
         sketch = SketchMerge.open(store, plan.store is not None)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .._analysis._studies._batch import batch_outputs, sample_dispersions
-from .._analysis._studies._sensitivity import VECTOR_OUTPUTS, output_blocks
+from .._analysis._studies._sensitivity import output_blocks
 from .._analysis._studies._stats import bucket_index, moments
 from .._errors import SweepError
 from .._io._campaign_store import HISTORIES, STORE, CampaignStore, input_digests
@@ -165,16 +165,9 @@ def metric_layout(scenario, blocks) -> tuple[dict, dict]:
         name, k = b.name, 2
         while name in meta:
             name, k = f"{b.name}_{k}", k + 1
-        if b.kind == "scalar":
-            dims = ()
-        elif b.kind == "modal":
-            dims = ("mode",)
-            coords["mode"] = b.labels
-        elif VECTOR_OUTPUTS[b.name][0] == "theta":
-            dims = ("panel",)
-        else:
-            dims = ("wheel",)
-            coords["wheel"] = b.labels
+        dims = () if b.axis is None else (b.axis,)
+        if b.axis is not None:
+            coords[b.axis] = b.labels
         opts = ", ".join(f"{k} = {v}" for k, v in b.options.items() if k != "shape")
         meta[name] = (dims, b.unit, f"metric {b.name}" + (f" ({opts})" if opts else ""))
     return meta, coords

@@ -7,7 +7,6 @@ import dataclasses
 import os
 
 from .._analysis._studies._batch import check_dispersions
-from .._analysis._studies._sensitivity import HISTORY_OUTPUTS as HISTORY_OUTPUTS_ALL
 from .._analysis._studies._sensitivity import needs_simulation, parse_outputs
 from .._errors import SensitivityError, SweepError
 from .._io._checker import Checker as _Checker
@@ -98,7 +97,7 @@ def _metrics(ck: _Checker, names: list, scenario: Scenario, retain: Retain | Non
         raise SweepError(str(in_file_terms(e, ck.source, {"outputs": "metrics.names"})), source=ck.source,
                          field="metrics.names") from None
     for j, o in enumerate(outputs):
-        if o.name in HISTORY_OUTPUTS_ALL:
+        if o.kind == "history":
             raise ck.bad(f"metrics.names[{j}]", o.name, "is a time history, not a metric: keep histories with "
                          "[retain] outputs")
     if _simulates(outputs, retain):

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._analysis._studies._outputs import OUTPUTS
 from .._analysis._studies._stats import summary_metrics
 from .._simulation._trajectory import Trajectory, failure_reason
 from ._plot import pyplot, shown
@@ -68,8 +69,9 @@ def sweep_summary(sweep, params: Mapping[str, np.ndarray], metrics: Mapping[str,
 
 
 def _summary_labels(panels: Sequence[str]) -> dict:
-    return {"peak_hub_rate": ((), "rad/s"), "final_theta": (tuple(panels), "rad"),
-            "peak_abs_theta": (tuple(panels), "rad")}
+    """`{name: (component labels, unit)}` of the summary's metrics, from their declarations."""
+    return {n: (tuple(panels) if OUTPUTS[n].kind == "vector" else (), OUTPUTS[n].unit)
+            for n in ("peak_hub_rate", "final_theta", "peak_abs_theta")}
 
 
 MAX_HISTOGRAMS = 15  # panels of histograms.png

@@ -164,11 +164,12 @@ def fit(
     frequency_sigma, damping_sigma = tgt.frequency_sigma, tgt.damping_sigma
     effective_mass_sigma = tgt.effective_mass_sigma if fea is not None else None
     if fea is None:
-        tg = fit_targets(scenario, tgt.targets_hz, tgt.damping_ratios, boundary, tgt.mode_numbers, None, None, None,
-                         None, None)
+        tg = fit_targets(scenario, boundary, targets_hz=tgt.targets_hz, damping_ratios=tgt.damping_ratios,
+                         mode_numbers=tgt.mode_numbers)
     else:
-        tg = fit_targets(scenario, None, tgt.damping_ratios, boundary, tgt.mode_numbers, fea, tgt.fea_modes,
-                         tgt.reference_point, effective_mass_sigma, tgt.shapes)
+        tg = fit_targets(scenario, boundary, damping_ratios=tgt.damping_ratios, mode_numbers=tgt.mode_numbers,
+                         fea=fea, fea_modes=tgt.fea_modes, reference_point=tgt.reference_point,
+                         effective_mass_sigma=effective_mass_sigma, shapes=tgt.shapes)
     pb = build_problem(scenario, free, tg, boundary, frequency_sigma, damping_sigma, effective_mass_sigma, say,
                        loop, starts.bounds)
     U0 = start_points(pb.coords, n_starts, starts.bounds)

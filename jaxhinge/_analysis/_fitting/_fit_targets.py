@@ -64,9 +64,12 @@ class Targets:
     shape_fe: np.ndarray | None = None  # (FEA modes, c) the FEA modes in the shape coordinates
 
 
-def fit_targets(scenario, targets_hz, damping_ratios, boundary, mode_numbers, fea, fea_modes, reference_point,
-                effective_mass_sigma, shapes=None) -> Targets:
-    """The targets from the arguments or the FEA modes (paired automatically or by hand), checked."""
+def fit_targets(scenario, boundary, *, targets_hz=None, damping_ratios=None, mode_numbers=None, fea=None,
+                fea_modes=None, reference_point=None, effective_mass_sigma=None, shapes=None) -> Targets:
+    """The targets of a fit of `scenario`'s modes at `boundary`, checked: `targets_hz` (numbers), or the FEA
+    modes `fea` paired with the model's automatically, by hand (`mode_numbers`, `fea_modes`) or by their shapes
+    (`shapes`); `damping_ratios`, `reference_point` and `effective_mass_sigma` as `fit` takes them (None: not
+    given)."""
     sc = scenario.spacecraft
     names = sc.panels.labels
     n = len(names)

@@ -15,18 +15,8 @@ orientation `dcm_HB` a small rotation vector $\phi$ [rad] of nominal value 0, in
 parameters: every panel's `k` and `c`.
 
 **Outputs** (each a function of one simulated trajectory or of the linear modes; a string, or a table with
-`name` and options):
-
-| name | value | unit |
-|---|---|---|
-| any `Trajectory` output (`"theta"`, `"omega_BN_B"`, `"sigma_BN"`, `"r_BN_N"`, `"totRotEnergy"`, ...) | the whole time history, shape (T, components) | the output's |
-| `"peak_hub_rate"` | $\max_k \lVert\omega_{BN}(t_k)\rVert$ over the saved samples | rad/s |
-| `"final_attitude_error"` | principal rotation angle between $\sigma_{BN}(t_{end})$ and a reference `sigma_R` | rad |
-| `"settling_time"` | last time the signal is above `threshold`, interpolated between samples | s |
-| `"final_theta"`, `"peak_abs_theta"` | $\theta_i(t_{end})$, $\max_k \lvert\theta_i(t_k)\rvert$, one per panel | rad |
-| `"final_Omega"`, `"peak_abs_Omega"` | the same of the wheel speeds $\Omega_j$, one per wheel | rad/s |
-| `"modal_frequencies"` | `modes(scenario, boundary).frequency_hz`, N values | Hz |
-| `"damping_ratios"` | `modes(scenario, boundary).damping_ratio`, N values | 1 |
+`name` and options) are the declarations of `_outputs` (`OUTPUTS`: name, options, unit, shape, value; their table,
+`_outputs.markdown_table()`, is docs/sweeps-and-sensitivities.md's). How some are differentiated:
 
 - `peak_hub_rate`: an exact maximum over the samples; its derivative is that of the rate at the sample that
   attains the maximum (exact unless two samples tie; the peak *between* samples is not interpolated).
@@ -58,7 +48,6 @@ simulator to their truncation error.
 """
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,42 +55,17 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
 
 from ..._errors import ParameterError, SensitivityError
 from ..._format import did_you_mean as _did_you_mean
-from ..._format import fmt_value as _fmt
-from ..._math import safe_sqrt, sub_mrp
-from ..._model._boundary import as_boundary
 from ..._model._params import Parameter, anonymous, apply_resolved, expand, nominal
 from ..._model._scenario import Scenario, compile_key
 from ..._runtime._programs import program
 from ..._simulation._memory import check_memory, save_times
 from ..._simulation._simulate import simulate_unjitted
-from ..._simulation._trajectory import OUTPUT_NAMES, OUTPUT_UNITS
-from .._linear._closed_loop import closed_loop_unjitted, loop_shape
-from .._linear._modes import modes_unjitted
+from ._outputs import AbstractOutput, declared_output
 
 MODES = ("auto", "forward", "reverse")
-SCALAR_OUTPUTS = ("peak_hub_rate", "final_attitude_error", "settling_time", "pointing_error")
-# one value per panel or per wheel, from the simulated histories
-VECTOR_OUTPUTS = {"final_theta": ("theta", "final"), "peak_abs_theta": ("theta", "peak"),
-                  "final_Omega": ("Omega", "final"), "peak_abs_Omega": ("Omega", "peak")}
-CLOSED_LOOP_OUTPUTS = ("closed_loop_damping", "closed_loop_margin")
-MODAL_OUTPUTS = ("modal_frequencies", "damping_ratios", *CLOSED_LOOP_OUTPUTS)  # no simulation
-HISTORY_OUTPUTS = tuple(n for n in OUTPUT_NAMES if n != "t")
-OUTPUTS = SCALAR_OUTPUTS + tuple(VECTOR_OUTPUTS) + MODAL_OUTPUTS + HISTORY_OUTPUTS
-SETTLING_SIGNALS = ("theta", "hub_rate", "attitude_error")
-_CONTROLLED = ("pointing_error", *CLOSED_LOOP_OUTPUTS, "sigma_BR", "omega_BR_B", "Lr")  # need [control]
-_OPTIONS = {
-    "final_attitude_error": ("sigma_R",),
-    "settling_time": ("signal", "threshold"),
-    "modal_frequencies": ("boundary",),
-    "damping_ratios": ("boundary",),
-    "closed_loop_damping": ("loop",),
-    "closed_loop_margin": ("loop",),
-}
-LOOPS = ("sampled", "continuous")
 _UNDEFINED_RTOL = 1e-12
 
 
@@ -145,19 +109,11 @@ def parse_parameters(
     return tuple(out)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Output:
-    name: str
-    options: tuple[tuple[str, Any], ...] = ()  # sorted, hashable (static under jit)
-
-    def opt(self, key: str, default: Any = None) -> Any:
-        return dict(self.options).get(key, default)
-
-
 def parse_outputs(
     scenario: Scenario, outputs: Sequence[Any], source: str = "<sensitivity>"
-) -> tuple[_Output, ...]:
-    """Validate output specs (module docstring): names, options and option values.
+) -> tuple[AbstractOutput, ...]:
+    """Validate output specs (module docstring): names, options and option values, each into its declaration
+    (`_outputs.OUTPUTS`) with its checked options.
 
     **Raises:** `SensitivityError` naming the bad entry, with the closest valid name when there is one.
     """
@@ -165,7 +121,7 @@ def parse_outputs(
         outputs = [outputs]
     if not isinstance(outputs, Sequence) or len(outputs) == 0:
         raise _fail(source, f"outputs = {outputs!r}: must be a non-empty list of output names or tables")
-    out: list[_Output] = []
+    out: list[AbstractOutput] = []
     for j, spec in enumerate(outputs):
         where = f"outputs[{j}]"
         if isinstance(spec, str):
@@ -176,66 +132,7 @@ def parse_outputs(
             name, opts = spec["name"], {k: v for k, v in spec.items() if k != "name"}
         else:
             raise _fail(source, f"{where} = {spec!r}: must be an output name or a table with key 'name'")
-        if not isinstance(name, str) or name not in OUTPUTS:
-            raise _fail(source, f"{where} = {name!r}: unknown output{_did_you_mean(str(name), OUTPUTS)}; "
-                        f"allowed: {', '.join(SCALAR_OUTPUTS + tuple(VECTOR_OUTPUTS) + MODAL_OUTPUTS)}, or a time "
-                        "history: "
-                        f"{', '.join(HISTORY_OUTPUTS)}")
-        by_signal = name == "settling_time" and opts.get("signal") == "attitude_error"
-        if (name in _CONTROLLED or by_signal) and scenario.control is None:
-            what = "signal = \"attitude_error\"" if by_signal else name
-            raise _fail(source, f"{where}: {what} needs an attitude controller in the loop ([control] in the "
-                        "scenario)")
-        if (name in ("Omega", "u_current") or VECTOR_OUTPUTS.get(name, ("",))[0] == "Omega") and \
-                scenario.spacecraft.wheels is None:
-            raise _fail(source, f"{where} = {name!r}: the spacecraft has no [[wheels]]")
-        allowed = _OPTIONS.get(name, ())
-        for key in opts:
-            if key not in allowed:
-                hint = (
-                    f"allowed keys are name, {', '.join(allowed)}" if allowed else f"{name} takes no options"
-                )
-                raise _fail(source, f"{where}: unknown key {key!r} for {name}{_did_you_mean(key, allowed)}; "
-                            f"{hint}")
-        clean: dict[str, Any] = {}
-        if name == "settling_time":
-            signal = opts.get("signal", "theta")
-            if signal not in SETTLING_SIGNALS:
-                raise _fail(source, f"{where}.signal = {signal!r}: allowed values are "
-                            f"{', '.join(SETTLING_SIGNALS)}")
-            if "threshold" not in opts:
-                raise _fail(source, f"{where}: settling_time needs a threshold (> 0, rad or rad/s per "
-                            "signal)")
-            thr = opts["threshold"]
-            number = not isinstance(thr, bool) and isinstance(thr, (int, float))
-            if not number or not math.isfinite(thr) or thr <= 0:
-                raise _fail(source, f"{where}.threshold = {_fmt(thr)}: must be a finite number > 0")
-            clean = {"signal": signal, "threshold": float(thr)}
-        elif name == "final_attitude_error":
-            if "sigma_R" in opts:
-                try:
-                    s = np.asarray(opts["sigma_R"], dtype=float)
-                except (TypeError, ValueError):
-                    s = np.zeros(0)
-                if s.shape != (3,) or not np.all(np.isfinite(s)) or isinstance(opts["sigma_R"], str):
-                    raise _fail(source, f"{where}.sigma_R = {_fmt(opts['sigma_R'])}: must be 3 finite numbers "
-                                "(an MRP)")
-                clean = {"sigma_R": tuple(float(v) for v in s)}
-        elif name in CLOSED_LOOP_OUTPUTS:
-            loop = opts.get("loop", "sampled")
-            if loop not in LOOPS:
-                raise _fail(source, f"{where}.loop = {_fmt(loop)}: allowed values are {', '.join(LOOPS)}")
-            # the rk4 steps of one control period and the integral term: static (the program's shape), from
-            # the nominal values
-            steps, integral = loop_shape(scenario)
-            clean = {"loop": loop, "shape": (steps if loop == "sampled" else 0, integral)}
-        elif name in MODAL_OUTPUTS:
-            boundary = opts.get("boundary", "free")
-            try:
-                clean = {"boundary": as_boundary(boundary).name}  # the name: options are reported as given
-            except ValueError as e:
-                raise _fail(source, f"{where}.{e}") from None
-        o = _Output(name, tuple(sorted(clean.items())))
+        o = declared_output(scenario, name, opts, where, lambda msg: _fail(source, msg))
         if o in out:
             raise _fail(source, f"{where} = {spec!r}: listed twice")
         out.append(o)
@@ -245,32 +142,6 @@ def parse_outputs(
 # ------------------------------------------------------------------------------------------------------------
 # The differentiated function
 # ------------------------------------------------------------------------------------------------------------
-
-
-def attitude_error(sigma_BN: Float[Array, "3"], sigma_RN: Float[Array, "3"]) -> Float[Array, ""]:
-    """Principal rotation angle $\\Phi \\in [0, \\pi]$ [rad] between the attitudes $\\sigma_{BN}$ and $\\sigma_{RN}$
-    (MRPs), through the MRP difference `sub_mrp` (module docstring); smooth for $0 < \\Phi < \\pi$, 0 derivative at 0."""
-    q = sub_mrp(sigma_BN, sigma_RN)
-    return 4.0 * jnp.arctan(safe_sqrt(jnp.dot(q, q)))
-
-
-def settling_time(
-    t: Float[Array, " T"], signal: Float[Array, " T"], threshold: float
-) -> tuple[Float[Array, ""], Any]:
-    """Interpolated last time `signal` (>= 0) is above `threshold` (module docstring) and a status code:
-    0 settled, 1 never above the threshold ($t_s = 0$), 2 still above at the end ($t_s = t_{end}$)."""
-    above = jax.lax.stop_gradient(signal) > threshold
-    T = t.shape[0]
-    k = (T - 1) - jnp.argmax(above[::-1])  # last index above (valid when any(above))
-    k1 = jnp.minimum(k + 1, T - 1)
-    sk, sk1 = signal[k], signal[k1]
-    denom = jnp.where(k1 > k, sk - sk1, 1.0)
-    ts = t[k] + (sk - threshold) / denom * (t[k1] - t[k])
-    never = ~jnp.any(above)
-    unsettled = above[-1]
-    ts = jnp.where(never, 0.0, jnp.where(unsettled, t[-1], ts))
-    status = jnp.where(never, 1, jnp.where(unsettled, 2, 0))
-    return ts, status
 
 
 def _evaluate(scenario, x, params, outputs, adjoint):
@@ -284,55 +155,16 @@ def _evaluate(scenario, x, params, outputs, adjoint):
 
 def needs_simulation(outputs) -> bool:
     """Whether any of the outputs is read from a simulated trajectory (the modal ones are not)."""
-    return any(o.name not in MODAL_OUTPUTS for o in outputs)
+    return any(o.simulated for o in outputs)
 
 
 def output_values(scenario, scn, traj, outputs):
     """The outputs of the model `scn` (the nominal `scenario` with its parameters applied) and its trajectory
     `traj` (None when `needs_simulation` is False), concatenated in `output_blocks`' order, and one status code
-    per output (`settling_time`'s; 0 for the others)."""
+    per output (0, or one of its `statuses`, e.g. `settling_time`'s)."""
     ys, status, loops = [], [], {}  # `loops`: each closed loop linearised once, whichever outputs read it
     for o in outputs:
-        st = jnp.asarray(0)
-        if o.name in HISTORY_OUTPUTS:
-            v = getattr(traj, o.name)
-            y = v.reshape(v.shape[0], -1).reshape(-1)
-        elif o.name in VECTOR_OUTPUTS:
-            history, which = VECTOR_OUTPUTS[o.name]
-            v = getattr(traj, history)
-            y = v[-1] if which == "final" else jnp.max(jnp.abs(v), axis=0)
-        elif o.name == "peak_hub_rate":
-            y = jnp.max(safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1)))[None]
-        elif o.name == "final_attitude_error":
-            ref = o.opt("sigma_R")  # default: the nominal initial attitude (a constant)
-            sigma0 = scenario.initial.sigma_BNInit
-            ref = sigma0 if ref is None else jnp.asarray(ref, dtype=sigma0.dtype)
-            y = attitude_error(traj.sigma_BN[-1], ref)[None]
-        elif o.name == "settling_time":
-            if o.opt("signal") == "theta":
-                sig = jnp.max(jnp.abs(traj.theta - scn.spacecraft.panels.thetaRef), axis=1)
-            elif o.opt("signal") == "attitude_error":
-                sig = jax.vmap(attitude_error, in_axes=(0, None))(traj.sigma_BN, scn.control.sigma_R0N)
-            else:
-                sig = safe_sqrt(jnp.sum(traj.omega_BN_B * traj.omega_BN_B, axis=-1))
-            ts, st = settling_time(traj.t, sig, o.opt("threshold"))
-            y = ts[None]
-        elif o.name == "pointing_error":
-            phi = jax.vmap(attitude_error, in_axes=(0, None))(traj.sigma_BN, scn.control.sigma_R0N)
-            y = jnp.sum(0.5 * (phi[1:] ** 2 + phi[:-1] ** 2) * jnp.diff(traj.t))[None]
-        elif o.name in CLOSED_LOOP_OUTPUTS:
-            key = (o.opt("shape"), o.opt("loop"))
-            if key not in loops:
-                loops[key] = closed_loop_unjitted(scn, o.opt("shape"), o.opt("loop") == "sampled")
-            cl = loops[key]
-            if o.name == "closed_loop_margin":
-                y = cl.flexible_margin[None]
-            else:  # one value per flexible mode (every other pole of the 2N, in ascending frequency)
-                n = scn.spacecraft.panels.count
-                y = cl.damping_ratio[jnp.argsort(~cl.flexible, stable=True)[: 2 * n : 2]]
-        else:
-            m = modes_unjitted(scn, o.opt("boundary"))
-            y = m.frequency_hz if o.name == "modal_frequencies" else m.damping_ratio
+        y, st = o.compute(scenario, scn, traj, loops)
         ys.append(y)
         status.append(st)
     return jnp.concatenate(ys), jnp.stack(status)
@@ -365,6 +197,7 @@ class OutputBlock:
     labels: tuple[str, ...]
     unit: str
     options: dict
+    axis: str | None = None  # what `labels` run along: "panel", "wheel", "mode", "component"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,33 +270,13 @@ class SensitivityResult:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def output_blocks(scenario: Scenario, outputs: tuple[_Output, ...]) -> tuple[OutputBlock, ...]:
+def output_blocks(scenario: Scenario, outputs: tuple[AbstractOutput, ...]) -> tuple[OutputBlock, ...]:
     T = len(save_times(scenario.simulation))
-    panels = scenario.spacecraft.panels.labels
-    N = len(panels)
     out, start = [], 0
     for o in outputs:
-        if o.name in HISTORY_OUTPUTS:
-            energy = o.name in ("totOrbEnergy", "totRotEnergy")
-            wheels = () if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
-            labels = (panels if o.name in ("theta", "thetaDot") else wheels if o.name in ("Omega", "u_current")
-                      else () if energy else ("0", "1", "2"))
-            shape = (T, len(labels)) if labels else (T,)
-            kind, unit = "history", OUTPUT_UNITS[o.name]
-        elif o.name in VECTOR_OUTPUTS:
-            history = VECTOR_OUTPUTS[o.name][0]
-            wheels = () if scenario.spacecraft.wheels is None else scenario.spacecraft.wheels.labels
-            labels = panels if history == "theta" else wheels
-            shape, kind, unit = (len(labels),), "vector", OUTPUT_UNITS[history]
-        elif o.name in MODAL_OUTPUTS and o.name != "closed_loop_margin":
-            labels, shape, kind = tuple(f"mode {i + 1}" for i in range(N)), (N,), "modal"
-            unit = "Hz" if o.name == "modal_frequencies" else "1"
-        else:
-            labels, shape, kind = (), (), "scalar"
-            unit = {"peak_hub_rate": "rad/s", "final_attitude_error": "rad", "settling_time": "s",
-                    "pointing_error": "rad^2 s", "closed_loop_margin": "1"}[o.name]
+        shape, labels, axis = o.layout(scenario, T)
         size = int(np.prod(shape))
-        out.append(OutputBlock(o.name, kind, start, start + size, shape, labels, unit, dict(o.options)))
+        out.append(OutputBlock(o.name, o.kind, start, start + size, shape, labels, o.unit, dict(o.options), axis))
         start += size
     return tuple(out)
 
@@ -522,7 +335,7 @@ def sensitivity(
     J, y = np.zeros((M, P)), np.zeros(M)
     status, ok = np.zeros(len(outs), dtype=int), True
     for modal in (False, True):
-        group = [i for i, o in enumerate(outs) if (o.name in MODAL_OUTPUTS) == modal]
+        group = [i for i, o in enumerate(outs) if o.simulated != modal]
         if not group:
             continue
         Jg, (yg, stg, okg) = _jacobian(compile_key(scenario), jnp.asarray(x0), anonymous(params),
@@ -544,9 +357,7 @@ def sensitivity(
     defined = (~y_zero)[:, None] & (x0 != 0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         N = np.where(defined, J * x0[None, :] / np.where(y_zero, 1.0, y)[:, None], 0.0)
-    unsettled = {1: "the signal never exceeds the threshold; t_s = 0",
-                 2: "not settled by t_end; t_s = t_end and its derivatives (0) mean nothing"}
-    notes += [f"settling_time ({b.options}): {unsettled[st]}" for b, st in zip(blocks, status) if st]
+    notes += [f"{o.name} ({b.options}): {o.statuses[st]}" for o, b, st in zip(outs, blocks, status) if st]
     zp = [p.name for p, v in zip(params, x0) if v == 0]
     if zp:
         notes.append(f"normalised sensitivities undefined for parameters at 0: {', '.join(zp)}")

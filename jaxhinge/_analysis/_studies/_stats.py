@@ -32,7 +32,7 @@ import numpy as np
 
 from ..._io._campaign_format import BUCKETS, CEIL, FLOOR, HALF, KMAX, KMIN, LOG_GAMMA, MOMENTS, bucket_values
 
-__all__ = ["FIELDS", "SUMMARY_METRICS", "Moments", "bucket_index", "merge", "merge_all", "moments", "sketch_add",
+__all__ = ["FIELDS", "Moments", "bucket_index", "merge", "merge_all", "moments", "sketch_add",
            "sketch_quantiles", "summary_metrics"]
 
 FIELDS = MOMENTS  # the stacked layout (`Moments.stack`): the store's `stats_<history>`
@@ -144,16 +144,9 @@ def sketch_quantiles(counts: np.ndarray, percentiles, centre=0.0) -> np.ndarray:
     return out
 
 
-# the metrics every campaign keeps (name -> (trailing axis, unit, description)), from the histories of a chunk
-SUMMARY_METRICS = {
-    "peak_hub_rate": (None, "rad/s", "peak |omega_BN_B| over the saved samples"),
-    "final_theta": ("panel", "rad", "hinge angle at t_end"),
-    "peak_abs_theta": ("panel", "rad", "peak |theta| over the saved samples"),
-}
-
-
 def summary_metrics(run) -> dict[str, np.ndarray]:
-    """`SUMMARY_METRICS` of every member of a batched trajectory (`theta`, `omega_BN_B` with a member axis)."""
+    """The summary's metrics (`_io._sweep_file.SUMMARY_METRICS`, declared in `_outputs`) of every member of a
+    batched trajectory (`theta`, `omega_BN_B` with a member axis), on the host."""
     theta = np.asarray(run.theta)
     omega = np.asarray(run.omega_BN_B)
     return {"peak_hub_rate": np.linalg.norm(omega, axis=-1).max(axis=1), "final_theta": theta[:, -1, :],
