@@ -140,9 +140,9 @@ def fit_file(tmp_path):
 
 
 @pytest.mark.parametrize("lines, match", [
-    # continuity_rtol: at or below 0 (the file's number check) and at or above 1 (MultipleShooting's)
-    ('shooting = "multiple"\ncontinuity_rtol = 0.0', r"fit\.continuity_rtol = 0\.0: must be a finite number > 0"),
-    ('shooting = "multiple"\ncontinuity_rtol = -0.5', r"fit\.continuity_rtol = -0\.5: must be a finite number > 0"),
+    # continuity_rtol: outside (0, 1), the file's message MultipleShooting's
+    ('shooting = "multiple"\ncontinuity_rtol = 0.0', r"fit\.continuity_rtol = 0\.0: must be a number in \(0, 1\)"),
+    ('shooting = "multiple"\ncontinuity_rtol = -0.5', r"fit\.continuity_rtol = -0\.5: must be a number in \(0, 1\)"),
     ('shooting = "multiple"\ncontinuity_rtol = 1.0', r"fit\.continuity_rtol = 1\.0: must be a number in \(0, 1\)"),
     ('shooting = "multiple"\ncontinuity_rtol = 1.5', r"fit\.continuity_rtol = 1\.5: must be a number in \(0, 1\)"),
     ('shooting = "multiple"\ncontinuity_rtol = "tight"', r'fit\.continuity_rtol = "tight": must be a number, got a string'),

@@ -131,7 +131,10 @@ def read_identify(path: str | os.PathLike, data: Mapping | None = None, *, out_d
     if "segment" in kwargs and kwargs["segment"] != "auto":
         kwargs["segment"] = ck.finite_positive(kwargs["segment"], "fit.segment")
     if "continuity_rtol" in kwargs:
-        kwargs["continuity_rtol"] = ck.finite_positive(kwargs["continuity_rtol"], "fit.continuity_rtol")
+        r = kwargs["continuity_rtol"]
+        if isinstance(r, (int, float)) and not isinstance(r, bool) and not 0 < r < 1:
+            raise ck.bad("fit.continuity_rtol", r, "must be a number in (0, 1)")  # (MultipleShooting's rule)
+        kwargs["continuity_rtol"] = ck.finite_positive(r, "fit.continuity_rtol")
     if "dt" in kwargs:
         ck.choice(kwargs["dt"], "fit.dt", ("auto",))
     if ("segment" in kwargs or "continuity_rtol" in kwargs) and kwargs.get("shooting") != "multiple":
