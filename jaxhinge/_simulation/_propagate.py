@@ -35,7 +35,7 @@ from .._model._spacecraft import State
 from ._memory import sample_counts
 from ._solver import MRPSwitch
 
-__all__ = ["Propagated", "adaptive_parts", "flat_state", "flight_software", "is_sample", "propagate",
+__all__ = ["Propagated", "adaptive_parts", "flat_state", "flight_software", "held_commands", "is_sample", "propagate",
            "propagate_adaptive", "state_layout", "step", "unflat_state", "with_command"]
 
 
@@ -91,6 +91,14 @@ def step(spacecraft, y: Float[Array, " state"], h, loads_t0) -> Float[Array, " s
 
     y1 = RK4.step(field, y, h)
     return y1.at[6:9].set(mrp_shadow(y1[6:9]))
+
+
+def held_commands(scenario, out: "Propagated", t0, m: int, dt) -> ControlState:
+    """The controller's command held from each of `propagate`'s points on (`out.control` stacked: the call made
+    there when the point's step starts on a control sample, as the run does): what a trajectory reports as
+    `Lr` and `u_current` at its sample times. `t0`, `m`, `dt`: as given to `propagate`."""
+    j = jnp.round(jnp.asarray(t0) / dt).astype(int) + jnp.arange(out.ys.shape[0]) * m
+    return jax.vmap(lambda y, cs, jj: flight_software(scenario, y, cs, jj, dt))(out.ys, out.control, j)
 
 
 class Propagated(NamedTuple):

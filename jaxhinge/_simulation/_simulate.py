@@ -29,7 +29,7 @@ from ._memory import check_memory, sample_counts, save_times, step_times
 from ._propagate import (
     adaptive_parts,
     flat_state,
-    flight_software,
+    held_commands,
     propagate,
     propagate_adaptive,
     state_layout,
@@ -83,10 +83,8 @@ def _solve_rk4_scan(scenario: Scenario, blocks: tuple[int, int, int], store: boo
     y0 = flat_state(initial_state(sc, scenario.initial))
     cs0 = None if ctrl is None else initial_control_state(0 if sc.wheels is None else sc.wheels.count, y0.dtype)
     out = propagate(scenario, y0, 0.0, K, m, cs0=cs0, t_stop=t_stop, checkpoint=not store)
-    held = None
-    if ctrl is not None:  # the command held from each save time on: the call made there, if it is a sample
-        held = jax.vmap(lambda y, cs, j: flight_software(scenario, y, cs, j, cfg.dt))(
-            out.ys, out.control, jnp.arange(K + 1) * m)
+    # the command held from each save time on: the call made there, if it is a sample
+    held = None if ctrl is None else held_commands(scenario, out, 0.0, m, cfg.dt)
     return _Solution(
         jnp.asarray(save_times(cfg)),
         unflat_state(out.ys, *state_layout(sc)),

@@ -58,7 +58,7 @@ from ..._dynamics._energy import initial_state
 from ..._math import mrp_near
 from ..._model._control import ControlState, initial_control_state
 from ..._runtime._programs import program
-from ..._simulation._propagate import flat_state, flight_software, propagate, state_layout, unflat_state
+from ..._simulation._propagate import flat_state, held_commands, propagate, state_layout, unflat_state
 from ..._simulation._simulate import trajectory_of
 
 __all__ = ["CONTROL_STATES", "ROTATIONAL", "Linearisation", "Segments", "ShootingProblem", "chain", "control_steps",
@@ -184,10 +184,7 @@ def _outputs(prob: Segments, sc, u, out, start, data, weight):
     rec = prob.record
     gain, bias, _ = rec.sensors(u)
     ts = start + jnp.arange(prob.K + 1) * (prob.m * prob.dt)
-    held = None
-    if sc.control is not None:
-        j = jnp.round(start / prob.dt).astype(int) + jnp.arange(prob.K + 1) * prob.m
-        held = jax.vmap(lambda y, cs, jj: flight_software(sc, y, cs, jj, prob.dt))(out.ys, out.control, j)
+    held = None if sc.control is None else held_commands(sc, out, start, prob.m, prob.dt)
     traj = trajectory_of(sc, ts, unflat_state(out.ys, *state_layout(sc.spacecraft)), jnp.asarray(0),
                          jnp.asarray(prob.K * prob.m), held)
     y = rec.outputs(traj, gain, bias, data, weight)

@@ -13,12 +13,15 @@ import math
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..._errors import FitError
 from ..._format import fmt_value as _fmt
+from ..._model._scenario import compile_key
 from ..._model._telemetry import Telemetry
+from .._linear._modes import modes
 from ._lsq_coords import LOG_CLIP
 from ._lsq_solver import FAIL, Solution, solve
 from ._segments import grid, point_step, segment_length, shooting_problem
@@ -62,8 +65,6 @@ def auto_horizon(scenario, t: np.ndarray) -> list[float]:
     least `_MIN_SAMPLES` samples), each later stage twice the previous, the last the whole record. A
     frequency 15 % off (k 30 % off) slips a quarter period after ~1.7 periods, so the first stage stays in the
     data's basin; each fitted stage predicts the next one's phase. A record shorter than that: `[1.0]`."""
-    from .._linear._modes import modes
-
     t = np.asarray(t, dtype=float)
     span = float(t[-1] - t[0])
     f = np.asarray(modes(scenario).frequency_hz, dtype=float)
@@ -263,10 +264,6 @@ def _why_not_together(scens, tels, parts) -> str | None:
     """Why several records cannot be shot together (None: they can, or there is one): their segments run side by
     side as one vmapped program, so the records must share their sample times, columns, model structure (the
     same panels, wheels, controller, loads kinds: their values may differ) and sensor models."""
-    import jax
-
-    from ..._model._scenario import compile_key
-
     if len(tels) < 2:
         return None
     shape = lambda sc: (jax.tree.structure(compile_key(sc)),
